@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/handlers"
+)
+
+// demoSetup is the --demo sample Loom: the gateway's own executable linked
+// as <dir>/loom (main runs sampleloom under that name), a direct-transport
+// host config pointing at it, and a host token for a TCP host listener.
+type demoSetup struct {
+	dir       string
+	hostToken string
+}
+
+// demoCeiling is the demo run's manifest ceiling: work only, so the sample
+// Loom's health rows come back withheld.
+const demoCeiling = `["https://loom.example/facet/work"]`
+
+func setUpDemo(o *options) (*demoSetup, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("demo: cannot find own executable: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "loom-gateway-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	s := &demoSetup{dir: dir, hostToken: "demo-" + fmt.Sprint(time.Now().UnixNano())}
+	cli := filepath.Join(dir, "loom")
+	if err := os.Symlink(exe, cli); err != nil {
+		s.cleanup()
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	cfg := map[string]any{
+		"cliPath":   cli,
+		"transport": map[string]any{"kind": "direct", "instanceDir": dir, "runId": "demo"},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	cfgPath := filepath.Join(dir, "loom-retrieval.json")
+	tokenPath := filepath.Join(dir, "host-token")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		s.cleanup()
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if err := os.WriteFile(tokenPath, []byte(s.hostToken), 0o600); err != nil {
+		s.cleanup()
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if o.configPath == "" {
+		o.configPath = cfgPath
+	}
+	if o.hostListen == "unix:/tmp/loom-gateway-host.sock" {
+		o.hostListen = "127.0.0.1:8081"
+	}
+	if o.hostTokenFile == "" {
+		o.hostTokenFile = tokenPath
+	}
+	return s, nil
+}
+
+func (s *demoSetup) cleanup() { _ = os.RemoveAll(s.dir) }
+
+// start creates the demo run through the host API and prints the lines to
+// try it.
+func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, hostAddr string, w io.Writer) error {
+	hostURL := "http://" + hostAddr
+	body := `{"runId":"demo","maxConfidentiality":` + demoCeiling + `,"ttlSeconds":86400}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostURL+"/host/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.hostToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("demo: create run: %w", err)
+	}
+	defer resp.Body.Close()
+	var created struct{ RunID, Token string }
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(raw, &created) != nil {
+		return fmt.Errorf("demo: create run: status %d", resp.StatusCode)
+	}
+	agentURL := "http://" + agentAddr + "/v1/runs/" + created.RunID
+	auth := `-H "Authorization: Bearer ` + created.Token + `" -H 'Content-Type: application/json'`
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "\nloom-gateway demo: sample Loom, run %q with ceiling %s\n\n", created.RunID, demoCeiling)
+	fmt.Fprintf(&out, "Agent API (run token):\n")
+	for _, l := range []struct{ tool, body string }{
+		{"loom_search", `{"query":"atlas"}`},
+		{"loom_page_discover", `{"kind":"projects"}`},
+		{"loom_page_read", `{"target":"Projects/Atlas/about.md"}`},
+		{"loom_people", `{"query":"ada@example.com"}`},
+		{"loom_calendar_list", `{"all":true}`},
+		{"loom_context", `{"read":"where"}`},
+		{"loom_profile", `{}`},
+	} {
+		fmt.Fprintf(&out, "  curl -s %s %s/%s -d '%s'\n", auth, agentURL, l.tool, l.body)
+	}
+	fmt.Fprintf(&out, "  curl -s %s %s/describe_handle -d '{\"token\":\"cfh:v:.....\"}'\n", auth, agentURL)
+	fmt.Fprintf(&out, "\nHost API (host token):\n")
+	hostAuth := `-H "Authorization: Bearer ` + s.hostToken + `"`
+	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/calls\n", hostAuth, hostURL, created.RunID)
+	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/handles\n", hostAuth, hostURL, created.RunID)
+	fmt.Fprintf(&out, "\nConsole: %s/console/ (host token)\n\n", hostURL)
+	_, err = w.Write(out.Bytes())
+	return err
+}

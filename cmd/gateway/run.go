@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/web"
+)
+
+// usageError is a flag or configuration error: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+var errHelp = errors.New("help requested")
+
+// options are the parsed flags.
+type options struct {
+	listen, hostListen, hostTokenFile string
+	configPath                        string
+	allowTools                        []string
+	maxConfidentiality                string
+	commandTimeout                    time.Duration
+	maxStdoutBytes                    int64
+	maxConcurrentLoom                 int
+	busyWait                          time.Duration
+	maxRequestBytes                   int64
+	maxRuns, maxHandlesPerRun         int
+	runTTL, shutdownTimeout           time.Duration
+	storeURL                          string
+	demo                              bool
+	logFormat, logLevel               string
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "agent listener `address` (TCP); the only port a sandbox may reach")
+	fs.StringVar(&o.hostListen, "host-listen", "unix:/tmp/loom-gateway-host.sock", "host listener: `unix:/path` for a unix socket (mode 0600) or host:port for TCP (then a host token is required)")
+	fs.StringVar(&o.hostTokenFile, "host-token-file", "", "`file` holding the host token for a TCP host listener (or env LOOM_GATEWAY_HOST_TOKEN)")
+	fs.StringVar(&o.configPath, "loom-retrieval-config", getenv("CF_HARNESS_LOOM_RETRIEVAL_CONFIG"), "absolute `path` of the loom retrieval host config (or env CF_HARNESS_LOOM_RETRIEVAL_CONFIG); without it the eight tools answer not_configured")
+	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
+	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
+	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom process timeout; the whole process group is killed")
+	fs.Int64Var(&o.maxStdoutBytes, "max-stdout-bytes", 64<<20, "cap on a loom process's stdout in `bytes`; past it the group is killed (command_failed)")
+	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "live loom processes at once; callers wait --busy-wait for a slot, then answer busy (429)")
+	fs.DurationVar(&o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
+	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 1<<20, "cap on a request body in `bytes` (413 past it)")
+	fs.IntVar(&o.maxRuns, "max-runs", 10000, "live runs at most (run_limit_reached past it)")
+	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
+	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
+	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only)")
+	fs.BoolVar(&o.demo, "demo", false, "start with the built-in sample Loom and a demo run, and print curl lines to try it")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: gateway [flags]\n\nServes the eight read-only Loom retrieval tools to sandboxed agents.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+// run is the whole gateway: flags, configuration, listeners, serving and
+// graceful shutdown. It returns when ctx is cancelled and the calls in
+// flight have drained.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		return err
+	}
+	var demo *demoSetup
+	if o.demo {
+		if demo, err = setUpDemo(o); err != nil {
+			return err
+		}
+		defer demo.cleanup()
+	}
+
+	d, err := buildDeps(o, getenv, log)
+	if err != nil {
+		return err
+	}
+	mem := store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns})
+	d.Store = mem
+
+	agentSpec, err := handlers.LoadSpec("agent")
+	if err != nil {
+		return fmt.Errorf("contract: %w", err)
+	}
+	hostSpec, err := handlers.LoadSpec("host")
+	if err != nil {
+		return fmt.Errorf("contract: %w", err)
+	}
+
+	agentLn, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usagef("--listen %s: %v", o.listen, err)
+	}
+	defer agentLn.Close()
+	hostLn, err := listenHost(o.hostListen)
+	if err != nil {
+		return err
+	}
+	defer hostLn.Close()
+	if hostLn.Addr().Network() == "tcp" && d.HostToken == "" {
+		return usagef("--host-listen %s is TCP: a host token is required (--host-token-file or LOOM_GATEWAY_HOST_TOKEN)", o.hostListen)
+	}
+
+	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o)
+	hostSrv := newServer(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, web.Mount), o)
+
+	errc := make(chan error, 2)
+	go func() { errc <- serve(agentSrv, agentLn) }()
+	go func() { errc <- serve(hostSrv, hostLn) }()
+	go sweep(ctx, mem)
+	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Config != nil)
+
+	if demo != nil {
+		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr().String(), stdout); err != nil {
+			return err
+		}
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; draining calls in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	err = errors.Join(agentSrv.Shutdown(sctx), hostSrv.Shutdown(sctx))
+	return err
+}
+
+// buildDeps validates the configuration flags and builds the handlers'
+// dependencies, except the store.
+func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handlers.Deps, error) {
+	d := &handlers.Deps{
+		Logger:           log,
+		MaxHandlesPerRun: o.maxHandlesPerRun,
+		MaxRequestBytes:  o.maxRequestBytes,
+		RunTTL:           o.runTTL,
+	}
+	if o.storeURL != "memory" {
+		return nil, usagef("--store %q: only \"memory\" is built", o.storeURL)
+	}
+	if o.configPath == "" && len(o.allowTools) > 0 {
+		return nil, usagef("--allow-tool %s needs --loom-retrieval-config: a retrieval tool without the host config is a contradiction", o.allowTools[0])
+	}
+	if o.configPath != "" {
+		cfg, err := loom.LoadConfig(o.configPath)
+		if err != nil {
+			return nil, &usageError{msg: err.Error()}
+		}
+		d.Config, d.LoomPath = cfg, cfg.CLIPath
+		hostPath, set := os.LookupEnv("PATH")
+		d.Env = loom.Env(cfg, hostPath, set)
+		d.Runner = loom.New(loom.Options{
+			Timeout:       o.commandTimeout,
+			MaxStdout:     o.maxStdoutBytes,
+			MaxConcurrent: o.maxConcurrentLoom,
+			QueueWait:     o.busyWait,
+		})
+		d.Tools = loom.Tools
+		if len(o.allowTools) > 0 {
+			d.Tools = nil
+			for _, name := range o.allowTools {
+				t, ok := loom.ParseTool(name)
+				if !ok {
+					return nil, usagef("--allow-tool %q: not one of the eight tools", name)
+				}
+				d.Tools = append(d.Tools, t)
+			}
+		}
+	}
+	if o.maxConfidentiality != "" {
+		text := []byte(o.maxConfidentiality)
+		if name, ok := strings.CutPrefix(o.maxConfidentiality, "@"); ok {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, usagef("--max-confidentiality: cannot read %s", name)
+			}
+			text = b
+		}
+		conf, err := ifc.ParseConfidentiality(text)
+		if err != nil {
+			return nil, usagef("--max-confidentiality: not a JSON clause list")
+		}
+		d.MaxConfidentiality = ifc.CeilingOf(conf)
+	}
+	token := getenv("LOOM_GATEWAY_HOST_TOKEN")
+	if o.hostTokenFile != "" {
+		b, err := os.ReadFile(o.hostTokenFile)
+		if err != nil {
+			return nil, usagef("--host-token-file: cannot read %s", o.hostTokenFile)
+		}
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			return nil, usagef("--host-token-file %s is empty", o.hostTokenFile)
+		}
+	}
+	d.HostToken = token
+	for name, v := range map[string]int64{"--max-stdout-bytes": o.maxStdoutBytes, "--max-request-bytes": o.maxRequestBytes, "--max-concurrent-loom": int64(o.maxConcurrentLoom), "--max-runs": int64(o.maxRuns)} {
+		if v <= 0 {
+			return nil, usagef("%s must be positive", name)
+		}
+	}
+	if o.commandTimeout <= 0 || o.runTTL <= 0 {
+		return nil, usagef("--command-timeout and --run-ttl must be positive")
+	}
+	return d, nil
+}
+
+// listenHost opens the host listener: a unix socket (mode 0600) for
+// "unix:/path", TCP otherwise.
+func listenHost(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, usagef("--host-listen %s: %v", addr, err)
+		}
+		return ln, nil
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path) // a stale socket of an earlier process
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, usagef("--host-listen %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
+func newServer(h http.Handler, o *options) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      o.commandTimeout + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// sweep drops expired runs from the memory store once a minute.
+func sweep(ctx context.Context, m *store.Memory) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.Sweep()
+		}
+	}
+}
+
+func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, usagef("--log-level %q: one of debug, info, warn, error", o.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format %q: json or text", o.logFormat)
+}

@@ -1,0 +1,220 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// call is one tool call in progress: the outcome the call log records.
+type call struct {
+	run      store.Run
+	tool     string
+	outputID string
+	started  time.Time
+	exitCode *int
+}
+
+// beginOutput takes the run's next output number: every tool output of a
+// run, errors and describe_handle included, gets one (Gateway decision 7).
+func (d *Deps) beginOutput(ctx context.Context, tool string) (*call, error) {
+	run, ok := runFrom(ctx)
+	if !ok {
+		return nil, errUnauthorized
+	}
+	n, err := d.Store.NextOutput(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &call{
+		run:      run,
+		tool:     tool,
+		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, n),
+		started:  d.now(),
+	}, nil
+}
+
+// fail records a failed call and returns its error with the outputId.
+func (d *Deps) fail(ctx context.Context, c *call, err error) error {
+	rec := store.Call{
+		OutputID:  c.outputID,
+		Tool:      c.tool,
+		Status:    "error",
+		Code:      codeOf(err),
+		ExitCode:  c.exitCode,
+		Duration:  d.now().Sub(c.started),
+		StartedAt: c.started,
+	}
+	if hr, ok := errors.AsType[*loom.HostRefusedError](err); ok && hr.HasHostCode {
+		rec.HostCode = hr.HostCode
+	}
+	d.record(ctx, c, rec)
+	return &callError{OutputID: c.outputID, Err: err}
+}
+
+// record appends to the call log even when the client has gone away; a
+// run deleted meanwhile has no log to append to.
+func (d *Deps) record(ctx context.Context, c *call, rec store.Call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := d.Store.AppendCall(ctx, c.run.ID, rec); err != nil && !errors.Is(err, store.ErrRunNotFound) {
+		d.Logger.ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", codeOf(err))
+	}
+}
+
+// runTool is a tool call, in the reference's check order: not_configured,
+// cancelled, the ceiling record, the argument builder, the process, the
+// outcome, the payload shape, then measurement and handles.
+func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byte, error) {
+	c, err := d.beginOutput(ctx, string(tool))
+	if err != nil {
+		return nil, err
+	}
+	if !d.offers(tool) || !runAllows(c.run, tool) {
+		return nil, d.fail(ctx, c, errNotConfigured)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer d.inflight.add(c.run.ID, &cancel)()
+	if ctx.Err() != nil {
+		return nil, d.fail(ctx, c, errCancelled)
+	}
+
+	record, err := loom.ReadCeiling(d.Config)
+	if err != nil {
+		return nil, d.fail(ctx, c, err)
+	}
+	ceiling := ifc.Meet(c.run.Ceiling, record)
+	argv, err := loom.BuildArgv(d.Config, tool, input)
+	if err != nil {
+		return nil, d.fail(ctx, c, err)
+	}
+	// The query label is the model-context label at invocation, read
+	// fresh: another call of the run may have grown it since auth.
+	run, err := d.Store.Run(ctx, c.run.ID)
+	if err != nil {
+		return nil, d.fail(ctx, c, err)
+	}
+
+	out, err := d.Runner.Run(ctx, argv, d.Env)
+	if err != nil {
+		if context.Cause(ctx) == errCancelled || errors.Is(err, loom.ErrCancelled) {
+			err = errCancelled
+		}
+		return nil, d.fail(ctx, c, err)
+	}
+	code := out.ExitCode
+	c.exitCode = &code
+	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), out)
+	if err != nil {
+		return nil, d.fail(ctx, c, err)
+	}
+	rows, envelope, err := loom.Split(tool, payload)
+	if err != nil {
+		return nil, d.fail(ctx, c, err)
+	}
+
+	res := ifc.Measure(ifc.Input{
+		OutputID:  c.outputID,
+		Kind:      tool.Kind(),
+		Notice:    ifc.Notice,
+		Rows:      rows,
+		Envelope:  envelope,
+		Ceiling:   ceiling,
+		Unlabeled: ifc.LabelForUnlabeledRow(run.ModelContext, d.Config.UnlabeledRowLabel),
+	})
+	handles, err := d.mint(ctx, c, res)
+	if err != nil {
+		return nil, d.fail(ctx, c, goneIsCancelled(err))
+	}
+	if res.Observed != nil {
+		if _, err := d.Store.Observe(context.WithoutCancel(ctx), c.run.ID, res.Observed); err != nil {
+			return nil, d.fail(ctx, c, goneIsCancelled(err))
+		}
+	}
+	d.record(ctx, c, callRecord(c, res, handles, d.now()))
+	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
+}
+
+// mint registers the admitted entries in the run's handle table, in one
+// atomic step, and returns their tokens in entry order.
+func (d *Deps) mint(ctx context.Context, c *call, res ifc.Result) ([]string, error) {
+	refs := make([]store.Referent, 0, res.Admitted)
+	for _, e := range res.Entries {
+		if e.Admitted {
+			refs = append(refs, store.Referent{
+				Kind:        "document",
+				Source:      c.tool,
+				Value:       e.Value,
+				Label:       e.Label,
+				LabelSource: e.LabelSource,
+			})
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	if err := context.Cause(ctx); err == errCancelled {
+		return nil, errCancelled
+	}
+	return d.Store.Mint(context.WithoutCancel(ctx), c.run.ID, refs, d.MaxHandlesPerRun)
+}
+
+func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.Call {
+	rec := store.Call{
+		OutputID:  c.outputID,
+		Tool:      c.tool,
+		Status:    "ok",
+		Admitted:  res.Admitted,
+		Withheld:  res.Withheld,
+		Omitted:   res.Omitted,
+		Truncated: res.Truncated,
+		Observed:  res.Observed,
+		ExitCode:  c.exitCode,
+		Duration:  now.Sub(c.started),
+		StartedAt: c.started,
+		Entries:   make([]store.CallEntry, 0, len(res.Entries)),
+	}
+	h := 0
+	for _, e := range res.Entries {
+		ce := store.CallEntry{Status: "withheld", ReasonCode: e.ReasonCode}
+		if e.Admitted {
+			ce = store.CallEntry{
+				Status:      "admitted",
+				LabelSource: e.LabelSource,
+				Label:       ifc.Disclose(e.Label),
+				Handle:      handles[h],
+				Truncated:   e.Truncated,
+			}
+			h++
+		}
+		rec.Entries = append(rec.Entries, ce)
+	}
+	return rec
+}
+
+// goneIsCancelled reads a run that vanished mid-call as a cancelled call.
+func goneIsCancelled(err error) error {
+	if errors.Is(err, store.ErrRunNotFound) {
+		return errCancelled
+	}
+	return err
+}
+
+// runAllows reports whether the run may call the tool.
+func runAllows(r store.Run, t loom.Tool) bool {
+	if r.Tools == nil {
+		return true
+	}
+	for _, n := range r.Tools {
+		if n == string(t) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/go-chi/chi/v5"
+	middleware "github.com/oapi-codegen/nethttp-middleware"
+
+	"github.com/loom-gateway/gateway/api"
+	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/api/host"
+)
+
+// LoadSpec parses api/openapi.yaml and keeps only the operations tagged
+// tag, so a listener's validator cannot even match another listener's
+// routes.
+func LoadSpec(tag string) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	spec, err := loader.LoadFromData(api.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Validate(loader.Context); err != nil {
+		return nil, err
+	}
+	spec.Servers = nil
+	paths := openapi3.NewPaths()
+	for path, item := range spec.Paths.Map() {
+		keep := false
+		for _, op := range item.Operations() {
+			for _, t := range op.Tags {
+				keep = keep || t == tag
+			}
+		}
+		if keep {
+			paths.Set(path, item)
+		}
+	}
+	spec.Paths = paths
+	return spec, nil
+}
+
+// validator checks every request against the listener's part of the
+// contract; a violation answers its problem through writeProblem.
+func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
+	return middleware.OapiRequestValidatorWithOptions(spec, &middleware.Options{
+		Options: openapi3filter.Options{
+			// Authentication is done before validation (agentAuth,
+			// hostAuth), so the filter only checks shapes.
+			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+		},
+		DoNotValidateServers:  true,
+		SilenceServersWarning: true,
+		DiscardValidatedValue: true,
+		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, opts middleware.ErrorHandlerOpts) {
+			writeProblem(w, r, d.Logger, validationError(err, opts.StatusCode))
+		},
+	})
+}
+
+// validationError classifies a validator error without reading its text.
+func validationError(err error, status int) error {
+	switch status {
+	case http.StatusNotFound:
+		return errRouteNotFound
+	case http.StatusMethodNotAllowed:
+		return errMethodNotAllowed
+	}
+	re, ok := errors.AsType[*openapi3filter.RequestError](err)
+	if !ok {
+		return &inputError{}
+	}
+	if re.Parameter != nil {
+		return &inputError{Pointer: re.Parameter.Name}
+	}
+	if strings.Contains(re.Reason, "Content-Type") || strings.Contains(re.Reason, "content type") {
+		return errUnsupportedMedia
+	}
+	if se, ok := errors.AsType[*openapi3.SchemaError](err); ok {
+		ptr := se.JSONPointer()
+		p := ""
+		for _, s := range ptr {
+			p += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+		}
+		var choices []string
+		if se.SchemaField == "enum" && se.Schema != nil {
+			for _, e := range se.Schema.Enum {
+				if s, ok := e.(string); ok {
+					choices = append(choices, s)
+				}
+			}
+		}
+		return &inputError{Pointer: p, Choices: choices}
+	}
+	return &inputError{}
+}
+
+// AgentRouter is the agent listener's handler: request id, recover, body
+// checks, the run-token check, the validator and the generated routes.
+// Nothing here can create a run, read another run or change a ceiling.
+func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
+	r := chi.NewRouter()
+	r.Use(withRequestID, securityHeaders, recoverer(d.Logger))
+	r.Get("/healthz", d.healthz)
+	r.Get("/openapi.yaml", serveSpec)
+	r.Group(func(r chi.Router) {
+		r.Use(agentAuth(d.Store, d.Logger), jsonBodies(d.maxRequestBytes(), d.Logger), d.validator(spec))
+		errs := d.errorHandler
+		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
+			RequestErrorHandlerFunc:  d.requestErrorHandler,
+			ResponseErrorHandlerFunc: errs,
+		})
+		agent.HandlerWithOptions(si, agent.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		agentAuth(d.Store, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.Logger, errRouteNotFound)
+		})).ServeHTTP(w, r)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		agentAuth(d.Store, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.Logger, errMethodNotAllowed)
+		})).ServeHTTP(w, r)
+	})
+	return r
+}
+
+// HostRouter is the host listener's handler. extra mounts what is served
+// beside the contract (metrics, the console) after the host-token check.
+func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
+	r := chi.NewRouter()
+	r.Use(withRequestID, securityHeaders, recoverer(d.Logger))
+	r.Get("/healthz", d.healthz)
+	r.Get("/readyz", d.readyz)
+	r.Group(func(r chi.Router) {
+		r.Use(hostAuth(d.HostToken, d.Logger))
+		if extra != nil {
+			extra(r)
+		}
+		r.Group(func(r chi.Router) {
+			r.Use(jsonBodies(d.maxRequestBytes(), d.Logger), d.validator(spec))
+			si := host.NewStrictHandlerWithOptions(h, nil, host.StrictHTTPServerOptions{
+				RequestErrorHandlerFunc:  d.requestErrorHandler,
+				ResponseErrorHandlerFunc: d.errorHandler,
+			})
+			host.HandlerWithOptions(si, host.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		hostAuth(d.HostToken, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.Logger, errRouteNotFound)
+		})).ServeHTTP(w, r)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		hostAuth(d.HostToken, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.Logger, errMethodNotAllowed)
+		})).ServeHTTP(w, r)
+	})
+	return r
+}
+
+// errorHandler renders an error a strict method returned.
+func (d *Deps) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, d.Logger, err)
+}
+
+// requestErrorHandler renders a decoding or parameter error of the
+// generated code as invalid_input; its text is never shown.
+func (d *Deps) requestErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	if _, ok := errors.AsType[*inputError](err); ok {
+		writeProblem(w, r, d.Logger, err)
+		return
+	}
+	writeProblem(w, r, d.Logger, &inputError{})
+}
+
+func serveSpec(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.Spec)
+}
+
+func (d *Deps) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}

@@ -1,0 +1,816 @@
+package ifc
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// This file holds the JavaScript-style JSON writer that every length in the
+// package is measured against (SEMANTICS (g)): compact output; strings
+// escaped only for '"', '\' and control characters below U+0020; object
+// members in the order given; numbers as their JSON text. Input is read with
+// JavaScript's JSON.parse semantics where Go would differ: a duplicate object
+// member keeps the position of its first occurrence and the value of its last;
+// invalid UTF-8 becomes U+FFFD per maximal subpart (the WHATWG decoder the
+// reference reads loom's stdout with); an escaped lone surrogate stays a lone
+// surrogate and is written back as a lowercase \udXXX escape.
+
+// decodeOptions are the jsontext options every reader in the package uses.
+var decodeOptions = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+}
+
+var (
+	errDuplicate = errors.New("ifc: duplicate object member")
+	errNotObject = errors.New("ifc: not a JSON object")
+	errTrailing  = errors.New("ifc: data after the JSON value")
+)
+
+// AppendJS appends v as JavaScript's JSON.stringify(JSON.parse(v)) would
+// write it, with two exceptions taken from the gateway's decisions: member
+// order is kept exactly as given (JavaScript would move integer-like names
+// first) and numbers keep their JSON text (1.0 stays 1.0). A duplicate member
+// name keeps its first position and its last value. Strings are not cut.
+//
+// v must be one valid JSON value (duplicate names and invalid UTF-8 are
+// allowed); if it is not, AppendJS appends null.
+func AppendJS(dst []byte, v jsontext.Value) []byte {
+	out, _, err := appendBounded(dst, v, -1)
+	if err != nil {
+		return append(dst, "null"...)
+	}
+	return out
+}
+
+// appendBounded appends v like AppendJS, cutting every string value longer
+// than limit UTF-16 units (limit < 0: no cut). It reports whether a string
+// was cut.
+func appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
+	var e emitter
+	e.limit = limit
+	e.buf = dst
+	e.reset(v)
+	err := e.value()
+	if err == nil {
+		err = e.end()
+	}
+	if err == errDuplicate {
+		n, perr := parseTree(v)
+		if perr != nil {
+			return dst, false, perr
+		}
+		out, cut := appendNode(dst, n, limit)
+		return out, cut, nil
+	}
+	if err != nil {
+		return dst, false, err
+	}
+	return e.buf, e.cut, nil
+}
+
+// UTF16Len returns the length of s in UTF-16 code units, the unit every bound
+// in SEMANTICS is stated in. An invalid UTF-8 sequence counts as the one
+// U+FFFD it decodes to.
+func UTF16Len(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			n++
+			i++
+			continue
+		}
+		r, w := decodeRune(s[i:])
+		n += runeUnits(r)
+		i += w
+	}
+	return n
+}
+
+// CutString returns the first StringBound UTF-16 units of s and true when s
+// is longer than that, else s and false (a string of exactly StringBound
+// units is untouched). A cut that would split a surrogate pair drops the
+// dangling high half, so the result may be one unit short (Gateway
+// decision 1). Invalid UTF-8 is counted as U+FFFD but kept as given.
+func CutString(s string) (string, bool) {
+	n := 0
+	for i := 0; i < len(s); {
+		r, w := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, w = decodeRune(s[i:])
+		}
+		u := runeUnits(r)
+		if n+u > StringBound {
+			return s[:i], true
+		}
+		n += u
+		i += w
+	}
+	return s, false
+}
+
+// utf16LenBytes counts the UTF-16 units of b, which must be valid UTF-8 (as
+// everything the writer produces is).
+func utf16LenBytes(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c&0xC0 != 0x80 {
+			n++
+		}
+		if c >= 0xF0 {
+			n++
+		}
+	}
+	return n
+}
+
+func runeUnits(r rune) int {
+	if r >= 0x10000 {
+		return 2
+	}
+	return 1
+}
+
+// decodeRune decodes the first character of b, which must not be empty. An
+// invalid sequence decodes to U+FFFD and consumes its maximal subpart, as
+// the WHATWG UTF-8 decoder does (Go's own decoder consumes one byte).
+func decodeRune[B ~string | ~[]byte](b B) (rune, int) {
+	c := b[0]
+	if c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	need := 0
+	lo, hi := byte(0x80), byte(0xBF)
+	var r rune
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need, r = 1, rune(c&0x1F)
+	case c == 0xE0:
+		need, r, lo = 2, rune(c&0x0F), 0xA0
+	case c == 0xED:
+		need, r, hi = 2, rune(c&0x0F), 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		need, r = 2, rune(c&0x0F)
+	case c == 0xF0:
+		need, r, lo = 3, rune(c&0x07), 0x90
+	case c >= 0xF1 && c <= 0xF3:
+		need, r = 3, rune(c&0x07)
+	case c == 0xF4:
+		need, r, hi = 3, rune(c&0x07), 0x8F
+	default:
+		return utf8.RuneError, 1
+	}
+	n := 1
+	for ; need > 0; need-- {
+		if n >= len(b) || b[n] < lo || b[n] > hi {
+			return utf8.RuneError, n
+		}
+		r = r<<6 | rune(b[n]&0x3F)
+		lo, hi = 0x80, 0xBF
+		n++
+	}
+	return r, n
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendRune appends r inside a JSON string the way JSON.stringify does. A
+// surrogate code point (only reachable through an escape) is written as a
+// lowercase \udXXX escape.
+func appendRune(dst []byte, r rune) []byte {
+	switch {
+	case r == '"':
+		return append(dst, '\\', '"')
+	case r == '\\':
+		return append(dst, '\\', '\\')
+	case r >= 0x20 && r < utf8.RuneSelf:
+		return append(dst, byte(r))
+	case r == '\b':
+		return append(dst, '\\', 'b')
+	case r == '\f':
+		return append(dst, '\\', 'f')
+	case r == '\n':
+		return append(dst, '\\', 'n')
+	case r == '\r':
+		return append(dst, '\\', 'r')
+	case r == '\t':
+		return append(dst, '\\', 't')
+	case r < 0x20, r >= 0xD800 && r <= 0xDFFF:
+		return append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+	default:
+		return utf8.AppendRune(dst, r)
+	}
+}
+
+// appendJSString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendJSString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		r, w := decodeRune(s[i:])
+		dst = appendRune(dst, r)
+		i += w
+	}
+	return append(dst, '"')
+}
+
+// appendQuoted transcodes raw, one JSON string literal including its quotes
+// as it appears in the input, to its JavaScript form. When limit >= 0 the
+// value is cut to its first limit UTF-16 units if it is longer, dropping a
+// surrogate pair the cut would split; appendQuoted reports whether it cut.
+func appendQuoted(dst, raw []byte, limit int) ([]byte, bool) {
+	dst = append(dst, '"')
+	s := raw[1 : len(raw)-1]
+	units := 0
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		if j > i {
+			if limit >= 0 && units+(j-i) > limit {
+				dst = append(dst, s[i:i+limit-units]...)
+				return append(dst, '"'), true
+			}
+			dst = append(dst, s[i:j]...)
+			units += j - i
+			i = j
+			continue
+		}
+		var r rune
+		var w int
+		switch c := s[i]; {
+		case c == '\\':
+			r, w = unescape(s[i:])
+		case c >= utf8.RuneSelf:
+			r, w = decodeRune(s[i:])
+		default: // a raw control character or quote: not valid JSON, kept safe
+			r, w = rune(c), 1
+		}
+		u := runeUnits(r)
+		if limit >= 0 && units+u > limit {
+			return append(dst, '"'), true
+		}
+		units += u
+		dst = appendRune(dst, r)
+		i += w
+	}
+	return append(dst, '"'), false
+}
+
+// unescape decodes the escape sequence at the start of s. A high surrogate
+// escape followed by a low surrogate escape decodes to one code point; any
+// other surrogate escape decodes to the lone surrogate itself.
+func unescape[B ~string | ~[]byte](s B) (rune, int) {
+	if len(s) < 2 {
+		return '\\', 1
+	}
+	switch s[1] {
+	case '"', '\\', '/':
+		return rune(s[1]), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		v, ok := hex4(s[2:])
+		if !ok {
+			return '\\', 1
+		}
+		if v >= 0xD800 && v <= 0xDBFF && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+			if lo, ok := hex4(s[8:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				return 0x10000 + (v-0xD800)<<10 + (lo - 0xDC00), 12
+			}
+		}
+		return v, 6
+	}
+	return '\\', 1
+}
+
+func hex4[B ~string | ~[]byte](s B) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var v rune
+	for i := range 4 {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | rune(c)
+	}
+	return v, true
+}
+
+// unquote returns the Go string of a JSON string in the writer's form. A
+// lone surrogate becomes U+FFFD, the only loss a Go string forces.
+func unquote(text string) string {
+	s := text[1 : len(text)-1]
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			b = append(b, s[i])
+			i++
+			continue
+		}
+		r, w := unescape(s[i:])
+		if r >= 0xD800 && r <= 0xDFFF {
+			r = utf8.RuneError
+		}
+		b = utf8.AppendRune(b, r)
+		i += w
+	}
+	return string(b)
+}
+
+// emitter streams one JSON value from a jsontext.Decoder into buf in the
+// writer's form. It gives up with errDuplicate on the first repeated member
+// name, leaving the caller to take the slower tree path that applies
+// JavaScript's last-value rule; inputs almost never repeat a name.
+type emitter struct {
+	dec    *jsontext.Decoder
+	src    bytes.Buffer // what dec reads; reset for every value
+	buf    []byte
+	limit  int // string cut in UTF-16 units; < 0 means none
+	cut    bool
+	frames []frame
+	names  []span // member names of the open objects, as offsets into buf
+}
+
+type frame struct {
+	obj      bool
+	wantName bool
+	n        int // members or elements written
+	names    int // index in emitter.names of this object's first name
+	set      map[string]struct{}
+}
+
+type span struct{ lo, hi int }
+
+// maxLinearNames is how many names an object may have before duplicate
+// detection switches from a linear scan to a map.
+const maxLinearNames = 32
+
+func (e *emitter) reset(v []byte) {
+	e.src = *bytes.NewBuffer(v)
+	if e.dec == nil {
+		e.dec = jsontext.NewDecoder(&e.src, decodeOptions...)
+	} else {
+		e.dec.Reset(&e.src, decodeOptions...)
+	}
+	e.cut = false
+	e.frames = e.frames[:0]
+	e.names = e.names[:0]
+}
+
+// end checks that nothing but whitespace follows the value.
+func (e *emitter) end() error {
+	if _, err := e.dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errTrailing
+		}
+		return err
+	}
+	return nil
+}
+
+// value reads one complete value and writes it to buf.
+func (e *emitter) value() error {
+	base := len(e.frames)
+	for {
+		var fr *frame
+		if len(e.frames) > base {
+			fr = &e.frames[len(e.frames)-1]
+		}
+		switch k := e.dec.PeekKind(); k {
+		case jsontext.KindBeginObject, jsontext.KindBeginArray:
+			if _, err := e.dec.ReadToken(); err != nil {
+				return err
+			}
+			e.sep(fr)
+			e.buf = append(e.buf, byte(k))
+			obj := k == jsontext.KindBeginObject
+			e.frames = append(e.frames, frame{obj: obj, wantName: obj, names: len(e.names)})
+			continue
+		case jsontext.KindEndObject, jsontext.KindEndArray:
+			if _, err := e.dec.ReadToken(); err != nil {
+				return err
+			}
+			e.names = e.names[:fr.names]
+			e.frames = e.frames[:len(e.frames)-1]
+			e.buf = append(e.buf, byte(k))
+		case jsontext.KindString:
+			raw, err := e.dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if fr != nil && fr.wantName {
+				if fr.n > 0 {
+					e.buf = append(e.buf, ',')
+				}
+				fr.n++
+				start := len(e.buf)
+				e.buf, _ = appendQuoted(e.buf, raw, -1)
+				if !e.addName(fr, start) {
+					return errDuplicate
+				}
+				e.buf = append(e.buf, ':')
+				fr.wantName = false
+				continue
+			}
+			e.sep(fr)
+			var cut bool
+			e.buf, cut = appendQuoted(e.buf, raw, e.limit)
+			e.cut = e.cut || cut
+		case jsontext.KindNumber, jsontext.KindNull, jsontext.KindTrue, jsontext.KindFalse:
+			raw, err := e.dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			e.sep(fr)
+			e.buf = append(e.buf, raw...)
+		default:
+			_, err := e.dec.ReadToken()
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if len(e.frames) == base {
+			return nil
+		}
+	}
+}
+
+// sep writes what precedes a value in the innermost open container.
+func (e *emitter) sep(fr *frame) {
+	if fr == nil {
+		return
+	}
+	if fr.obj {
+		fr.wantName = true
+		return
+	}
+	if fr.n > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	fr.n++
+}
+
+// addName records the name written at buf[start:] for the object fr and
+// reports false if the object already has it. Names compare in the writer's
+// form, which is one spelling per JavaScript string.
+func (e *emitter) addName(fr *frame, start int) bool {
+	name := e.buf[start:]
+	if fr.set != nil {
+		if _, ok := fr.set[string(name)]; ok {
+			return false
+		}
+		fr.set[string(name)] = struct{}{}
+		return true
+	}
+	for _, s := range e.names[fr.names:] {
+		if bytes.Equal(e.buf[s.lo:s.hi], name) {
+			return false
+		}
+	}
+	e.names = append(e.names, span{start, len(e.buf)})
+	if len(e.names)-fr.names > maxLinearNames {
+		fr.set = make(map[string]struct{}, 2*maxLinearNames)
+		for _, s := range e.names[fr.names:] {
+			fr.set[string(e.buf[s.lo:s.hi])] = struct{}{}
+		}
+	}
+	return true
+}
+
+// rowScan is what one pass over a row yields.
+type rowScan struct {
+	ifc    []byte // the last own ifc member's raw value (aliases emitter scratch)
+	hasIFC bool
+	over   bool // the value was not written: it would exceed maxBytes
+	cut    bool
+}
+
+// row reads one row, which must be a JSON object, remembering its last own
+// ifc member. Unless skip is set it writes the row minus every ifc member to
+// buf, strings cut at the emitter's limit; once more than maxBytes (>= 0)
+// have been written it stops writing, drops what it wrote, reports over and
+// only scans the remaining members for ifc.
+func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowScan, error) {
+	r := rowScan{over: skip}
+	e.reset(row)
+	if k := e.dec.PeekKind(); k != jsontext.KindBeginObject {
+		if k == jsontext.KindInvalid {
+			_, err := e.dec.ReadToken()
+			return r, err
+		}
+		return r, errNotObject
+	}
+	if _, err := e.dec.ReadToken(); err != nil {
+		return r, err
+	}
+	start := len(e.buf)
+	if !r.over {
+		e.buf = append(e.buf, '{')
+	}
+	e.frames = append(e.frames, frame{obj: true, wantName: true})
+	for e.dec.PeekKind() == jsontext.KindString {
+		raw, err := e.dec.ReadValue()
+		if err != nil {
+			return r, err
+		}
+		fr := &e.frames[0]
+		mark := len(e.buf)
+		if fr.n > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		nameStart := len(e.buf)
+		e.buf, _ = appendQuoted(e.buf, raw, -1)
+		if string(e.buf[nameStart:]) == `"ifc"` {
+			e.buf = e.buf[:mark]
+			v, err := e.dec.ReadValue()
+			if err != nil {
+				return r, err
+			}
+			r.ifc = append(ifcBuf[:0], v...)
+			r.hasIFC = true
+			continue
+		}
+		if r.over {
+			e.buf = e.buf[:mark]
+			if err := e.dec.SkipValue(); err != nil {
+				return r, err
+			}
+			continue
+		}
+		if !e.addName(fr, nameStart) {
+			return r, errDuplicate
+		}
+		fr.n++
+		e.buf = append(e.buf, ':')
+		if err := e.value(); err != nil {
+			return r, err
+		}
+		if maxBytes >= 0 && len(e.buf)-start > maxBytes {
+			r.over = true
+			e.buf = e.buf[:start]
+		}
+	}
+	if _, err := e.dec.ReadToken(); err != nil { // '}' or the syntax error
+		return r, err
+	}
+	if err := e.end(); err != nil {
+		return r, err
+	}
+	if !r.over {
+		e.buf = append(e.buf, '}')
+	}
+	r.cut = e.cut && !r.over
+	return r, nil
+}
+
+// node is a parsed JSON value with JavaScript's duplicate-name rule applied.
+// Scalars hold their text in the writer's form; object names too.
+type node struct {
+	kind jsontext.Kind // KindString, KindNumber, KindNull, KindTrue, KindFalse, KindBeginObject, KindBeginArray
+	text string        // scalars
+	keys []string      // object member names, first-occurrence order
+	vals []*node       // object member values (last occurrence) or array elements
+}
+
+// member returns the value of the member whose name, in the writer's form,
+// is key, or nil.
+func (n *node) member(key string) *node {
+	if n.kind != jsontext.KindBeginObject {
+		return nil
+	}
+	if i := slices.Index(n.keys, key); i >= 0 {
+		return n.vals[i]
+	}
+	return nil
+}
+
+// parseTree parses one JSON value.
+func parseTree(v []byte) (*node, error) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOptions...)
+	n, err := parseNode(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errTrailing
+		}
+		return nil, err
+	}
+	return n, nil
+}
+
+func parseNode(dec *jsontext.Decoder) (*node, error) {
+	switch k := dec.PeekKind(); k {
+	case jsontext.KindBeginObject:
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		n := &node{kind: k}
+		var index map[string]int
+		for dec.PeekKind() == jsontext.KindString {
+			raw, err := dec.ReadValue()
+			if err != nil {
+				return nil, err
+			}
+			b, _ := appendQuoted(nil, raw, -1)
+			key := string(b)
+			v, err := parseNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			i := -1
+			if index != nil {
+				if j, ok := index[key]; ok {
+					i = j
+				}
+			} else {
+				i = slices.Index(n.keys, key)
+			}
+			if i >= 0 {
+				n.vals[i] = v
+				continue
+			}
+			n.keys = append(n.keys, key)
+			n.vals = append(n.vals, v)
+			if index != nil {
+				index[key] = len(n.keys) - 1
+			} else if len(n.keys) > maxLinearNames {
+				index = make(map[string]int, 2*len(n.keys))
+				for j, k := range n.keys {
+					index[k] = j
+				}
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return n, nil
+	case jsontext.KindBeginArray:
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		n := &node{kind: k}
+		for {
+			switch dec.PeekKind() {
+			case jsontext.KindEndArray:
+				if _, err := dec.ReadToken(); err != nil {
+					return nil, err
+				}
+				return n, nil
+			case jsontext.KindInvalid:
+				_, err := dec.ReadToken()
+				return nil, err
+			}
+			v, err := parseNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, v)
+		}
+	case jsontext.KindString:
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		b, _ := appendQuoted(nil, raw, -1)
+		return &node{kind: k, text: string(b)}, nil
+	case jsontext.KindNumber, jsontext.KindNull, jsontext.KindTrue, jsontext.KindFalse:
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: k, text: string(raw)}, nil
+	default:
+		_, err := dec.ReadToken()
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+}
+
+// appendNode writes n in the writer's form, cutting strings longer than
+// limit (>= 0) units; it reports whether it cut.
+func appendNode(dst []byte, n *node, limit int) ([]byte, bool) {
+	switch n.kind {
+	case jsontext.KindString:
+		if limit < 0 {
+			return append(dst, n.text...), false
+		}
+		return appendQuoted(dst, []byte(n.text), limit)
+	case jsontext.KindBeginObject:
+		cut := false
+		dst = append(dst, '{')
+		for i, k := range n.keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, k...)
+			dst = append(dst, ':')
+			var c bool
+			dst, c = appendNode(dst, n.vals[i], limit)
+			cut = cut || c
+		}
+		return append(dst, '}'), cut
+	case jsontext.KindBeginArray:
+		cut := false
+		dst = append(dst, '[')
+		for i, v := range n.vals {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var c bool
+			dst, c = appendNode(dst, v, limit)
+			cut = cut || c
+		}
+		return append(dst, ']'), cut
+	default:
+		return append(dst, n.text...), false
+	}
+}
+
+// appendCanon writes the structural form of n: object members sorted by
+// name, numbers by their float64 value. Two values are structurally equal
+// (deep equality, member order ignored, as the reference compares atoms)
+// exactly when their structural forms are equal.
+func appendCanon(dst []byte, n *node) []byte {
+	switch n.kind {
+	case jsontext.KindNumber:
+		f, _ := strconv.ParseFloat(n.text, 64) // out of range yields ±Inf, as in JavaScript
+		switch {
+		case f == 0:
+			return append(dst, '0')
+		case math.IsInf(f, 1):
+			return append(dst, "Infinity"...)
+		case math.IsInf(f, -1):
+			return append(dst, "-Infinity"...)
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	case jsontext.KindBeginObject:
+		order := make([]int, len(n.keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			switch {
+			case n.keys[a] < n.keys[b]:
+				return -1
+			case n.keys[a] > n.keys[b]:
+				return 1
+			}
+			return 0
+		})
+		dst = append(dst, '{')
+		for i, j := range order {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, n.keys[j]...)
+			dst = append(dst, ':')
+			dst = appendCanon(dst, n.vals[j])
+		}
+		return append(dst, '}')
+	case jsontext.KindBeginArray:
+		dst = append(dst, '[')
+		for i, v := range n.vals {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanon(dst, v)
+		}
+		return append(dst, ']')
+	default:
+		return append(dst, n.text...)
+	}
+}

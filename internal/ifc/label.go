@@ -1,0 +1,412 @@
+package ifc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Clause is one confidentiality clause as compact JSON text in the writer's
+// form (see AppendJS): an atom, or an OR-clause {"anyOf":[atoms]}. An object
+// is an OR-clause only when anyOf is its sole member and holds an array.
+// Clauses produced by this package are always in that form; Join compares
+// clauses by this text. Treat the bytes as immutable.
+type Clause jsontext.Value
+
+// Atom is one atom as compact JSON text in the writer's form: in practice a
+// string (often a URI) or an object with a string "type". Treat the bytes as
+// immutable.
+type Atom jsontext.Value
+
+// Confidentiality is a conjunction of clauses. Nil and empty both mean
+// public; functions in this package return nil for an empty list and
+// MarshalJSON writes [] for it.
+type Confidentiality []Clause
+
+// Label is a row's full label. Empty lists are nil and marshal as [].
+type Label struct {
+	Confidentiality Confidentiality `json:"confidentiality"`
+	Integrity       []Atom          `json:"integrity"`
+}
+
+// Disclosed is the agent-visible form of a label: atom types only
+// (SEMANTICS (e.7)). It always marshals both keys, empty lists as [].
+type Disclosed struct {
+	Confidentiality [][]string `json:"confidentiality"`
+	Integrity       []string   `json:"integrity"`
+}
+
+// LabelError reports a label that cannot be read. Path locates the
+// offending part ("confidentiality[2]", "integrity", ...; empty for the
+// whole value) and Reason is a fixed phrase. Neither quotes label content.
+type LabelError struct {
+	Path   string
+	Reason string
+}
+
+func (e *LabelError) Error() string {
+	if e.Path == "" {
+		return "ifc: unreadable label: " + e.Reason
+	}
+	return "ifc: unreadable label: " + e.Path + ": " + e.Reason
+}
+
+// Names in the writer's form, as they appear in node.keys.
+const (
+	keyAnyOf           = `"anyOf"`
+	keyType            = `"type"`
+	keyConfidentiality = `"confidentiality"`
+	keyIntegrity       = `"integrity"`
+	keyTimestamp       = `"timestamp"`
+)
+
+// MarshalJSON returns the clause text; an empty Clause is an error.
+func (c Clause) MarshalJSON() ([]byte, error) {
+	if len(c) == 0 {
+		return nil, errors.New("ifc: empty clause")
+	}
+	return c, nil
+}
+
+// UnmarshalJSON stores any JSON value in the writer's form. It does not
+// check the clause shape; use ParseConfidentiality for that.
+func (c *Clause) UnmarshalJSON(data []byte) error {
+	n, err := parseTree(data)
+	if err != nil {
+		return &LabelError{Reason: "invalid JSON"}
+	}
+	b, _ := appendNode(nil, n, -1)
+	*c = b
+	return nil
+}
+
+// MarshalJSON returns the atom text; an empty Atom is an error.
+func (a Atom) MarshalJSON() ([]byte, error) {
+	if len(a) == 0 {
+		return nil, errors.New("ifc: empty atom")
+	}
+	return a, nil
+}
+
+// UnmarshalJSON stores any JSON value in the writer's form. It does not
+// check the atom shape.
+func (a *Atom) UnmarshalJSON(data []byte) error {
+	var c Clause
+	if err := c.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	*a = Atom(c)
+	return nil
+}
+
+// MarshalJSON writes the clauses as a JSON array, [] when empty.
+func (c Confidentiality) MarshalJSON() ([]byte, error) {
+	return appendClauses(nil, c), nil
+}
+
+// UnmarshalJSON accepts a JSON array of any values (null means empty) and
+// stores each in the writer's form. It does not check clause shapes, so it
+// round-trips every Confidentiality and Ceiling the package produces; use
+// ParseConfidentiality to read input that must be well-formed.
+func (c *Confidentiality) UnmarshalJSON(data []byte) error {
+	n, err := parseTree(data)
+	if err != nil {
+		return &LabelError{Reason: "invalid JSON"}
+	}
+	if n.kind == jsontext.KindNull {
+		*c = nil
+		return nil
+	}
+	out, err := laxList(n, "")
+	if err != nil {
+		return err
+	}
+	*c = out
+	return nil
+}
+
+// MarshalJSON writes {"confidentiality":[...],"integrity":[...]}.
+func (l Label) MarshalJSON() ([]byte, error) {
+	return appendLabel(nil, l), nil
+}
+
+// UnmarshalJSON accepts an object whose confidentiality and integrity are
+// arrays of any values, null or absent. Other members are ignored. Like
+// Confidentiality.UnmarshalJSON it does not check shapes; ParseLabel does.
+func (l *Label) UnmarshalJSON(data []byte) error {
+	n, err := parseTree(data)
+	if err != nil {
+		return &LabelError{Reason: "invalid JSON"}
+	}
+	if n.kind != jsontext.KindBeginObject {
+		return &LabelError{Reason: "not an object"}
+	}
+	var out Label
+	if v := n.member(keyConfidentiality); v != nil && v.kind != jsontext.KindNull {
+		if out.Confidentiality, err = laxList(v, "confidentiality"); err != nil {
+			return err
+		}
+	}
+	if v := n.member(keyIntegrity); v != nil && v.kind != jsontext.KindNull {
+		cs, err := laxList(v, "integrity")
+		if err != nil {
+			return err
+		}
+		out.Integrity = atomsOf(cs)
+	}
+	*l = out
+	return nil
+}
+
+// MarshalJSON writes both keys, empty lists as [].
+func (d Disclosed) MarshalJSON() ([]byte, error) {
+	return appendDisclosed(nil, d), nil
+}
+
+func laxList(n *node, path string) (Confidentiality, error) {
+	if n.kind != jsontext.KindBeginArray {
+		return nil, &LabelError{Path: path, Reason: "not an array"}
+	}
+	var out Confidentiality
+	for _, v := range n.vals {
+		b, _ := appendNode(nil, v, -1)
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func atomsOf(cs Confidentiality) []Atom {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]Atom, len(cs))
+	for i, c := range cs {
+		out[i] = Atom(c)
+	}
+	return out
+}
+
+// ParseConfidentiality reads a JSON array of clauses, every element a
+// clause shape of SEMANTICS (e.2): a string; an object with a string "type"
+// and no "anyOf" member; or an object whose sole member "anyOf" is a
+// non-empty array of such atoms. It is meant for host-supplied lists (flags,
+// manifests, the unlabeledRowLabel setting). Duplicate member names keep the
+// last value and invalid UTF-8 becomes U+FFFD, as JSON.parse would read
+// them. The result is nil for []. Errors are *LabelError.
+func ParseConfidentiality(data []byte) (Confidentiality, error) {
+	n, err := parseTree(data)
+	if err != nil {
+		return nil, &LabelError{Reason: "invalid JSON"}
+	}
+	return strictClauses(n, "")
+}
+
+// ParseClauses reads a JSON array of any values as ceiling clauses without
+// checking their shape, as the reference accepts a read-ceiling record's
+// loomReadCeiling. A malformed clause can only narrow a ceiling: it admits
+// no well-formed label clause. The result is nil for []. Errors are
+// *LabelError.
+func ParseClauses(data []byte) (Confidentiality, error) {
+	n, err := parseTree(data)
+	if err != nil {
+		return nil, &LabelError{Reason: "invalid JSON"}
+	}
+	return laxList(n, "")
+}
+
+// ParseLabel reads a host-supplied label: an object with an array
+// "confidentiality" of clause shapes and an optional array "integrity" of
+// atom shapes (SEMANTICS (e.2)); any other member is refused. Errors are
+// *LabelError.
+func ParseLabel(data []byte) (Label, error) {
+	n, err := parseTree(data)
+	if err != nil {
+		return Label{}, &LabelError{Reason: "invalid JSON"}
+	}
+	if n.kind == jsontext.KindBeginObject {
+		for _, k := range n.keys {
+			if k != keyConfidentiality && k != keyIntegrity {
+				return Label{}, &LabelError{Path: unquote(k), Reason: "unknown member"}
+			}
+		}
+	}
+	return readLabel(n)
+}
+
+// ReadRowLabel reads the label of one row (SEMANTICS (e.2)). Only the row's
+// own top-level "ifc" member counts; when the row repeats it, the last one
+// wins, as JSON.parse keeps it. present reports whether the row carries
+// "ifc" at all: an absent label is not an error, and the caller assumes the
+// query label (LabelForUnlabeledRow). A non-nil error means the label is
+// unreadable and the row must be withheld; it is always reported with
+// present set, so an unreadable label is never mistaken for an absent one.
+// A row that is not a JSON object, or not valid JSON, is unreadable. Errors
+// are *LabelError.
+func ReadRowLabel(row jsontext.Value) (l Label, present bool, err error) {
+	var e emitter
+	r, err := e.row(row, true, -1, nil)
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return Label{}, true, &LabelError{Reason: "row is not an object"}
+		}
+		return Label{}, true, &LabelError{Reason: "invalid JSON"}
+	}
+	if !r.hasIFC {
+		return Label{}, false, nil
+	}
+	l, err = readIFC(r.ifc)
+	return l, true, err
+}
+
+// readIFC reads the raw value of an ifc member.
+func readIFC(raw []byte) (Label, error) {
+	n, err := parseTree(raw)
+	if err != nil {
+		return Label{}, &LabelError{Path: "ifc", Reason: "invalid JSON"}
+	}
+	l, err := readLabel(n)
+	if le, ok := errors.AsType[*LabelError](err); ok {
+		le.Path = strings.TrimSuffix("ifc."+le.Path, ".")
+	}
+	return l, err
+}
+
+// readLabel applies the rules of (e.2) to the value of an ifc member.
+func readLabel(n *node) (Label, error) {
+	if n.kind != jsontext.KindBeginObject {
+		return Label{}, &LabelError{Reason: "not an object"}
+	}
+	conf := n.member(keyConfidentiality)
+	if conf == nil {
+		return Label{}, &LabelError{Path: "confidentiality", Reason: "missing"}
+	}
+	var l Label
+	var err error
+	if l.Confidentiality, err = strictClauses(conf, "confidentiality"); err != nil {
+		return Label{}, err
+	}
+	if integ := n.member(keyIntegrity); integ != nil {
+		if integ.kind != jsontext.KindBeginArray {
+			return Label{}, &LabelError{Path: "integrity", Reason: "not an array"}
+		}
+		for i, v := range integ.vals {
+			if reason := atomShape(v); reason != "" {
+				return Label{}, &LabelError{Path: fmt.Sprintf("integrity[%d]", i), Reason: reason}
+			}
+			b, _ := appendNode(nil, v, -1)
+			l.Integrity = append(l.Integrity, b)
+		}
+	}
+	return l, nil
+}
+
+func strictClauses(n *node, path string) (Confidentiality, error) {
+	if n.kind != jsontext.KindBeginArray {
+		return nil, &LabelError{Path: path, Reason: "not an array"}
+	}
+	var out Confidentiality
+	for i, v := range n.vals {
+		if reason := clauseShape(v); reason != "" {
+			return nil, &LabelError{Path: fmt.Sprintf("%s[%d]", path, i), Reason: reason}
+		}
+		b, _ := appendNode(nil, v, -1)
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// clauseShape returns why n is not a clause shape, or "".
+func clauseShape(n *node) string {
+	if n.kind == jsontext.KindBeginObject && n.member(keyAnyOf) != nil {
+		alts := n.member(keyAnyOf)
+		switch {
+		case len(n.keys) != 1:
+			return "anyOf with other members"
+		case alts.kind != jsontext.KindBeginArray:
+			return "anyOf is not an array"
+		case len(alts.vals) == 0:
+			return "anyOf is empty"
+		}
+		for _, a := range alts.vals {
+			if reason := atomShape(a); reason != "" {
+				return "anyOf alternative " + reason
+			}
+		}
+		return ""
+	}
+	return atomShape(n)
+}
+
+// atomShape returns why n is not an atom shape, or "".
+func atomShape(n *node) string {
+	switch n.kind {
+	case jsontext.KindString:
+		return ""
+	case jsontext.KindBeginObject:
+		if n.member(keyAnyOf) != nil {
+			return "atom with anyOf"
+		}
+		if t := n.member(keyType); t == nil || t.kind != jsontext.KindString {
+			return "object without string type"
+		}
+		return ""
+	}
+	return "not a string or object"
+}
+
+func appendClauses(dst []byte, cs Confidentiality) []byte {
+	dst = append(dst, '[')
+	for i, c := range cs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendText(dst, c)
+	}
+	return append(dst, ']')
+}
+
+func appendText(dst, text []byte) []byte {
+	if len(text) == 0 {
+		return append(dst, "null"...)
+	}
+	return append(dst, text...)
+}
+
+func appendLabel(dst []byte, l Label) []byte {
+	dst = append(dst, `{"confidentiality":`...)
+	dst = appendClauses(dst, l.Confidentiality)
+	dst = append(dst, `,"integrity":[`...)
+	for i, a := range l.Integrity {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendText(dst, a)
+	}
+	return append(dst, "]}"...)
+}
+
+func appendDisclosed(dst []byte, d Disclosed) []byte {
+	dst = append(dst, `{"confidentiality":[`...)
+	for i, c := range d.Confidentiality {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendStrings(dst, c)
+	}
+	dst = append(dst, `],"integrity":`...)
+	dst = appendStrings(dst, d.Integrity)
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSString(dst, s)
+	}
+	return append(dst, ']')
+}

@@ -1,0 +1,61 @@
+// Package loom is the host side of the eight read-only Loom retrieval tools:
+// the operator's configuration, the argument builder, the process runner and
+// the reading of what a command printed. It knows nothing of labels beyond
+// reading the read-ceiling record; measuring rows is package ifc's job.
+//
+// A call goes through five steps, each its own function so each can be
+// tested alone:
+//
+//	cfg, err := LoadConfig(path)             // once, at startup
+//	cli := New(Options{...})                 // once, at startup
+//	path, set := os.LookupEnv("PATH")        // once, at startup
+//
+//	ceiling, err := ReadCeiling(cfg)         // every call, before anything else
+//	argv, err := BuildArgv(cfg, tool, input) // pure; every refusal happens here
+//	out, err := cli.Run(ctx, argv, Env(cfg, path, set))
+//	payload, err := Interpret(tool, PersonLookup(tool, input), out)
+//	rows, envelope, err := Split(tool, payload)
+//
+// What the package guarantees:
+//
+//   - Argv is built only from typed, validated input. Every free-text value
+//     is 1 to 500 UTF-16 units, holds no character below U+0020 and does not
+//     start with '-', so nothing the agent writes reads as a flag; the flags
+//     are a fixed set the builder writes itself. Routing flags and
+//     --read-ceiling-file are never passed. The people lookup must look
+//     like a lookup, so loom's maintenance and group verbs cannot be named.
+//   - The executable is the configured absolute path, run directly: no
+//     shell, no PATH lookup, argv[0] as given.
+//   - The environment is exactly what Env returns: PATH and the transport's
+//     routing variables. exec.Cmd.Env is never nil, so nothing of the
+//     gateway's own environment leaks into the command.
+//   - stdin and stderr are the null device: nothing is written to the
+//     command, and nothing it writes to stderr is read, kept or relayed.
+//   - The command runs in a process group of its own. A timeout, a stdout
+//     over the cap, or the caller's cancellation kills the whole group;
+//     after the command exits, whatever remains of its group is killed
+//     too. A grandchild that holds stdout open delays Run by at most
+//     Options.WaitDelay.
+//   - At most Options.MaxConcurrent commands are alive at once; a call
+//     waits up to Options.QueueWait for a slot, then fails with ErrBusy.
+//   - No error message carries host text: not stderr, not a path, not an
+//     OS error string, not argv, not payload text, not a rejected input
+//     value. Causes kept for logs (StartError.Err, ConfigError.Err) are
+//     reachable only through Unwrap. InputError may name the field and an
+//     enum's choices; HostRefusedError carries loom's own code, which the
+//     reference passes on as hostCode.
+//
+// What it refuses to do: run anything when the input, the configuration or
+// the read-ceiling record is wrong; read a named record that cannot be read
+// as "no ceiling"; decode rows into Go maps (rows stay raw JSON, in loom's
+// key order, for ifc to measure).
+//
+// Errors are sentinels for conditions (ErrBusy, ErrCancelled, ErrTimeout,
+// ErrStdoutLimit, ErrStart, ErrNotJSON, ErrNotFound, ErrContested,
+// ErrSchemaVersion, ErrMalformedPayload) and types for data (*InputError,
+// *ConfigError, *CeilingUnavailableError, *HostRefusedError, *ExitError,
+// *StartError). Everything that is command_failed matches ErrCommandFailed
+// with errors.Is.
+//
+// The package is for Unix hosts (process groups, SIGKILL).
+package loom

@@ -1,0 +1,75 @@
+// Package loomtest provides fakes of package loom for tests of its callers.
+package loomtest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
+)
+
+// Fake stands in for *loom.CLI: it has the same Run method, records every
+// call and answers with RunFunc. The zero value answers every call with
+// exit 0 and "{}" on stdout. It is safe for concurrent use.
+type Fake struct {
+	// RunFunc answers a call; set it before the first call.
+	RunFunc func(ctx context.Context, argv, env []string) (loom.Output, error)
+
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Call is one recorded Run call.
+type Call struct {
+	Argv []string
+	Env  []string
+}
+
+// Run records the call and returns what RunFunc returns. Like loom.CLI.Run
+// it returns loom.ErrCancelled when ctx is already done, before recording.
+func (f *Fake) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
+	if ctx.Err() != nil {
+		return loom.Output{ExitCode: -1}, loom.ErrCancelled
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, Call{Argv: slices.Clone(argv), Env: slices.Clone(env)})
+	f.mu.Unlock()
+	if f.RunFunc == nil {
+		return loom.Output{Stdout: []byte("{}")}, nil
+	}
+	return f.RunFunc(ctx, argv, env)
+}
+
+// Calls returns a copy of the calls recorded so far, in order.
+func (f *Fake) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Sample is a RunFunc that answers in-process from the sample loom
+// (package sampleloom), without starting a process.
+func Sample(ctx context.Context, argv, env []string) (loom.Output, error) {
+	var stdout bytes.Buffer
+	code := sampleloom.Main(argv, env, &stdout, io.Discard)
+	return loom.Output{Stdout: stdout.Bytes(), ExitCode: code}, nil
+}
+
+// Reply returns a RunFunc that answers every call with stdout and exit code.
+func Reply(stdout string, exitCode int) func(context.Context, []string, []string) (loom.Output, error) {
+	return func(context.Context, []string, []string) (loom.Output, error) {
+		return loom.Output{Stdout: []byte(stdout), ExitCode: exitCode}, nil
+	}
+}
+
+// Fail returns a RunFunc that fails every call with err (loom.ErrBusy,
+// loom.ErrTimeout, ...).
+func Fail(err error) func(context.Context, []string, []string) (loom.Output, error) {
+	return func(context.Context, []string, []string) (loom.Output, error) {
+		return loom.Output{ExitCode: -1}, err
+	}
+}

@@ -1,0 +1,180 @@
+package loom
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestInterpret(t *testing.T) {
+	tests := []struct {
+		name         string
+		tool         Tool
+		personLookup bool
+		stdout       string
+		exit         int
+		want         string // payload on success
+		wantErr      error  // matched with errors.Is, or compared for *HostRefusedError / *ExitError
+	}{
+		// Step 2: one JSON document.
+		{name: "object", tool: Search, stdout: `{"hits":[]}`, want: `{"hits":[]}`},
+		{name: "surrounding whitespace", tool: PageRead, stdout: " \r\n\t{\"a\":1}\n\n", want: `{"a":1}`},
+		{name: "leading BOM dropped", tool: PageRead, stdout: "\ufeff{\"a\":1}", want: `{"a":1}`},
+		{name: "BOM then whitespace", tool: PageRead, stdout: "\ufeff \n{\"a\":1}", want: `{"a":1}`},
+		{name: "second BOM is not whitespace", tool: PageRead, stdout: "\ufeff\ufeff{}", wantErr: ErrNotJSON},
+		{name: "BOM after whitespace", tool: PageRead, stdout: " \ufeff{}", wantErr: ErrNotJSON},
+		{name: "array", tool: CalendarList, stdout: `[{"id":1}]`, want: `[{"id":1}]`},
+		{name: "scalar", tool: PageRead, stdout: `42`, want: `42`},
+		{name: "null", tool: PageRead, stdout: `null`, want: `null`},
+		{name: "invalid UTF-8 replaced", tool: PageRead, stdout: "{\"a\":\"x\xffy\xe2\x82z\"}", want: "{\"a\":\"x\ufffdy\ufffdz\"}"},
+		{name: "duplicate names allowed", tool: PageRead, stdout: `{"a":1,"a":2}`, want: `{"a":1,"a":2}`},
+		{name: "escaped lone surrogate allowed", tool: PageRead, stdout: `{"a":"\ud800"}`, want: `{"a":"\ud800"}`},
+		{name: "empty", tool: PageRead, stdout: ``, wantErr: ErrNotJSON},
+		{name: "whitespace only", tool: PageRead, stdout: " \n", wantErr: ErrNotJSON},
+		{name: "BOM only", tool: PageRead, stdout: "\ufeff", wantErr: ErrNotJSON},
+		{name: "NDJSON", tool: Search, stdout: "{\"a\":1}\n{\"b\":2}\n", wantErr: ErrNotJSON},
+		{name: "trailing garbage", tool: Search, stdout: `{"hits":[]} done`, wantErr: ErrNotJSON},
+		{name: "half a document", tool: Search, stdout: `{"hits":[{"id":1},`, wantErr: ErrNotJSON},
+		{name: "text", tool: Profile, stdout: "loom: broker unreachable\n", wantErr: ErrNotJSON},
+		{name: "NUL", tool: Profile, stdout: "\x00", wantErr: ErrNotJSON},
+		{name: "non-JSON whitespace", tool: Profile, stdout: "\u00a0{}", wantErr: ErrNotJSON},
+		{name: "not JSON, exit 2", tool: PageRead, stdout: "usage", exit: 2, wantErr: ErrNotJSON},
+
+		// Step 2: person outcomes, only when stdout is not JSON.
+		{name: "people exit 1", tool: People, personLookup: true, stdout: "no person matches\n", exit: 1, wantErr: ErrNotFound},
+		{name: "people exit 3", tool: People, personLookup: true, stdout: "2 people match\n", exit: 3, wantErr: ErrContested},
+		{name: "people exit 1 empty", tool: People, personLookup: true, exit: 1, wantErr: ErrNotFound},
+		{name: "people exit 2", tool: People, personLookup: true, stdout: "x", exit: 2, wantErr: ErrNotJSON},
+		{name: "people exit 0 not JSON", tool: People, personLookup: true, stdout: "x", wantErr: ErrNotJSON},
+		{name: "search person exit 1", tool: Search, personLookup: true, stdout: "x", exit: 1, wantErr: ErrNotFound},
+		{name: "search person exit 3", tool: Search, personLookup: true, stdout: "x", exit: 3, wantErr: ErrContested},
+		{name: "search without person exit 1", tool: Search, stdout: "x", exit: 1, wantErr: ErrNotJSON},
+		{name: "people exit 1 with JSON", tool: People, personLookup: true, stdout: `{"name":"x"}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "people signal", tool: People, personLookup: true, stdout: "", exit: -1, wantErr: ErrNotJSON},
+
+		// Step 3: ok exactly false.
+		{name: "ok false with code", tool: Search, stdout: `{"ok":false,"code":"broker_down"}`, wantErr: &HostRefusedError{HostCode: "broker_down", HasHostCode: true}},
+		{name: "ok false exit 0", tool: PageRead, stdout: `{"ok":false}`, wantErr: &HostRefusedError{}},
+		{name: "ok false exit 2", tool: PageRead, stdout: `{"ok":false,"code":"x"}`, exit: 2, wantErr: &HostRefusedError{HostCode: "x", HasHostCode: true}},
+		{name: "ok false beats person", tool: People, personLookup: true, stdout: `{"ok":false,"code":"x"}`, exit: 1, wantErr: &HostRefusedError{HostCode: "x", HasHostCode: true}},
+		{name: "ok false beats profile fallback", tool: Profile, stdout: `{"ok":false,"hasProfile":false}`, exit: 1, wantErr: &HostRefusedError{}},
+		{name: "ok false code number", tool: PageRead, stdout: `{"ok":false,"code":7}`, wantErr: &HostRefusedError{}},
+		{name: "ok false code null", tool: PageRead, stdout: `{"ok":false,"code":null}`, wantErr: &HostRefusedError{}},
+		{name: "ok false code empty string", tool: PageRead, stdout: `{"code":"","ok":false}`, wantErr: &HostRefusedError{HasHostCode: true}},
+		{name: "ok false escaped code", tool: PageRead, stdout: `{"ok":false,"code":"a\u0062"}`, wantErr: &HostRefusedError{HostCode: "ab", HasHostCode: true}},
+		{name: "ok false escaped name", tool: PageRead, stdout: `{"\u006fk":false}`, wantErr: &HostRefusedError{}},
+		{name: "ok false inside an array", tool: CalendarList, stdout: `[{"ok":false}]`, want: `[{"ok":false}]`},
+		{name: "ok false nested", tool: PageRead, stdout: `{"x":{"ok":false}}`, want: `{"x":{"ok":false}}`},
+		{name: "ok 0", tool: PageRead, stdout: `{"ok":0}`, want: `{"ok":0}`},
+		{name: "ok null", tool: PageRead, stdout: `{"ok":null}`, want: `{"ok":null}`},
+		{name: "ok string false", tool: PageRead, stdout: `{"ok":"false"}`, want: `{"ok":"false"}`},
+		{name: "ok true", tool: PageRead, stdout: `{"ok":true}`, want: `{"ok":true}`},
+		{name: "duplicate ok last wins false", tool: PageRead, stdout: `{"ok":true,"ok":false}`, wantErr: &HostRefusedError{}},
+		{name: "duplicate ok last wins true", tool: PageRead, stdout: `{"ok":false,"ok":true}`, want: `{"ok":false,"ok":true}`},
+		{name: "duplicate code last wins", tool: PageRead, stdout: `{"ok":false,"code":"a","code":7}`, wantErr: &HostRefusedError{}},
+
+		// Step 4: exit code, profile fallback.
+		{name: "exit 1 with JSON", tool: PageRead, stdout: `{"a":1}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "exit 2 with JSON", tool: Search, stdout: `{"hits":[]}`, exit: 2, wantErr: &ExitError{Code: 2}},
+		{name: "signal with JSON", tool: Search, stdout: `{"hits":[]}`, exit: -1, wantErr: &ExitError{Code: -1}},
+		{name: "profile fallback", tool: Profile, stdout: `{"hasProfile":false,"name":"x"}`, exit: 1, want: `{"hasProfile":false,"name":"x"}`},
+		{name: "profile exit 2 hasProfile false", tool: Profile, stdout: `{"hasProfile":false}`, exit: 2, wantErr: &ExitError{Code: 2}},
+		{name: "profile exit 1 hasProfile true", tool: Profile, stdout: `{"hasProfile":true}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile exit 1 hasProfile null", tool: Profile, stdout: `{"hasProfile":null}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile exit 1 hasProfile missing", tool: Profile, stdout: `{}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile exit 1 hasProfile 0", tool: Profile, stdout: `{"hasProfile":0}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile exit 1 array", tool: Profile, stdout: `[{"hasProfile":false}]`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile duplicate hasProfile last wins", tool: Profile, stdout: `{"hasProfile":false,"hasProfile":true}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "other tool hasProfile false exit 1", tool: People, stdout: `{"hasProfile":false}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "profile exit 0 hasProfile false", tool: Profile, stdout: `{"hasProfile":false}`, want: `{"hasProfile":false}`},
+
+		// Step 5: schemaVersion, search only.
+		{name: "schemaVersion 1", tool: Search, stdout: `{"schemaVersion":1,"hits":[]}`, want: `{"schemaVersion":1,"hits":[]}`},
+		{name: "schemaVersion 1.0", tool: Search, stdout: `{"schemaVersion":1.0,"hits":[]}`, want: `{"schemaVersion":1.0,"hits":[]}`},
+		{name: "schemaVersion 1e0", tool: Search, stdout: `{"schemaVersion":1e0,"hits":[]}`, want: `{"schemaVersion":1e0,"hits":[]}`},
+		{name: "schemaVersion 0.1e1", tool: Search, stdout: `{"schemaVersion":0.1e1}`, want: `{"schemaVersion":0.1e1}`},
+		{name: "schemaVersion absent", tool: Search, stdout: `{"hits":[]}`, want: `{"hits":[]}`},
+		{name: "schemaVersion string", tool: Search, stdout: `{"schemaVersion":"1","hits":[]}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion null", tool: Search, stdout: `{"schemaVersion":null,"hits":[]}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion 2", tool: Search, stdout: `{"schemaVersion":2,"hits":[]}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion true", tool: Search, stdout: `{"schemaVersion":true,"hits":[]}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion 1.5", tool: Search, stdout: `{"schemaVersion":1.5}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion array", tool: Search, stdout: `{"schemaVersion":[1]}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion duplicate last wins bad", tool: Search, stdout: `{"schemaVersion":1,"schemaVersion":2}`, wantErr: ErrSchemaVersion},
+		{name: "schemaVersion duplicate last wins good", tool: Search, stdout: `{"schemaVersion":2,"schemaVersion":1}`, want: `{"schemaVersion":2,"schemaVersion":1}`},
+		{name: "schemaVersion nested is not own", tool: Search, stdout: `{"x":{"schemaVersion":2}}`, want: `{"x":{"schemaVersion":2}}`},
+		{name: "schemaVersion on other tools ignored", tool: PageDiscover, stdout: `{"schemaVersion":2,"pages":[]}`, want: `{"schemaVersion":2,"pages":[]}`},
+		{name: "schemaVersion after exit code", tool: Search, stdout: `{"schemaVersion":2}`, exit: 1, wantErr: &ExitError{Code: 1}},
+		{name: "search array payload", tool: Search, stdout: `[]`, want: `[]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Interpret(tt.tool, tt.personLookup, Output{Stdout: []byte(tt.stdout), ExitCode: tt.exit})
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("Interpret = %v, want payload %s", err, tt.want)
+				}
+				if string(got) != tt.want {
+					t.Errorf("Interpret payload = %q, want %q", got, tt.want)
+				}
+				return
+			}
+			if got != nil {
+				t.Errorf("Interpret returned payload %q with an error", got)
+			}
+			switch want := tt.wantErr.(type) {
+			case *HostRefusedError:
+				var got *HostRefusedError
+				if !errors.As(err, &got) || *got != *want {
+					t.Errorf("Interpret error = %#v, want %#v", err, want)
+				}
+			case *ExitError:
+				var got *ExitError
+				if !errors.As(err, &got) || *got != *want {
+					t.Errorf("Interpret error = %#v, want %#v", err, want)
+				}
+			default:
+				if !errors.Is(err, want) {
+					t.Errorf("Interpret error = %v, want %v", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestInterpretErrorFamilies(t *testing.T) {
+	for _, err := range []error{ErrNotJSON, &ExitError{Code: 2}, ErrTimeout, ErrStdoutLimit, ErrStart, &StartError{Err: errors.New("x")}} {
+		if !errors.Is(err, ErrCommandFailed) {
+			t.Errorf("errors.Is(%v, ErrCommandFailed) = false", err)
+		}
+	}
+	for _, err := range []error{ErrNotFound, ErrContested, ErrSchemaVersion, ErrMalformedPayload, ErrBusy, ErrCancelled, &HostRefusedError{}} {
+		if errors.Is(err, ErrCommandFailed) {
+			t.Errorf("errors.Is(%v, ErrCommandFailed) = true", err)
+		}
+	}
+	if !errors.Is(&StartError{}, ErrStart) {
+		t.Error("StartError does not match ErrStart")
+	}
+}
+
+func TestDecodeUTF8(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"abc", "abc"},
+		{"\ufeffabc", "abc"},
+		{"\ufeff\ufeffabc", "\ufeffabc"},
+		{"a\xffb", "a\ufffdb"},
+		{"a\xff\xffb", "a\ufffd\ufffdb"},
+		{"a\xe2\x82b", "a\ufffdb"},                 // truncated 3-byte sequence: one maximal subpart
+		{"a\xf0\x9f\x98b", "a\ufffdb"},             // truncated 4-byte sequence
+		{"a\xe0\x80\x80b", "a\ufffd\ufffd\ufffdb"}, // overlong: E0 needs A0..BF
+		{"a\xed\xa0\x80b", "a\ufffd\ufffd\ufffdb"}, // surrogate: ED needs 80..9F
+		{"a\xf4\x90\x80\x80b", "a\ufffd\ufffd\ufffd\ufffdb"},
+		{"a\xc0\xafb", "a\ufffd\ufffdb"},
+		{"\xe2\x82", "\ufffd"},
+	}
+	for _, tt := range tests {
+		if got := string(decodeUTF8([]byte(tt.in))); got != tt.want {
+			t.Errorf("decodeUTF8(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

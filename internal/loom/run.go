@@ -1,0 +1,229 @@
+package loom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults applied by New to zero (or negative) Options fields.
+const (
+	DefaultTimeout       = 30 * time.Second
+	DefaultMaxStdout     = 64 << 20
+	DefaultMaxConcurrent = 16
+	DefaultQueueWait     = 2 * time.Second
+	DefaultWaitDelay     = time.Second
+)
+
+// Options bounds the processes a CLI runs. Zero fields take the defaults.
+type Options struct {
+	// Timeout bounds one call from start to exit; the process group is
+	// killed when it expires (ErrTimeout).
+	Timeout time.Duration
+	// MaxStdout is the most stdout bytes a call may print; one more kills
+	// the process group (ErrStdoutLimit).
+	MaxStdout int64
+	// MaxConcurrent bounds the loom processes alive at once.
+	MaxConcurrent int
+	// QueueWait is how long a call waits for a free slot before ErrBusy;
+	// negative means not at all.
+	QueueWait time.Duration
+	// WaitDelay bounds how long Run waits, after the process exits, for
+	// stdout to close (a grandchild may hold it open).
+	WaitDelay time.Duration
+}
+
+// CLI runs loom commands. It is safe for concurrent use; the zero value is
+// not usable, build one with New.
+type CLI struct {
+	opts     Options
+	slots    chan struct{}
+	inFlight atomic.Int64
+	queued   atomic.Int64
+}
+
+// New returns a CLI with opts, zero fields replaced by the defaults.
+func New(opts Options) *CLI {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxStdout <= 0 {
+		opts.MaxStdout = DefaultMaxStdout
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.QueueWait == 0 {
+		opts.QueueWait = DefaultQueueWait
+	}
+	if opts.WaitDelay <= 0 {
+		opts.WaitDelay = DefaultWaitDelay
+	}
+	return &CLI{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent)}
+}
+
+// Output is what a command that ran to an exit left: its whole stdout, its
+// exit code (-1 when a signal ended it), and the time from start to the end
+// of Wait. Stderr is never kept.
+type Output struct {
+	Stdout   []byte
+	ExitCode int
+	Duration time.Duration
+}
+
+// InFlight returns the number of calls holding a process slot.
+func (c *CLI) InFlight() int64 { return c.inFlight.Load() }
+
+// Queued returns the number of calls waiting for a process slot.
+func (c *CLI) Queued() int64 { return c.queued.Load() }
+
+// Run executes argv with exactly env as the environment and returns its
+// Output. Any exit, zero or not, is an Output with a nil error; reading it
+// is Interpret's job. argv[0] must be an absolute path; it is executed
+// directly, never through a shell or a PATH lookup, with stdin and stderr on
+// the null device, in a process group of its own. When the process exits,
+// whatever is left of its group is killed.
+//
+// Errors, each with a fixed message:
+//   - ErrCancelled: ctx was done before the call got a slot or started, or
+//     while it ran (the group was killed);
+//   - ErrBusy: no slot freed up within Options.QueueWait;
+//   - *StartError (matching ErrStart): argv empty or relative, or the
+//     executable could not be started;
+//   - ErrTimeout: Options.Timeout expired (the group was killed);
+//   - ErrStdoutLimit: stdout passed Options.MaxStdout (the group was killed);
+//   - ErrCommandFailed: any other failure while waiting.
+//
+// All but ErrBusy and ErrCancelled match ErrCommandFailed. On error the
+// Output carries only Duration and ExitCode -1.
+func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
+	failed := Output{ExitCode: -1}
+	if ctx.Err() != nil {
+		return failed, ErrCancelled
+	}
+	if len(argv) == 0 || !isAbs(argv[0]) {
+		return failed, &StartError{Err: errors.New("loom: argv[0] is not an absolute path")}
+	}
+	if err := c.acquire(ctx); err != nil {
+		return failed, err
+	}
+	defer c.release()
+
+	start := time.Now()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, stop := context.WithTimeoutCause(runCtx, c.opts.Timeout, ErrTimeout)
+	defer stop()
+
+	if env == nil {
+		env = []string{} // a nil Env would inherit the gateway's environment
+	}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd.Args = argv
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var killed atomic.Bool
+	cmd.Cancel = func() error {
+		killed.Store(true)
+		return killGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = c.opts.WaitDelay
+	stdout := &capWriter{limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
+	cmd.Stdout = stdout
+
+	if err := cmd.Start(); err != nil {
+		failed.Duration = time.Since(start)
+		if ctx.Err() != nil {
+			return failed, ErrCancelled
+		}
+		return failed, &StartError{Err: err}
+	}
+	werr := cmd.Wait()
+	_ = killGroup(cmd.Process.Pid) // stragglers that left stdout alone
+	failed.Duration = time.Since(start)
+
+	switch {
+	case stdout.exceeded:
+		return failed, ErrStdoutLimit
+	case killed.Load() && ctx.Err() != nil:
+		return failed, ErrCancelled
+	case killed.Load():
+		return failed, ErrTimeout
+	case cmd.ProcessState == nil:
+		return failed, ErrCommandFailed
+	}
+	var exitErr *exec.ExitError
+	if werr != nil && !errors.As(werr, &exitErr) && !errors.Is(werr, exec.ErrWaitDelay) {
+		return failed, ErrCommandFailed
+	}
+	// ErrWaitDelay: the process exited but something it left behind held
+	// stdout open; what was read by then is the output.
+	return Output{Stdout: stdout.buf.Bytes(), ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
+}
+
+// acquire takes a process slot, waiting up to QueueWait.
+func (c *CLI) acquire(ctx context.Context) error {
+	select {
+	case c.slots <- struct{}{}:
+		c.inFlight.Add(1)
+		return nil
+	default:
+	}
+	if c.opts.QueueWait < 0 {
+		return ErrBusy
+	}
+	c.queued.Add(1)
+	defer c.queued.Add(-1)
+	t := time.NewTimer(c.opts.QueueWait)
+	defer t.Stop()
+	select {
+	case c.slots <- struct{}{}:
+		c.inFlight.Add(1)
+		return nil
+	case <-ctx.Done():
+		return ErrCancelled
+	case <-t.C:
+		return ErrBusy
+	}
+}
+
+func (c *CLI) release() {
+	c.inFlight.Add(-1)
+	<-c.slots
+}
+
+// killGroup sends SIGKILL to the process group pgid leads. A group already
+// gone is os.ErrProcessDone, which exec.Cmd does not report as an error.
+func killGroup(pgid int) error {
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// capWriter keeps what is written up to limit bytes; the write that would
+// pass it calls onLimit once and fails.
+type capWriter struct {
+	buf      bytes.Buffer
+	limit    int64
+	exceeded bool
+	onLimit  func()
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if w.exceeded {
+		return 0, ErrStdoutLimit
+	}
+	if int64(w.buf.Len())+int64(len(p)) > w.limit {
+		w.exceeded = true
+		w.onLimit()
+		return 0, ErrStdoutLimit
+	}
+	return w.buf.Write(p)
+}

@@ -1,0 +1,555 @@
+package loom
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The runner tests re-execute the test binary as a fake loom. The fake is
+// selected by LOOM_FAKE_MODE, which reaches the child only through the env
+// slice a test passes to Run (Run passes nothing else), so a child started
+// with any other environment runs the tests, not the fake.
+const fakeModeVar = "LOOM_FAKE_MODE"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeModeVar); mode != "" {
+		os.Exit(fakeLoom(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeLoom is the fake loom's main.
+func fakeLoom(mode string, args []string) int {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch mode {
+	case "env":
+		json.NewEncoder(os.Stdout).Encode(os.Environ())
+	case "args":
+		json.NewEncoder(os.Stdout).Encode(args)
+	case "print": // print <text> <exit code>
+		fmt.Print(arg(0))
+		code, _ := strconv.Atoi(arg(1))
+		return code
+	case "stdin":
+		n, err := io.Copy(io.Discard, os.Stdin)
+		fmt.Printf(`{"bytes":%d,"err":%q}`, n, fmt.Sprint(err))
+	case "pgid":
+		pgid, _ := syscall.Getpgid(0)
+		fmt.Printf(`{"pid":%d,"pgid":%d}`, os.Getpid(), pgid)
+	case "flood": // flood <bytes>; negative: forever
+		n, _ := strconv.Atoi(arg(0))
+		buf := []byte(strings.Repeat("x", 4096))
+		for written := 0; n < 0 || written < n; {
+			chunk := buf
+			if n >= 0 && n-written < len(chunk) {
+				chunk = chunk[:n-written]
+			}
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				return 9
+			}
+			written += len(chunk)
+		}
+	case "stderr": // stderr <megabytes> <marker> <exit code | sleep>
+		mb, _ := strconv.Atoi(arg(0))
+		line := []byte(strings.Repeat(arg(1)+" ", 1<<10))
+		for i := 0; i < mb*1024; i++ {
+			os.Stderr.Write(line[:1024])
+		}
+		fmt.Print(`{"ok":true}`)
+		if arg(2) == "sleep" {
+			time.Sleep(time.Minute)
+		}
+		code, _ := strconv.Atoi(arg(2))
+		return code
+	case "signal":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Minute)
+	case "sleep":
+		time.Sleep(time.Minute)
+	case "family": // family <pid file> <hold stdout: yes|no> <then: sleep|exit>
+		// Starts a grandchild in the same process group, records both pids,
+		// then sleeps or prints JSON and exits.
+		gc := exec.Command(os.Args[0])
+		gc.Env = []string{fakeModeVar + "=sleep"}
+		if arg(1) == "yes" {
+			gc.Stdout = os.Stdout
+		}
+		if err := gc.Start(); err != nil {
+			return 8
+		}
+		os.WriteFile(arg(0)+".tmp", []byte(fmt.Sprintf("%d %d", os.Getpid(), gc.Process.Pid)), 0o600)
+		os.Rename(arg(0)+".tmp", arg(0))
+		if arg(2) == "exit" {
+			fmt.Print(`{"ok":true}`)
+			return 0
+		}
+		time.Sleep(time.Minute)
+	default:
+		fmt.Fprintln(os.Stderr, "fake loom: unknown mode", mode)
+		return 99
+	}
+	return 0
+}
+
+// fake returns argv and env for the fake loom in mode.
+func fake(t *testing.T, mode string, args ...string) (argv, env []string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{exe}, args...), []string{fakeModeVar + "=" + mode}
+}
+
+// readPids waits for the family pid file and returns child and grandchild.
+func readPids(t *testing.T, path string) (int, int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			var child, grand int
+			if _, err := fmt.Sscanf(string(b), "%d %d", &child, &grand); err == nil {
+				return child, grand
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pid file")
+	return 0, 0
+}
+
+// waitDead fails the test unless pid is gone (or a zombie, which is dead
+// but not yet reaped by whoever inherited it) within five seconds.
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d still alive", pid)
+}
+
+func TestRunEnvExactly(t *testing.T) {
+	argv, env := fake(t, "env")
+	env = append(env, "PATH=/nowhere", "LOOM_PAGE_RPC_QUEUE=/q", "EMPTY=")
+	t.Setenv("LOOM_GATEWAY_SECRET", "must-not-leak") // in the gateway's own environment
+	out, err := New(Options{}).Run(context.Background(), argv, env)
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	var got []string
+	if err := json.Unmarshal(out.Stdout, &got); err != nil {
+		t.Fatalf("child printed %q: %v", out.Stdout, err)
+	}
+	if diff := cmp.Diff(env, got); diff != "" {
+		t.Errorf("child environment mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunNilEnvIsEmpty(t *testing.T) {
+	t.Parallel()
+	envBin := "/usr/bin/env"
+	if _, err := os.Stat(envBin); err != nil {
+		t.Skip("no /usr/bin/env")
+	}
+	out, err := New(Options{}).Run(context.Background(), []string{envBin}, nil)
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	if len(out.Stdout) != 0 {
+		t.Errorf("a nil env gave the child %q, want nothing", out.Stdout)
+	}
+}
+
+func TestRunArgvDirect(t *testing.T) {
+	t.Parallel()
+	args := []string{"search", "a b; echo pwned", "$HOME", "*", "--json", "'\"", ""}
+	argv, env := fake(t, "args", args...)
+	out, err := New(Options{}).Run(context.Background(), argv, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := json.Unmarshal(out.Stdout, &got); err != nil {
+		t.Fatalf("child printed %q: %v", out.Stdout, err)
+	}
+	if diff := cmp.Diff(args, got); diff != "" {
+		t.Errorf("child argv mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunStdinIsNull(t *testing.T) {
+	t.Parallel()
+	argv, env := fake(t, "stdin")
+	out, err := New(Options{Timeout: 10 * time.Second}).Run(context.Background(), argv, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"bytes":0,"err":"<nil>"}`; string(out.Stdout) != want {
+		t.Errorf("stdin read = %s, want %s", out.Stdout, want)
+	}
+}
+
+func TestRunOwnProcessGroup(t *testing.T) {
+	t.Parallel()
+	argv, env := fake(t, "pgid")
+	out, err := New(Options{}).Run(context.Background(), argv, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids struct{ Pid, Pgid int }
+	if err := json.Unmarshal(out.Stdout, &ids); err != nil {
+		t.Fatal(err)
+	}
+	if ids.Pid != ids.Pgid || ids.Pgid == syscall.Getpgrp() {
+		t.Errorf("child pid %d in group %d (ours %d), want its own group", ids.Pid, ids.Pgid, syscall.Getpgrp())
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
+	cli := New(Options{})
+	for _, code := range []int{0, 1, 2, 3, 42, 255} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			argv, env := fake(t, "print", `{"code":`+strconv.Itoa(code)+`}`, strconv.Itoa(code))
+			out, err := cli.Run(context.Background(), argv, env)
+			if err != nil {
+				t.Fatalf("Run = %v; an exit is not an error", err)
+			}
+			want := Output{Stdout: []byte(`{"code":` + strconv.Itoa(code) + `}`), ExitCode: code}
+			if diff := cmp.Diff(want, out, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Duration" }, cmp.Ignore())); diff != "" {
+				t.Errorf("Output mismatch (-want +got):\n%s", diff)
+			}
+			if out.Duration <= 0 {
+				t.Errorf("Duration = %v", out.Duration)
+			}
+		})
+	}
+}
+
+func TestRunSignalDeath(t *testing.T) {
+	t.Parallel()
+	argv, env := fake(t, "signal")
+	out, err := New(Options{}).Run(context.Background(), argv, env)
+	if err != nil {
+		t.Fatalf("Run = %v; a signal death is an exit", err)
+	}
+	if out.ExitCode != -1 {
+		t.Errorf("ExitCode = %d, want -1", out.ExitCode)
+	}
+}
+
+func TestRunStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "loom-not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		argv []string
+	}{
+		{"missing", []string{filepath.Join(dir, "secret-dir", "loom")}},
+		{"not executable", []string{notExec}},
+		{"directory", []string{dir}},
+		{"relative", []string{"loom"}},
+		{"relative with slash", []string{"bin/loom"}},
+		{"empty argv", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := New(Options{}).Run(context.Background(), tt.argv, []string{})
+			var se *StartError
+			if !errors.As(err, &se) || !errors.Is(err, ErrStart) || !errors.Is(err, ErrCommandFailed) {
+				t.Fatalf("Run = %+v, %v; want *StartError", out, err)
+			}
+			if msg := err.Error(); msg != "loom: command could not start" || strings.Contains(msg, dir) {
+				t.Errorf("message %q is not the fixed text", msg)
+			}
+			if out.ExitCode != -1 || out.Stdout != nil {
+				t.Errorf("Output = %+v on a start failure", out)
+			}
+		})
+	}
+}
+
+func TestRunTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
+	// The timeout must fire after the child started its grandchild; on a
+	// loaded machine start-up can be slow, so retry with a longer timeout.
+	for timeout := time.Second; ; timeout *= 4 {
+		pidFile := filepath.Join(t.TempDir(), "pids")
+		argv, env := fake(t, "family", pidFile, "no", "sleep")
+		start := time.Now()
+		_, err := New(Options{Timeout: timeout}).Run(context.Background(), argv, env)
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrCommandFailed) {
+			t.Fatalf("Run = %v, want ErrTimeout", err)
+		}
+		if d := time.Since(start); d > timeout+20*time.Second {
+			t.Errorf("Run took %v after a %v timeout", d, timeout)
+		}
+		if _, err := os.Stat(pidFile); err != nil {
+			if timeout > 30*time.Second {
+				t.Fatal("the fake never started its grandchild")
+			}
+			continue
+		}
+		child, grand := readPids(t, pidFile)
+		waitDead(t, child)
+		waitDead(t, grand)
+		return
+	}
+}
+
+func TestRunCancelKillsGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	argv, env := fake(t, "family", pidFile, "yes", "sleep")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		readPids(t, pidFile)
+		cancel()
+	}()
+	_, err := New(Options{Timeout: time.Minute}).Run(ctx, argv, env)
+	if !errors.Is(err, ErrCancelled) || errors.Is(err, ErrCommandFailed) {
+		t.Fatalf("Run = %v, want ErrCancelled", err)
+	}
+	child, grand := readPids(t, pidFile)
+	waitDead(t, child)
+	waitDead(t, grand)
+}
+
+func TestRunCallerDeadlineIsCancelled(t *testing.T) {
+	t.Parallel()
+	argv, env := fake(t, "sleep")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := New(Options{Timeout: time.Minute}).Run(ctx, argv, env)
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Run = %v, want ErrCancelled (the deadline is the caller's)", err)
+	}
+}
+
+func TestRunAlreadyCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	argv, env := fake(t, "print", "{}", "0")
+	if _, err := New(Options{}).Run(ctx, argv, env); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Run = %v, want ErrCancelled", err)
+	}
+}
+
+func TestRunGrandchildHoldingStdout(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	argv, env := fake(t, "family", pidFile, "yes", "exit")
+	start := time.Now()
+	out, err := New(Options{Timeout: time.Minute, WaitDelay: 300 * time.Millisecond}).Run(context.Background(), argv, env)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if string(out.Stdout) != `{"ok":true}` || out.ExitCode != 0 {
+		t.Errorf("Output = %q, exit %d", out.Stdout, out.ExitCode)
+	}
+	if elapsed > 20*time.Second { // the grandchild sleeps a minute
+		t.Errorf("Run took %v with a 300ms WaitDelay", elapsed)
+	}
+	_, grand := readPids(t, pidFile)
+	waitDead(t, grand) // what was left of the group was killed
+}
+
+func TestRunStdoutLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		bytes int
+		err   error
+	}{
+		{"at the cap", 10000, nil},
+		{"one over", 10001, ErrStdoutLimit},
+		{"far over", 1 << 20, ErrStdoutLimit},
+		{"endless", -1, ErrStdoutLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			argv, env := fake(t, "flood", strconv.Itoa(tt.bytes))
+			out, err := New(Options{MaxStdout: 10000, Timeout: 20 * time.Second}).Run(context.Background(), argv, env)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("Run = %v, want %v", err, tt.err)
+			}
+			if err == nil && len(out.Stdout) != tt.bytes {
+				t.Errorf("read %d bytes, want %d", len(out.Stdout), tt.bytes)
+			}
+			if err != nil && (out.Stdout != nil || !errors.Is(err, ErrCommandFailed)) {
+				t.Errorf("Output = %d bytes, err %v", len(out.Stdout), err)
+			}
+		})
+	}
+}
+
+func TestRunStderrDiscarded(t *testing.T) {
+	t.Parallel()
+	const marker = "STDERR-MARKER-/private/secret"
+	for _, code := range []string{"0", "1"} {
+		argv, env := fake(t, "stderr", "8", marker, code)
+		out, err := New(Options{Timeout: 30 * time.Second}).Run(context.Background(), argv, env)
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if string(out.Stdout) != `{"ok":true}` {
+			t.Errorf("stdout = %.100q", out.Stdout)
+		}
+		_, ierr := Interpret(PageRead, false, out)
+		if code == "1" && ierr == nil {
+			t.Error("Interpret accepted exit 1")
+		}
+		if ierr != nil && strings.Contains(ierr.Error(), "MARKER") {
+			t.Errorf("error %q carries stderr", ierr)
+		}
+	}
+	// stderr, then a timeout.
+	argv, env := fake(t, "stderr", "1", marker, "sleep")
+	_, err := New(Options{Timeout: time.Second}).Run(context.Background(), argv, env)
+	if !errors.Is(err, ErrTimeout) || strings.Contains(err.Error(), "MARKER") {
+		t.Errorf("Run = %v, want ErrTimeout without stderr", err)
+	}
+}
+
+func TestRunLimiter(t *testing.T) {
+	t.Parallel()
+	cli := New(Options{MaxConcurrent: 1, QueueWait: 100 * time.Millisecond, Timeout: time.Minute})
+	sleepArgv, sleepEnv := fake(t, "sleep")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cli.Run(ctx, sleepArgv, sleepEnv)
+		done <- err
+	}()
+	waitFor(t, func() bool { return cli.InFlight() == 1 })
+
+	argv, env := fake(t, "print", "{}", "0")
+	start := time.Now()
+	if _, err := cli.Run(context.Background(), argv, env); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Run with the only slot taken = %v, want ErrBusy", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("ErrBusy after %v, want after QueueWait", d)
+	}
+
+	// A caller cancelled while queued.
+	qctx, qcancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := New(Options{}).Run(qctx, argv, env) // warm-up: a different CLI is not limited
+		if err != nil {
+			queued <- err
+			return
+		}
+		_, err = cli.Run(qctx, argv, env)
+		queued <- err
+	}()
+	waitFor(t, func() bool { return cli.Queued() == 1 })
+	qcancel()
+	if err := <-queued; !errors.Is(err, ErrCancelled) {
+		t.Errorf("queued Run cancelled = %v, want ErrCancelled", err)
+	}
+
+	cancel()
+	if err := <-done; !errors.Is(err, ErrCancelled) {
+		t.Errorf("first Run = %v, want ErrCancelled", err)
+	}
+	waitFor(t, func() bool { return cli.InFlight() == 0 && cli.Queued() == 0 })
+	if _, err := cli.Run(context.Background(), argv, env); err != nil {
+		t.Errorf("Run after the slot freed = %v", err)
+	}
+}
+
+func TestRunQueueWaitsForSlot(t *testing.T) {
+	t.Parallel()
+	cli := New(Options{MaxConcurrent: 2, QueueWait: 30 * time.Second})
+	argv, env := fake(t, "print", "{}", "0")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := cli.Run(context.Background(), argv, env)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}
+	if cli.InFlight() != 0 || cli.Queued() != 0 {
+		t.Errorf("gauges after = %d in flight, %d queued", cli.InFlight(), cli.Queued())
+	}
+}
+
+func TestRunNoQueueWait(t *testing.T) {
+	t.Parallel()
+	cli := New(Options{MaxConcurrent: 1, QueueWait: -1})
+	sleepArgv, sleepEnv := fake(t, "sleep")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go cli.Run(ctx, sleepArgv, sleepEnv)
+	waitFor(t, func() bool { return cli.InFlight() == 1 })
+	argv, env := fake(t, "print", "{}", "0")
+	start := time.Now()
+	if _, err := cli.Run(context.Background(), argv, env); !errors.Is(err, ErrBusy) || time.Since(start) > time.Second {
+		t.Fatalf("Run = %v after %v, want ErrBusy at once", err, time.Since(start))
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNewDefaults(t *testing.T) {
+	c := New(Options{})
+	want := Options{Timeout: DefaultTimeout, MaxStdout: DefaultMaxStdout, MaxConcurrent: DefaultMaxConcurrent, QueueWait: DefaultQueueWait, WaitDelay: DefaultWaitDelay}
+	if c.opts != want {
+		t.Errorf("New(Options{}) options = %+v, want %+v", c.opts, want)
+	}
+	if cap(c.slots) != DefaultMaxConcurrent {
+		t.Errorf("slots = %d", cap(c.slots))
+	}
+}

@@ -1,0 +1,174 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// benchRef is a search row of about 230 bytes under a one-clause label, the
+// typical referent.
+func benchRef(n int) store.Referent {
+	return store.Referent{
+		Kind:   "document",
+		Source: "loom_search",
+		Value: []byte(fmt.Sprintf(`{"id":"page-%08d","title":"Quarterly planning notes %d",`+
+			`"snippet":"Agreed to move the review to Thursday and to share the draft with the team beforehand.",`+
+			`"updated":"2025-03-14T09:26:53Z"}`, n, n)),
+		Label: ifc.Label{
+			Confidentiality: ifc.Confidentiality{ifc.Clause(`{"type":"https://commonfabric.org/cfc/atom/Space","space":"work"}`)},
+			Integrity:       []ifc.Atom{ifc.Atom(`"loom"`)},
+		},
+		LabelSource: "row",
+	}
+}
+
+func benchRefs(n int) []store.Referent {
+	rs := make([]store.Referent, n)
+	for i := range rs {
+		rs[i] = benchRef(i)
+	}
+	return rs
+}
+
+func benchRun(b *testing.B, m *store.Memory, id string) {
+	b.Helper()
+	now := time.Now()
+	err := m.CreateRun(context.Background(), store.Run{
+		ID:        id,
+		TokenHash: store.HashToken("token-" + id),
+		CreatedAt: now,
+		ExpiresAt: now.Add(time.Hour),
+		Ceiling:   ifc.CeilingOf(ifc.Confidentiality{ifc.Clause(`{"type":"https://commonfabric.org/cfc/atom/Space","space":"work"}`)}),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// filled returns a store holding one run with the first n of rs minted, in
+// batches of 50, and the tokens.
+func filled(b *testing.B, rs []store.Referent) (*store.Memory, []string) {
+	b.Helper()
+	m := store.NewMemory(store.MemoryOptions{})
+	benchRun(b, m, "run-1")
+	toks := make([]string, 0, len(rs))
+	for i := 0; i < len(rs); i += 50 {
+		t, err := m.Mint(context.Background(), "run-1", rs[i:min(i+50, len(rs))], 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		toks = append(toks, t...)
+	}
+	return m, toks
+}
+
+var sizes = []struct {
+	name string
+	n    int
+}{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}}
+
+// BenchmarkMint: fill mints n new referents into an empty run in batches of
+// 50 (one op = the whole table; ns/handle is the figure); remint mints a
+// batch of 50 held referents into a table of n (the dedupe path of a
+// repeated search).
+func BenchmarkMint(b *testing.B) {
+	ctx := context.Background()
+	for _, sz := range sizes {
+		rs := benchRefs(sz.n)
+		b.Run("fill="+sz.name, func(b *testing.B) {
+			for b.Loop() {
+				filled(b, rs)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(sz.n), "ns/handle")
+		})
+		b.Run("remint="+sz.name, func(b *testing.B) {
+			m, _ := filled(b, rs)
+			i := 0
+			for b.Loop() {
+				lo := i % (sz.n - 50)
+				if _, err := m.Mint(ctx, "run-1", rs[lo:lo+50], 0); err != nil {
+					b.Fatal(err)
+				}
+				i += 50
+			}
+		})
+	}
+}
+
+func BenchmarkHandleLookup(b *testing.B) {
+	ctx := context.Background()
+	for _, sz := range sizes {
+		b.Run(sz.name, func(b *testing.B) {
+			m, toks := filled(b, benchRefs(sz.n))
+			i := 0
+			for b.Loop() {
+				if _, ok, err := m.Handle(ctx, "run-1", toks[i%len(toks)]); !ok || err != nil {
+					b.Fatalf("Handle = %v, %v", ok, err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkMemoryPerRun reports the heap held per idle run (no calls, no
+// handles, a one-clause ceiling) with 10,000 runs in the store.
+func BenchmarkMemoryPerRun(b *testing.B) {
+	const runs = 10_000
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("run-%026d", i) // the width of a ULID
+	}
+	var total float64
+	for b.Loop() {
+		before := heapInUse()
+		m := store.NewMemory(store.MemoryOptions{})
+		for _, id := range ids {
+			benchRun(b, m, id)
+		}
+		after := heapInUse()
+		runtime.KeepAlive(m)
+		total += float64(after-before) / runs
+	}
+	b.ReportMetric(total/float64(b.N), "B/run")
+}
+
+// BenchmarkMemoryPerHandle reports the heap held per referent with 100,000
+// referents in one run, and the referent's own bytes (value and label
+// texts) for comparison.
+func BenchmarkMemoryPerHandle(b *testing.B) {
+	const handles = 100_000
+	rs := benchRefs(handles)
+	payload := 0
+	for _, r := range rs {
+		payload += len(r.Value) + len(r.Label.Confidentiality[0]) + len(r.Label.Integrity[0])
+	}
+	var total float64
+	for b.Loop() {
+		before := heapInUse()
+		m, toks := filled(b, rs)
+		toks = nil
+		after := heapInUse()
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(rs)
+		_ = toks
+		total += float64(after-before) / handles
+	}
+	b.ReportMetric(total/float64(b.N), "B/handle")
+	b.ReportMetric(float64(payload)/handles, "payload-B/handle")
+}

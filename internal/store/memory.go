@@ -1,0 +1,573 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+)
+
+var _ Store = (*Memory)(nil)
+
+// MemoryOptions configures a Memory. The zero value is usable.
+type MemoryOptions struct {
+	// MaxRuns caps the number of live runs; <= 0 means no cap.
+	MaxRuns int
+	// Now is the clock runs expire by; nil means time.Now. It is called
+	// outside the store's lock.
+	Now func() time.Time
+}
+
+// Memory is the in-process Store: every run lives in one map under one
+// mutex, and every method copies values in and out, so nothing a caller
+// holds aliases the store. An expired run is deleted by the first method
+// that meets it, or by Sweep. The context arguments are ignored: no method
+// blocks on anything but the lock. Memory is safe for concurrent use.
+type Memory struct {
+	now     func() time.Time
+	maxRuns int
+
+	mu      sync.Mutex
+	runs    map[string]*memRun
+	byToken map[TokenHash]*memRun
+}
+
+// memRun is a run and its state. Counters are kept in run.
+type memRun struct {
+	run     Run
+	calls   []Call
+	handles []Referent
+	// ids maps the SHA-256 of run ID "\x00" Identity (the first-attempt
+	// token preimage) to the referent's index in handles; tokens maps a
+	// token suffix to the same.
+	ids    map[[sha256.Size]byte]int32
+	tokens map[[tokenWidth]byte]int32
+	result *Result
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory(opts MemoryOptions) *Memory {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{
+		now:     now,
+		maxRuns: opts.MaxRuns,
+		runs:    make(map[string]*memRun),
+		byToken: make(map[TokenHash]*memRun),
+	}
+}
+
+// expired reports whether the run is gone at now. A zero ExpiresAt never
+// expires.
+func expired(r *Run, now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now)
+}
+
+// live returns the live run with the id, deleting it if it has expired.
+// m.mu must be held.
+func (m *Memory) live(id string, now time.Time) (*memRun, error) {
+	r := m.runs[id]
+	if r == nil {
+		return nil, ErrRunNotFound
+	}
+	if expired(&r.run, now) {
+		m.remove(r)
+		return nil, ErrRunNotFound
+	}
+	return r, nil
+}
+
+// remove deletes a run from both indexes. m.mu must be held.
+func (m *Memory) remove(r *memRun) {
+	delete(m.runs, r.run.ID)
+	if m.byToken[r.run.TokenHash] == r {
+		delete(m.byToken, r.run.TokenHash)
+	}
+}
+
+// sweep removes every expired run and returns how many. m.mu must be held.
+func (m *Memory) sweep(now time.Time) int {
+	n := 0
+	for _, r := range m.runs {
+		if expired(&r.run, now) {
+			m.remove(r)
+			n++
+		}
+	}
+	return n
+}
+
+// Sweep removes every expired run and returns how many it removed. Expired
+// runs are invisible without it; Sweep only gives their memory back.
+func (m *Memory) Sweep() int {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sweep(now)
+}
+
+// CreateRun stores a copy of r with its counters zeroed. It returns
+// ErrRunExists if a live run has the id or the token hash, and ErrRunLimit
+// if MaxRuns live runs are stored.
+func (m *Memory) CreateRun(_ context.Context, r Run) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, old := range []*memRun{m.runs[r.ID], m.byToken[r.TokenHash]} {
+		if old == nil {
+			continue
+		}
+		if !expired(&old.run, now) {
+			return ErrRunExists
+		}
+		m.remove(old)
+	}
+	if m.maxRuns > 0 && len(m.runs) >= m.maxRuns {
+		if m.sweep(now); len(m.runs) >= m.maxRuns {
+			return ErrRunLimit
+		}
+	}
+	nr := &memRun{run: cloneRun(r)}
+	nr.run.Seq, nr.run.Calls, nr.run.Handles, nr.run.HasResult = 0, 0, 0, false
+	m.runs[r.ID] = nr
+	m.byToken[r.TokenHash] = nr
+	return nil
+}
+
+// Run returns a copy of the run, or ErrRunNotFound.
+func (m *Memory) Run(_ context.Context, id string) (Run, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return Run{}, err
+	}
+	return cloneRun(r.run), nil
+}
+
+// RunByToken returns a copy of the live run whose token hashes to h, or
+// ErrRunNotFound.
+func (m *Memory) RunByToken(_ context.Context, h TokenHash) (Run, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.byToken[h]
+	if r == nil {
+		return Run{}, ErrRunNotFound
+	}
+	if expired(&r.run, now) {
+		m.remove(r)
+		return Run{}, ErrRunNotFound
+	}
+	return cloneRun(r.run), nil
+}
+
+// Runs returns copies of the live runs, oldest CreatedAt first, ties by
+// ID.
+func (m *Memory) Runs(_ context.Context) ([]Run, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Run, 0, len(m.runs))
+	for _, r := range m.runs {
+		if expired(&r.run, now) {
+			m.remove(r)
+			continue
+		}
+		out = append(out, cloneRun(r.run))
+	}
+	slices.SortFunc(out, compareRuns)
+	return out, nil
+}
+
+func compareRuns(a, b Run) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// DeleteRun removes the run with its call log, handles and result, or
+// returns ErrRunNotFound.
+func (m *Memory) DeleteRun(_ context.Context, id string) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return err
+	}
+	m.remove(r)
+	return nil
+}
+
+// NextOutput increments the run's Seq and returns it, or ErrRunNotFound.
+func (m *Memory) NextOutput(_ context.Context, id string) (int64, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return 0, err
+	}
+	r.run.Seq++
+	return r.run.Seq, nil
+}
+
+// Observe replaces the run's ModelContext by
+// ifc.JoinModelContext(ModelContext, conf) and returns a copy of it, or
+// ErrRunNotFound.
+func (m *Memory) Observe(_ context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+	r.run.ModelContext = cloneConf(ifc.JoinModelContext(r.run.ModelContext, conf))
+	return cloneConf(r.run.ModelContext), nil
+}
+
+// AppendCall appends a copy of c to the run's call log, or returns
+// ErrRunNotFound.
+func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
+	c = cloneCall(c) // before the lock: the copy may be large
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return err
+	}
+	r.calls = append(r.calls, c)
+	r.run.Calls = len(r.calls)
+	return nil
+}
+
+// Calls returns a copy of the run's call log in order, or ErrRunNotFound.
+func (m *Memory) Calls(_ context.Context, id string) ([]Call, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Call, len(r.calls))
+	for i, c := range r.calls {
+		out[i] = cloneCall(c)
+	}
+	return out, nil
+}
+
+// Mint registers refs in the run's handle table and returns their tokens in
+// order (see Store.Mint). Identities are compared by the SHA-256 of the
+// run id and Identity. It returns ErrRunNotFound, or ErrHandleLimit with nothing
+// registered.
+func (m *Memory) Mint(_ context.Context, id string, refs []Referent, max int) ([]string, error) {
+	// Hash outside the lock; under it only the table is consulted. The
+	// preimage of a first-attempt token, runID "\x00" Identity, also
+	// identifies the referent within the run, so its digest is both the
+	// dedupe key and the source of the first token.
+	keys := make([][sha256.Size]byte, len(refs))
+	var buf []byte
+	for i := range refs {
+		buf = append(buf[:0], id...)
+		buf = append(buf, 0)
+		buf = appendIdentity(buf, refs[i])
+		keys[i] = sha256.Sum256(buf)
+	}
+
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+
+	// Resolve every ref to an existing index (>= 0) or a new token, without
+	// touching the table, so that a refusal leaves it as it was.
+	idx := make([]int32, len(refs))
+	var (
+		fresh      []int                                    // indices into refs of new identities, first occurrence only
+		freshKeys  map[[sha256.Size]byte]int                // identity -> position in fresh
+		freshToks  map[[tokenWidth]byte]struct{}            // tokens taken by fresh
+		freshToken = make([][tokenWidth]byte, 0, len(refs)) // parallel to fresh
+	)
+	for i := range refs {
+		key := &keys[i]
+		if j, ok := r.ids[*key]; ok {
+			idx[i] = j
+			continue
+		}
+		if f, ok := freshKeys[*key]; ok {
+			idx[i] = -1 - int32(f)
+			continue
+		}
+		tok := suffixOf(key)
+		var identity []byte
+		for attempt := 1; ; attempt++ {
+			_, held := r.tokens[tok]
+			_, taken := freshToks[tok]
+			if !held && !taken {
+				break
+			}
+			if identity == nil {
+				identity = Identity(refs[i])
+			}
+			tok = tokenSuffix(id, identity, attempt)
+		}
+		if freshKeys == nil {
+			freshKeys = make(map[[sha256.Size]byte]int)
+			freshToks = make(map[[tokenWidth]byte]struct{})
+		}
+		idx[i] = -1 - int32(len(fresh))
+		freshKeys[*key] = len(fresh)
+		freshToks[tok] = struct{}{}
+		fresh = append(fresh, i)
+		freshToken = append(freshToken, tok)
+	}
+	if max > 0 && len(fresh) > 0 && len(r.handles)+len(fresh) > max {
+		return nil, ErrHandleLimit
+	}
+
+	if len(fresh) > 0 && r.ids == nil {
+		r.ids = make(map[[sha256.Size]byte]int32, len(fresh))
+		r.tokens = make(map[[tokenWidth]byte]int32, len(fresh))
+	}
+	base := int32(len(r.handles))
+	for f, i := range fresh {
+		ref := cloneReferent(refs[i])
+		ref.Token = ValueTokenPrefix + string(freshToken[f][:])
+		j := base + int32(f)
+		r.handles = append(r.handles, ref)
+		r.ids[keys[i]] = j
+		r.tokens[freshToken[f]] = j
+	}
+	r.run.Handles = len(r.handles)
+
+	tokens := make([]string, len(refs))
+	for i, j := range idx {
+		if j < 0 {
+			j = base + (-1 - j)
+		}
+		tokens[i] = r.handles[j].Token
+	}
+	return tokens, nil
+}
+
+// Handles returns copies of the run's referents in minting order, or
+// ErrRunNotFound.
+func (m *Memory) Handles(_ context.Context, id string) ([]Referent, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Referent, len(r.handles))
+	for i, h := range r.handles {
+		out[i] = cloneReferent(h)
+	}
+	return out, nil
+}
+
+// Handle returns a copy of the referent with the token and true, false if
+// the run holds no such token, or ErrRunNotFound.
+func (m *Memory) Handle(_ context.Context, id, token string) (Referent, bool, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return Referent{}, false, err
+	}
+	k, ok := tokenKey(token)
+	if !ok {
+		return Referent{}, false, nil
+	}
+	j, ok := r.tokens[k]
+	if !ok {
+		return Referent{}, false, nil
+	}
+	return cloneReferent(r.handles[j]), true, nil
+}
+
+// PutResult stores a copy of res as the run's result. It returns
+// ErrRunNotFound, or ErrResultExists if a result is stored.
+func (m *Memory) PutResult(_ context.Context, id string, res Result) error {
+	res = cloneResult(res)
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return err
+	}
+	if r.result != nil {
+		return ErrResultExists
+	}
+	r.result = &res
+	r.run.HasResult = true
+	return nil
+}
+
+// Result returns a copy of the run's result. It returns ErrRunNotFound, or
+// ErrNoResult if none is stored.
+func (m *Memory) Result(_ context.Context, id string) (Result, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return Result{}, err
+	}
+	if r.result == nil {
+		return Result{}, ErrNoResult
+	}
+	return cloneResult(*r.result), nil
+}
+
+// Ping returns nil: memory is always reachable.
+func (m *Memory) Ping(context.Context) error { return nil }
+
+// Deep copies. Strings are immutable and shared; every slice is copied.
+
+func cloneRun(r Run) Run {
+	r.Ceiling = cloneCeiling(r.Ceiling)
+	r.ModelContext = cloneConf(r.ModelContext)
+	r.Tools = slices.Clone(r.Tools)
+	return r
+}
+
+func cloneCeiling(c ifc.Ceiling) ifc.Ceiling {
+	if !c.Defined() {
+		return ifc.NoCeiling
+	}
+	return ifc.CeilingOf(cloneConf(c.Clauses()))
+}
+
+func cloneConf(c ifc.Confidentiality) ifc.Confidentiality {
+	if c == nil {
+		return nil
+	}
+	out := make(ifc.Confidentiality, len(c))
+	for i, x := range c {
+		out[i] = ifc.Clause(bytes.Clone(x))
+	}
+	return out
+}
+
+func cloneAtoms(as []ifc.Atom) []ifc.Atom {
+	if as == nil {
+		return nil
+	}
+	out := make([]ifc.Atom, len(as))
+	for i, a := range as {
+		out[i] = ifc.Atom(bytes.Clone(a))
+	}
+	return out
+}
+
+func cloneLabel(l ifc.Label) ifc.Label {
+	return ifc.Label{Confidentiality: cloneConf(l.Confidentiality), Integrity: cloneAtoms(l.Integrity)}
+}
+
+func cloneValue(v jsontext.Value) jsontext.Value {
+	return jsontext.Value(bytes.Clone(v))
+}
+
+// cloneReferent copies r's bytes (value, clauses, atoms) into one buffer,
+// each piece capped so an append by a caller cannot reach the next.
+func cloneReferent(r Referent) Referent {
+	n := len(r.Value)
+	for _, c := range r.Label.Confidentiality {
+		n += len(c)
+	}
+	for _, a := range r.Label.Integrity {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
+	}
+	r.Value = take(r.Value)
+	if c := r.Label.Confidentiality; c != nil {
+		out := make(ifc.Confidentiality, len(c))
+		for i, x := range c {
+			out[i] = take(x)
+		}
+		r.Label.Confidentiality = out
+	}
+	if as := r.Label.Integrity; as != nil {
+		out := make([]ifc.Atom, len(as))
+		for i, a := range as {
+			out[i] = take(a)
+		}
+		r.Label.Integrity = out
+	}
+	return r
+}
+
+func cloneDisclosed(d ifc.Disclosed) ifc.Disclosed {
+	if d.Confidentiality != nil {
+		out := make([][]string, len(d.Confidentiality))
+		for i, c := range d.Confidentiality {
+			out[i] = slices.Clone(c)
+		}
+		d.Confidentiality = out
+	}
+	d.Integrity = slices.Clone(d.Integrity)
+	return d
+}
+
+func cloneCall(c Call) Call {
+	c.Observed = cloneConf(c.Observed)
+	if c.ExitCode != nil {
+		code := *c.ExitCode
+		c.ExitCode = &code
+	}
+	if c.Entries != nil {
+		out := make([]CallEntry, len(c.Entries))
+		for i, e := range c.Entries {
+			e.Label = cloneDisclosed(e.Label)
+			out[i] = e
+		}
+		c.Entries = out
+	}
+	return c
+}
+
+func cloneResult(r Result) Result {
+	r.Value = cloneValue(r.Value)
+	if r.Documents != nil {
+		out := make([]Document, len(r.Documents))
+		for i, d := range r.Documents {
+			d.Value = cloneValue(d.Value)
+			d.Label = cloneLabel(d.Label)
+			out[i] = d
+		}
+		r.Documents = out
+	}
+	r.Receipt = cloneLabel(r.Receipt)
+	r.Label = cloneLabel(r.Label)
+	return r
+}

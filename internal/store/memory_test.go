@@ -1,0 +1,25 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/storetest"
+)
+
+func TestMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
+		return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, Now: cfg.Now})
+	})
+}
+
+func TestMemoryRealTime(t *testing.T) {
+	// The suite's wall-clock mode, as a Redis store with real TTLs runs it.
+	storetest.RunOptions(t, storetest.Options{RealTime: true},
+		func(t *testing.T, cfg storetest.Config) store.Store {
+			if cfg.Now != nil {
+				t.Fatal("RealTime: Config.Now is set")
+			}
+			return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns})
+		})
+}

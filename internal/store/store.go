@@ -1,0 +1,169 @@
+// Package store owns the per-run state of the gateway: the run and its token
+// hash, ceiling and model-context label, the output sequence, the call log,
+// the handle table and the result. Store is the whole storage contract;
+// Memory is the embedded default. Every implementation passes
+// storetest.Run.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+)
+
+// Errors returned by Store implementations. Callers branch with errors.Is.
+var (
+	ErrRunNotFound      = errors.New("store: run not found")
+	ErrRunExists        = errors.New("store: run exists")
+	ErrRunLimit         = errors.New("store: run limit reached")
+	ErrHandleLimit      = errors.New("store: handle limit reached")
+	ErrResultExists     = errors.New("store: result exists")
+	ErrStoreUnavailable = errors.New("store: unavailable")
+)
+
+// TokenHash is the SHA-256 of a run token. Only the hash is ever stored.
+type TokenHash [sha256.Size]byte
+
+// HashToken returns the hash under which a run token is stored.
+func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
+
+// Run is a run as stored. Counters (Calls, Handles, HasResult, Seq) are
+// maintained by the store and ignored on CreateRun.
+type Run struct {
+	ID        string
+	TokenHash TokenHash
+	CreatedAt time.Time
+	// ExpiresAt is when the run is gone: at and after it every method
+	// answers ErrRunNotFound. The zero time means never.
+	ExpiresAt time.Time
+	// Ceiling is the run's ceiling before the read-ceiling record: the
+	// process-wide flag met with the manifest's maxConfidentiality.
+	Ceiling ifc.Ceiling
+	// ModelContext is the run's accumulated model-context confidentiality,
+	// the query label of the next call.
+	ModelContext ifc.Confidentiality
+	// Tools is the set of tool ids the run may call; nil means every tool
+	// the gateway offers.
+	Tools []string
+
+	Seq       int64 // outputs so far (the last n of an outputId)
+	Calls     int
+	Handles   int
+	HasResult bool
+}
+
+// Call is one tool output as recorded on the host side (never shown to the
+// agent). Status is "ok" or "error"; Code and HostCode are set on errors.
+type Call struct {
+	OutputID  string
+	Tool      string
+	Status    string
+	Code      string
+	HostCode  string
+	Admitted  int
+	Withheld  int
+	Omitted   int
+	Truncated bool
+	// Observed is the join of the admitted rows' confidentiality (the cfc
+	// observedLabel); nil when nothing labeled was admitted.
+	Observed  ifc.Confidentiality
+	ExitCode  *int
+	Duration  time.Duration
+	StartedAt time.Time
+	Entries   []CallEntry
+}
+
+// CallEntry is the shape of one entry of a call, without its value: what an
+// operator needs to see why a row was admitted or withheld.
+type CallEntry struct {
+	Status      string // "admitted" | "withheld"
+	ReasonCode  string
+	LabelSource string
+	Label       ifc.Disclosed
+	Handle      string
+	Truncated   bool
+}
+
+// Referent is one held row of a run's handle table.
+type Referent struct {
+	Token       string
+	Kind        string // "document"
+	Source      string // the tool id that observed it
+	Value       jsontext.Value
+	Label       ifc.Label
+	LabelSource string // "row" | "query"
+}
+
+// Document is a row cited by a result, minted as a durable document.
+type Document struct {
+	ID     string
+	Source string
+	Value  jsontext.Value
+	Label  ifc.Label
+}
+
+// Result is a run's written structured result.
+type Result struct {
+	Value     jsontext.Value
+	Documents []Document
+	Receipt   ifc.Label
+	Label     ifc.Label
+	WrittenAt time.Time
+}
+
+// Store is the storage contract. Every method is safe for concurrent use.
+// A run past its ExpiresAt is gone: every method answers ErrRunNotFound for
+// it. Implementations that lose their backend answer ErrStoreUnavailable.
+type Store interface {
+	// CreateRun stores a new run. ErrRunExists if a live run has the id or
+	// the token hash, ErrRunLimit if the store holds its maximum of live
+	// runs (expired runs do not count).
+	CreateRun(ctx context.Context, r Run) error
+	// Run returns the run with the id, or ErrRunNotFound.
+	Run(ctx context.Context, id string) (Run, error)
+	// RunByToken returns the live run whose token hashes to h, or
+	// ErrRunNotFound.
+	RunByToken(ctx context.Context, h TokenHash) (Run, error)
+	// Runs lists the live runs, oldest first: by CreatedAt, ties by ID.
+	Runs(ctx context.Context) ([]Run, error)
+	// DeleteRun removes a run and all its state, or ErrRunNotFound.
+	DeleteRun(ctx context.Context, id string) error
+
+	// NextOutput increments and returns the run's output sequence.
+	NextOutput(ctx context.Context, id string) (int64, error)
+	// Observe joins conf into the run's model-context label
+	// (ifc.JoinModelContext) atomically and returns the new label.
+	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
+	// AppendCall records a call in the run's call log.
+	AppendCall(ctx context.Context, id string, c Call) error
+	// Calls returns the run's call log in order.
+	Calls(ctx context.Context, id string) ([]Call, error)
+
+	// Mint registers referents (Token ignored) in one atomic step and
+	// returns their tokens in order: an identity already held keeps its
+	// token; a new one gets a fresh token (MintToken). ErrHandleLimit, with
+	// nothing registered, if the new identities would take the table past
+	// max (max <= 0: no cap).
+	Mint(ctx context.Context, id string, refs []Referent, max int) ([]string, error)
+	// Handles returns the run's handle table in minting order.
+	Handles(ctx context.Context, id string) ([]Referent, error)
+	// Handle returns the referent with the token, and whether it is held.
+	Handle(ctx context.Context, id, token string) (Referent, bool, error)
+
+	// PutResult stores the run's result. ErrResultExists if one is stored.
+	PutResult(ctx context.Context, id string, res Result) error
+	// Result returns the run's result, or ErrRunNotFound for the run and
+	// ErrNoResult when none is written.
+	Result(ctx context.Context, id string) (Result, error)
+
+	// Ping reports whether the backend is reachable.
+	Ping(ctx context.Context) error
+}
+
+// ErrNoResult is returned by Result for a run without a written result.
+var ErrNoResult = errors.New("store: no result")

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The full test suite: what the README's test command runs and what CI
+# runs on a bare machine. It installs what the tests need, checks that the
+# generated code and go.mod are clean, lints the contract, and runs every
+# Go test under the race detector, then each fuzz target briefly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+go version
+command -v node >/dev/null && node --version || { echo "node is required (Node 20)"; exit 1; }
+
+step "npm packages (tools/lint)"
+(cd tools/lint && npm ci --no-audit --no-fund --loglevel=error)
+
+step "generated code is clean (go generate)"
+sums() { find api -name '*.gen.go' -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum go.mod go.sum; }
+before=$(sums)
+go generate ./...
+go mod tidy
+after=$(sums)
+if [ "$before" != "$after" ]; then
+  diff <(echo "$before") <(echo "$after") || true
+  echo "FAIL: go generate or go mod tidy changed files; regenerate and commit them"
+  exit 1
+fi
+
+step "gofmt and go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
+if [ -n "$unformatted" ]; then echo "FAIL: gofmt would change:"; echo "$unformatted"; exit 1; fi
+go vet ./...
+
+step "contract lint (Spectral, spectral:oas)"
+(cd tools/lint && npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity error ../../api/openapi.yaml)
+
+step "go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+step "fuzz targets, briefly"
+fuzztime=${FUZZTIME:-10s}
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+    echo "fuzz $pkg $target ($fuzztime)"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/dev/null || { echo "FAIL: fuzz $target"; go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" | tail -30; exit 1; }
+  done
+done
+
+step "all passed"
