@@ -35,8 +35,8 @@
 //     (ParseConfidentiality, ParseLabel), never a best effort;
 //   - put label content into errors: *LabelError names a path and a fixed
 //     reason only;
-//   - show the agent anything but atom types (Disclose) or the result's cfc
-//     part (Result.AppendJSON omits it);
+//   - show the agent more of a label than its atom types (Disclose), or the
+//     result's cfc part at all (Result.AppendJSON omits it);
 //   - implement the reference runner's digest-commitment and PersonalSpace
 //     refinements of atom entailment; those atoms match by equality only.
 //

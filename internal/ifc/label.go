@@ -39,8 +39,9 @@ type Disclosed struct {
 }
 
 // LabelError reports a label that cannot be read. Path locates the
-// offending part ("confidentiality[2]", "integrity", ...; empty for the
-// whole value) and Reason is a fixed phrase. Neither quotes label content.
+// offending part ("ifc.confidentiality[2]", "integrity", ...; empty for the
+// whole value; for ParseLabel's unknown member, that member's name) and
+// Reason is a fixed phrase. Neither ever quotes an atom or a value.
 type LabelError struct {
 	Path   string
 	Reason string
@@ -132,13 +133,18 @@ func (l Label) MarshalJSON() ([]byte, error) {
 	return appendLabel(nil, l), nil
 }
 
-// UnmarshalJSON accepts an object whose confidentiality and integrity are
-// arrays of any values, null or absent. Other members are ignored. Like
+// UnmarshalJSON accepts null (the zero Label) or an object whose
+// confidentiality and integrity are arrays of any values, null or absent.
+// Other members are ignored. Like
 // Confidentiality.UnmarshalJSON it does not check shapes; ParseLabel does.
 func (l *Label) UnmarshalJSON(data []byte) error {
 	n, err := parseTree(data)
 	if err != nil {
 		return &LabelError{Reason: "invalid JSON"}
+	}
+	if n.kind == jsontext.KindNull {
+		*l = Label{}
+		return nil
 	}
 	if n.kind != jsontext.KindBeginObject {
 		return &LabelError{Reason: "not an object"}

@@ -320,6 +320,13 @@ func TestUnmarshalCanonicalises(t *testing.T) {
 	if diff := cmp.Diff(Label{}, l); diff != "" {
 		t.Errorf("Label.UnmarshalJSON (-want +got):\n%s", diff)
 	}
+	l = Label{Confidentiality: conf(`"A"`)}
+	if err := json.Unmarshal([]byte(`null`), &l); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Label{}, l); diff != "" {
+		t.Errorf("Label.UnmarshalJSON(null) (-want +got):\n%s", diff)
+	}
 	if err := json.Unmarshal([]byte(`{"confidentiality":{}}`), &l); err == nil {
 		t.Error("Label.UnmarshalJSON(confidentiality object) = nil error, want error")
 	}

@@ -444,3 +444,16 @@ func TestAppendJSONWithinBound(t *testing.T) {
 		}
 	}
 }
+
+func TestMeasureConcurrent(t *testing.T) {
+	in := searchInput(300, 3)
+	want := string(Measure(in).AppendJSON(nil, handlesFor(300)))
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			if got := string(Measure(in).AppendJSON(nil, handlesFor(300))); got != want {
+				t.Errorf("concurrent Measure differs:\n%s", cmp.Diff(want, got))
+			}
+		})
+	}
+}

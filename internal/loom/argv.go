@@ -147,10 +147,7 @@ func PersonLookup(tool Tool, input []byte) bool {
 type input map[string]jsontext.Value
 
 func parseInput(data []byte, allowed []string) (input, error) {
-	if !jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true)) {
-		return nil, &InputError{Reason: ReasonNotObject}
-	}
-	ms, err := objectMembers(data, jsontext.AllowDuplicateNames(true))
+	ms, err := objectMembers(data, jsontext.AllowDuplicateNames(true)) // validates too
 	if err != nil {
 		return nil, &InputError{Reason: ReasonNotObject}
 	}

@@ -39,7 +39,7 @@ const (
 // rules of (f), or whose sorted facets differ from the sorted configured
 // Facets (duplicates count), returns a *CeilingUnavailableError. A named
 // record is never read as "no ceiling". The clauses of loomReadCeiling are
-// taken as written (compacted), without shape checks.
+// taken as written, without shape checks (ifc.ParseClauses).
 func ReadCeiling(cfg *Config) (ifc.Ceiling, error) {
 	if cfg.ReadCeilingFile == "" {
 		return ifc.NoCeiling, nil
@@ -82,24 +82,16 @@ func parseRecord(data []byte, facets []string) (ifc.Ceiling, error) {
 	if !ok || raw.Kind() != '[' {
 		return fail(ReasonRecordCeiling)
 	}
-	elems, _ := arrayElements(raw)
-	if len(elems) == 0 {
+	clauses, err := ifc.ParseClauses(raw) // as written: no shape checks
+	if err != nil || len(clauses) == 0 {
 		return fail(ReasonRecordCeiling)
-	}
-	clauses := make(ifc.Confidentiality, len(elems))
-	for i, e := range elems {
-		c := e.Clone()
-		if err := c.Compact(); err != nil {
-			return fail(ReasonRecordNotJSON)
-		}
-		clauses[i] = ifc.Clause(c)
 	}
 
 	raw, ok = f["facets"]
 	if !ok || raw.Kind() != '[' {
 		return fail(ReasonRecordFacets)
 	}
-	elems, _ = arrayElements(raw)
+	elems, _ := arrayElements(raw)
 	if len(elems) == 0 {
 		return fail(ReasonRecordFacets)
 	}

@@ -62,9 +62,10 @@ var (
 // which must be absolute. The file is strict (Gateway decision 3): an unknown
 // key at the top or inside transport, a duplicate key anywhere, a missing or
 // mistyped field, or any rule of SEMANTICS (a) failing returns a
-// *ConfigError naming the key. Loading rules run in the order of (a): path,
-// JSON, top-level shape; then unknown keys (top level, then transport, each
-// in file order), then the fields in the order of the table in (a).
+// *ConfigError naming the key. Checks run in this order: the path; JSON
+// (duplicates refused); a top-level object; unknown keys (top level, then
+// transport, each in file order); presence and type of each field; then
+// the value rules of Validate. The first failure is reported.
 func LoadConfig(path string) (*Config, error) {
 	if !isAbs(path) {
 		return nil, &ConfigError{Reason: "the configuration path must be absolute"}
@@ -181,10 +182,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		if err != nil {
 			return nil, &ConfigError{Key: "unlabeledRowLabel", Reason: "must be a clause list", Err: err}
 		}
-		if c == nil {
-			c = ifc.Confidentiality{}
-		}
-		cfg.UnlabeledRowLabel = c
+		cfg.UnlabeledRowLabel = c // nil for [], which adds nothing either
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "empty unlabeledRowLabel",
 			json: `{"cliPath":"/l","transport":{"kind":"broker","queuePath":"/q"},"unlabeledRowLabel":[]}`,
-			want: Config{CLIPath: "/l", Transport: Transport{Kind: "broker", QueuePath: "/q"}, UnlabeledRowLabel: ifc.Confidentiality{}},
+			want: Config{CLIPath: "/l", Transport: Transport{Kind: "broker", QueuePath: "/q"}},
 		},
 		{
 			name: "runId of 128 UTF-16 units",

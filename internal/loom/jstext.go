@@ -3,6 +3,7 @@ package loom
 import (
 	"bytes"
 	"errors"
+	"io"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -125,13 +126,17 @@ type member struct {
 	value jsontext.Value
 }
 
-// errNotObject is returned by objectMembers for a value that is not an object.
-var errNotObject = errors.New("loom: not a JSON object")
+var (
+	errNotObject = errors.New("loom: not a JSON object")
+	errNotArray  = errors.New("loom: not a JSON array")
+	errTrailing  = errors.New("loom: data after the JSON value")
+)
 
 // objectMembers returns the members of the JSON object data, in the order
-// written, duplicates included. data must be one valid JSON value (surrounding
-// whitespace allowed) under opts; a value that is not an object returns
-// errNotObject. The values alias data.
+// written, duplicates included, and validates data under opts on the way:
+// it must be exactly one JSON object (surrounding whitespace allowed). A
+// value that is not an object returns errNotObject, anything else invalid a
+// syntax error. The values alias data.
 func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data), opts...)
 	tok, err := d.ReadToken()
@@ -155,18 +160,22 @@ func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
 		end := int(d.InputOffset())
 		ms = append(ms, member{name: name, value: jsontext.Value(data[end-len(v) : end])})
 	}
-	if _, err := d.ReadToken(); err != nil {
+	if err := readEnd(d); err != nil {
 		return nil, err
 	}
 	return ms, nil
 }
 
-// arrayElements returns the elements of the JSON array data, which must be
-// valid under opts. The values alias data.
+// arrayElements is objectMembers for an array: data must be exactly one
+// JSON array, valid under opts. The values alias data.
 func arrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data), opts...)
-	if _, err := d.ReadToken(); err != nil {
+	tok, err := d.ReadToken()
+	if err != nil {
 		return nil, err
+	}
+	if tok.Kind() != '[' {
+		return nil, errNotArray
 	}
 	var vs []jsontext.Value
 	for d.PeekKind() != ']' {
@@ -177,10 +186,22 @@ func arrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, err
 		end := int(d.InputOffset())
 		vs = append(vs, jsontext.Value(data[end-len(v):end]))
 	}
-	if _, err := d.ReadToken(); err != nil {
+	if err := readEnd(d); err != nil {
 		return nil, err
 	}
 	return vs, nil
+}
+
+// readEnd reads the closing delimiter of the value d is in and requires
+// nothing but whitespace after it.
+func readEnd(d *jsontext.Decoder) error {
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return errTrailing
+	}
+	return nil
 }
 
 // jsKeyOrder returns the distinct member names of ms in the order

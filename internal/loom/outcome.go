@@ -35,7 +35,17 @@ var payloadOptions = []jsontext.Options{
 // JavaScript. ErrNotJSON and *ExitError match ErrCommandFailed.
 func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
-	if len(payload) == 0 || !jsontext.Value(payload).IsValid(payloadOptions...) {
+	isObject := len(payload) > 0 && payload[0] == '{'
+	var ms []member
+	var valid bool
+	if isObject {
+		var err error
+		ms, err = objectMembers(payload, payloadOptions...) // validates as it goes
+		valid = err == nil
+	} else {
+		valid = len(payload) > 0 && jsontext.Value(payload).IsValid(payloadOptions...)
+	}
+	if !valid {
 		switch {
 		case personLookup && out.ExitCode == 1:
 			return nil, ErrNotFound
@@ -47,23 +57,16 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 
 	var ok, code, hasProfile, schemaVersion jsontext.Value
 	hasSchemaVersion := false
-	isObject := payload[0] == '{'
-	if isObject {
-		ms, err := objectMembers(payload, payloadOptions...)
-		if err != nil {
-			return nil, ErrNotJSON // unreachable: payload is a valid object
-		}
-		for _, m := range ms {
-			switch m.name {
-			case "ok":
-				ok = m.value
-			case "code":
-				code = m.value
-			case "hasProfile":
-				hasProfile = m.value
-			case "schemaVersion":
-				schemaVersion, hasSchemaVersion = m.value, true
-			}
+	for _, m := range ms { // the last of repeated names wins, as in JavaScript
+		switch m.name {
+		case "ok":
+			ok = m.value
+		case "code":
+			code = m.value
+		case "hasProfile":
+			hasProfile = m.value
+		case "schemaVersion":
+			schemaVersion, hasSchemaVersion = m.value, true
 		}
 	}
 

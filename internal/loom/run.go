@@ -124,7 +124,6 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 		env = []string{} // a nil Env would inherit the gateway's environment
 	}
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
-	cmd.Args = argv
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool
@@ -150,10 +149,10 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	switch {
 	case stdout.exceeded:
 		return failed, ErrStdoutLimit
-	case killed.Load() && ctx.Err() != nil:
-		return failed, ErrCancelled
-	case killed.Load():
+	case killed.Load() && context.Cause(runCtx) == ErrTimeout: // the first cause wins
 		return failed, ErrTimeout
+	case killed.Load():
+		return failed, ErrCancelled
 	case cmd.ProcessState == nil:
 		return failed, ErrCommandFailed
 	}

@@ -30,29 +30,24 @@ import (
 // for package ifc, which reads them the same way.
 func Split(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
 	payload = bytes.Trim(payload, " \t\r\n")
-	if !tool.Valid() {
-		return nil, nil, ErrUnknownTool
-	}
-	if !jsontext.Value(payload).IsValid(payloadOptions...) {
-		return nil, nil, ErrMalformedPayload
-	}
 	switch tool {
 	case Search:
 		return splitList(payload, "hits", "query", "source_status", "warnings", "truncated")
 	case PageDiscover:
 		return splitList(payload, "pages", "totalPages", "omittedViews")
 	case CalendarList:
-		if payload[0] != '[' {
+		rows, err := arrayElements(payload, payloadOptions...)
+		if err != nil {
 			return nil, nil, ErrMalformedPayload
 		}
-		rows, err := elements(payload)
-		return rows, nil, err
-	default:
-		if payload[0] != '{' {
+		return rows, nil, nil
+	case PageInspect, PageRead, People, Context, Profile:
+		if len(payload) == 0 || payload[0] != '{' || !jsontext.Value(payload).IsValid(payloadOptions...) {
 			return nil, nil, ErrMalformedPayload
 		}
 		return []jsontext.Value{jsontext.Value(payload)}, nil, nil
 	}
+	return nil, nil, ErrUnknownTool
 }
 
 // splitList splits an object payload whose list member holds the rows and
@@ -76,12 +71,9 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 			last[m.name] = m.value
 		}
 	}
-	if rowsValue.Kind() != '[' {
-		return nil, nil, ErrMalformedPayload
-	}
-	rows, err := elements(rowsValue)
+	rows, err := arrayElements(rowsValue, payloadOptions...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, ErrMalformedPayload
 	}
 	env := []byte{'{'}
 	for i, name := range order {
@@ -93,13 +85,4 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 		env = append(env, last[name]...)
 	}
 	return rows, append(env, '}'), nil
-}
-
-// elements returns the elements of the array value.
-func elements(array []byte) ([]jsontext.Value, error) {
-	rows, err := arrayElements(array, payloadOptions...)
-	if err != nil {
-		return nil, ErrMalformedPayload
-	}
-	return rows, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
+	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
 )
@@ -48,56 +49,21 @@ func call(t *testing.T, cfg *loom.Config, tool loom.Tool, input string) ([]jsont
 	return rows, env, nil
 }
 
-const (
-	work   = "https://loom.example/facet/work"
-	health = "https://loom.example/facet/health"
-)
+// workCeiling is the work-only ceiling the sample data is built around.
+var workCeiling = ifc.CeilingOf(ifc.Confidentiality{ifc.Clause(`"https://loom.example/facet/work"`)})
 
 // classify sorts a row into the four outcomes the sample data is built to
 // show under a work-only ceiling: "labeled" (readable, fits), "over"
-// (readable, does not fit), "unlabeled" (no ifc), "unreadable". It is a
-// deliberately small reading of SEMANTICS (e.2)/(e.4), enough for the
-// sample's shapes.
+// (readable, does not fit), "unlabeled" (no ifc), "unreadable".
 func classify(t *testing.T, row jsontext.Value) string {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(row, &r); err != nil {
-		return "unreadable"
-	}
-	raw, ok := r["ifc"]
-	if !ok {
+	l, present, err := ifc.ReadRowLabel(row)
+	switch {
+	case !present:
 		return "unlabeled"
-	}
-	ifc, ok := raw.(map[string]any)
-	if !ok {
+	case err != nil:
 		return "unreadable"
-	}
-	conf, ok := ifc["confidentiality"].([]any)
-	if !ok {
-		return "unreadable"
-	}
-	if integ, ok := ifc["integrity"]; ok {
-		list, ok := integ.([]any)
-		if !ok || slices.ContainsFunc(list, func(a any) bool { _, s := a.(string); return !s }) {
-			return "unreadable"
-		}
-	}
-	fits := true
-	for _, c := range conf {
-		switch c := c.(type) {
-		case string:
-			fits = fits && c == work
-		case map[string]any:
-			alts, ok := c["anyOf"].([]any)
-			if !ok || len(alts) == 0 || len(c) != 1 {
-				return "unreadable"
-			}
-			fits = fits && slices.Contains(alts, any(work))
-		default:
-			return "unreadable"
-		}
-	}
-	if fits {
+	case ifc.Fits(l.Confidentiality, workCeiling):
 		return "labeled"
 	}
 	return "over"
