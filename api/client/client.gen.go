@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -3594,13 +3592,6 @@ func (r GetResultResponse) ContentType() string {
 type GetContractResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *string
-}
-
-// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetContractResponse) GetYAML200() *string {
-	return r.YAML200
 }
 
 // GetBody returns the raw response body bytes
@@ -4998,16 +4989,6 @@ func ParseGetContractResponse(rsp *http.Response) (*GetContractResponse, error) 
 	response := &GetContractResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest string
-		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.YAML200 = &dest
-
 	}
 
 	return response, nil

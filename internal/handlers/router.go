@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -83,6 +84,11 @@ func validationError(err error, status int) error {
 	}
 	if se, ok := errors.AsType[*openapi3.SchemaError](err); ok {
 		ptr := se.JSONPointer()
+		if se.SchemaField == "properties" || se.SchemaField == "additionalProperties" {
+			if k, ok := unknownKey(se); ok {
+				ptr = append(ptr, k)
+			}
+		}
 		p := ""
 		for _, s := range ptr {
 			p += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
@@ -98,6 +104,30 @@ func validationError(err error, status int) error {
 		return &inputError{Pointer: p, Choices: choices}
 	}
 	return &inputError{}
+}
+
+// unknownKey names the first key (in sorted order) of the refused object
+// that its schema does not declare; kin-openapi's error carries no path for
+// it. Keys longer than 128 bytes are not named.
+func unknownKey(se *openapi3.SchemaError) (string, bool) {
+	obj, ok := se.Value.(map[string]any)
+	if !ok || se.Schema == nil {
+		return "", false
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		if _, declared := se.Schema.Properties[k]; !declared {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "", false
+	}
+	slices.Sort(keys)
+	if len(keys[0]) > 128 {
+		return "", false
+	}
+	return keys[0], true
 }
 
 // AgentRouter is the agent listener's handler: request id, recover, body

@@ -1,0 +1,231 @@
+// Command fakeloom stands in for the loom CLI in the end-to-end tests.
+//
+// The gateway runs it with a cleared environment; with the direct transport
+// LOOM_INSTANCE_DIR names the scenario directory that drives it:
+//
+//   - every invocation appends one JSON line {"argv", "env", "key", "case"}
+//     to DIR/calls.jsonl before doing anything else;
+//   - the behaviour is read from DIR/case-NAME.json when some argv element
+//     contains "case=NAME" (NAME of [a-z0-9-]), else from DIR/KEY.json,
+//     KEY being the loom command ("search", "page.read", "calendar.list",
+//     ...), else DIR/default.json; with none of them it exits 99.
+//
+// A behaviour file is a Behaviour as JSON. Steps run in this order:
+// grandchild, stderr, stdout (stdout, then stdoutFile, then stdoutBytes
+// filler), sleep, signal, exit.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Behaviour is what one invocation does.
+type Behaviour struct {
+	// Stdout is printed verbatim.
+	Stdout string `json:"stdout,omitempty"`
+	// StdoutFile names a file in the scenario directory printed verbatim
+	// after Stdout (for bytes a JSON string cannot hold).
+	StdoutFile string `json:"stdoutFile,omitempty"`
+	// StdoutBytes prints that many filler bytes ('x') after the above.
+	StdoutBytes int64 `json:"stdoutBytes,omitempty"`
+	// StderrBytes writes that many bytes to stderr, with StderrMarker at
+	// the start, every 64 KiB and at the end.
+	StderrBytes  int64  `json:"stderrBytes,omitempty"`
+	StderrMarker string `json:"stderrMarker,omitempty"`
+	// Grandchild starts a grandchild that inherits stdout and holds it
+	// open for this duration; its pid is written to
+	// DIR/grandchild-NAME.pid (NAME the case, else the command key).
+	Grandchild string `json:"grandchild,omitempty"`
+	// Sleep waits this long before the exit (a hang when long).
+	Sleep string `json:"sleep,omitempty"`
+	// Signal kills the process with this signal (KILL, TERM, SEGV, ABRT)
+	// instead of exiting.
+	Signal string `json:"signal,omitempty"`
+	// Exit is the exit code.
+	Exit int `json:"exit,omitempty"`
+}
+
+// Record is one line of calls.jsonl.
+type Record struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Key  string   `json:"key"`
+	Case string   `json:"case,omitempty"`
+}
+
+const grandchildArg = "__fakeloom_grandchild__"
+
+var caseRE = regexp.MustCompile(`case=([a-z0-9-]+)`)
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == grandchildArg {
+		grandchild(os.Args[2], os.Args[3])
+		return
+	}
+	dir := os.Getenv("LOOM_INSTANCE_DIR")
+	if dir == "" {
+		fmt.Fprintln(os.Stderr, "fakeloom: LOOM_INSTANCE_DIR is not set")
+		os.Exit(98)
+	}
+	key := commandKey(os.Args[1:])
+	name := ""
+	for _, a := range os.Args[1:] {
+		if m := caseRE.FindStringSubmatch(a); m != nil {
+			name = m[1]
+			break
+		}
+	}
+	record(dir, Record{Argv: os.Args, Env: os.Environ(), Key: key, Case: name})
+
+	b, ok := load(dir, name, key)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "fakeloom: no behaviour for", key, name)
+		os.Exit(99)
+	}
+	pidName := "grandchild-" + key + ".pid"
+	if name != "" {
+		pidName = "grandchild-" + name + ".pid"
+	}
+	os.Exit(act(dir, pidName, b))
+}
+
+// commandKey is the loom command of args: "page.read" for "page read ...".
+func commandKey(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	switch args[0] {
+	case "page", "calendar":
+		if len(args) > 1 {
+			return args[0] + "." + args[1]
+		}
+	}
+	return args[0]
+}
+
+func record(dir string, r Record) {
+	line, err := json.Marshal(r)
+	if err != nil {
+		os.Exit(97)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "calls.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		os.Exit(97)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		os.Exit(97)
+	}
+	_ = f.Close()
+}
+
+func load(dir, name, key string) (Behaviour, bool) {
+	var files []string
+	if name != "" {
+		files = append(files, "case-"+name+".json")
+	}
+	files = append(files, key+".json", "default.json")
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		var b Behaviour
+		if err := json.Unmarshal(data, &b); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeloom: bad behaviour file", f)
+			os.Exit(96)
+		}
+		return b, true
+	}
+	return Behaviour{}, false
+}
+
+func act(dir, pidName string, b Behaviour) int {
+	if b.Grandchild != "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return 94
+		}
+		cmd := exec.Command(exe, grandchildArg, filepath.Join(dir, pidName), b.Grandchild)
+		cmd.Stdout = os.Stdout // holds the gateway's pipe open
+		if err := cmd.Start(); err != nil {
+			return 94
+		}
+		// Not waited for: the grandchild outlives this process.
+	}
+	if b.StderrBytes > 0 || b.StderrMarker != "" {
+		writeStderr(b.StderrBytes, b.StderrMarker)
+	}
+	out := os.Stdout
+	if b.Stdout != "" {
+		_, _ = out.WriteString(b.Stdout)
+	}
+	if b.StdoutFile != "" {
+		data, err := os.ReadFile(filepath.Join(dir, b.StdoutFile))
+		if err != nil {
+			return 95
+		}
+		_, _ = out.Write(data)
+	}
+	if b.StdoutBytes > 0 {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for left := b.StdoutBytes; left > 0; {
+			n := min(left, int64(len(chunk)))
+			if _, err := out.Write(chunk[:n]); err != nil {
+				break // the reader went away (the cap was hit)
+			}
+			left -= n
+		}
+	}
+	if b.Sleep != "" {
+		d, err := time.ParseDuration(b.Sleep)
+		if err != nil {
+			return 93
+		}
+		time.Sleep(d)
+	}
+	if b.Signal != "" {
+		sig := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "TERM": syscall.SIGTERM, "SEGV": syscall.SIGSEGV, "ABRT": syscall.SIGABRT}[b.Signal]
+		if sig == 0 {
+			return 92
+		}
+		_ = syscall.Kill(os.Getpid(), sig)
+		time.Sleep(10 * time.Second) // the signal arrives meanwhile
+		return 91
+	}
+	return b.Exit
+}
+
+// writeStderr writes n bytes to stderr with marker planted through them.
+func writeStderr(n int64, marker string) {
+	filler := strings.Repeat("e", 64<<10)
+	w := os.Stderr
+	_, _ = w.WriteString(marker)
+	for left := n; left > 0; {
+		k := min(left, int64(len(filler)))
+		if _, err := w.WriteString(filler[:k]); err != nil {
+			return
+		}
+		_, _ = w.WriteString(marker)
+		left -= k
+	}
+}
+
+// grandchild records its pid in pidFile and holds the inherited stdout
+// open.
+func grandchild(pidFile, hold string) {
+	d, err := time.ParseDuration(hold)
+	if err != nil {
+		os.Exit(90)
+	}
+	_ = os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	time.Sleep(d)
+}

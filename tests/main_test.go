@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Markers planted where the gateway must never let them out: fake loom
+// stderr, every host path (the build and scenario directories), the content
+// of rows the ceiling withholds, and input values the gateway refuses. No
+// response body or header of the whole suite may contain one.
+const (
+	markerStderr   = "STDERR-LEAK-MARK-5b1c"
+	markerPath     = "PATH-LEAK-MARK-9d2e"
+	markerWithheld = "WITHHELD-LEAK-MARK-3f7a"
+	markerInput    = "INPUT-ECHO-MARK-8c4d"
+)
+
+var markers = []string{markerStderr, markerPath, markerWithheld, markerInput}
+
+// Set up by TestMain.
+var (
+	rootDir     string // holds markerPath; everything the suite writes is below it
+	moduleDir   string // the module root (..)
+	gatewayBin  string
+	fakeloomBin string
+	specBytes   []byte // api/openapi.yaml as committed
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	var err error
+	if moduleDir, err = filepath.Abs(".."); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if rootDir, err = os.MkdirTemp("", "loom-e2e-"+markerPath+"-"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(rootDir)
+
+	bin := filepath.Join(rootDir, "bin")
+	gatewayBin = filepath.Join(bin, "gateway")
+	fakeloomBin = filepath.Join(bin, "fakeloom")
+	for pkg, out := range map[string]string{"./cmd/gateway": gatewayBin, "./tests/fakeloom": fakeloomBin} {
+		args := []string{"build", "-o", out}
+		if raceEnabled && pkg == "./cmd/gateway" {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
+		cmd.Dir = moduleDir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: go build %s: %v\n%s", pkg, err, b)
+			return 1
+		}
+	}
+	if err := loadContract(filepath.Join(moduleDir, "api", "openapi.yaml")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: contract:", err)
+		return 1
+	}
+
+	code := m.Run()
+	if leaks := findLeaks(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: planted markers reached %d responses:\n%s\n", len(leaks), strings.Join(leaks, "\n"))
+		if code == 0 {
+			code = 1
+		}
+	} else {
+		n := exchangeCount()
+		if code == 0 && n > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: no marker in %d responses\n", n)
+		}
+	}
+	return code
+}
+
+// exchange is one response the suite received, kept for the leak check.
+type exchange struct {
+	method, path string
+	status       int
+	header       http.Header
+	body         []byte
+}
+
+var exchanges struct {
+	sync.Mutex
+	list []exchange
+}
+
+func remember(req *http.Request, resp *http.Response, body []byte) {
+	exchanges.Lock()
+	defer exchanges.Unlock()
+	exchanges.list = append(exchanges.list, exchange{req.Method, req.URL.Path, resp.StatusCode, resp.Header.Clone(), body})
+}
+
+func exchangeCount() int {
+	exchanges.Lock()
+	defer exchanges.Unlock()
+	return len(exchanges.list)
+}
+
+// findLeaks names every response whose body or headers hold a marker.
+func findLeaks() []string {
+	exchanges.Lock()
+	defer exchanges.Unlock()
+	var out []string
+	for _, e := range exchanges.list {
+		var hdr bytes.Buffer
+		keys := make([]string, 0, len(e.header))
+		for k := range e.header {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&hdr, "%s: %s\n", k, strings.Join(e.header[k], ", "))
+		}
+		for _, mk := range markers {
+			if bytes.Contains(e.body, []byte(mk)) || bytes.Contains(hdr.Bytes(), []byte(mk)) {
+				out = append(out, fmt.Sprintf("  %s %s -> %d carries %s", e.method, e.path, e.status, mk))
+			}
+		}
+	}
+	return out
+}
