@@ -63,7 +63,7 @@ func (d *Deps) record(ctx context.Context, c *call, rec store.Call) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := d.Store.AppendCall(ctx, c.run.ID, rec); err != nil && !errors.Is(err, store.ErrRunNotFound) {
-		d.Logger.ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", codeOf(err))
+		d.logger().ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", codeOf(err))
 	}
 }
 
@@ -98,10 +98,15 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	// fresh: another call of the run may have grown it since auth.
 	run, err := d.Store.Run(ctx, c.run.ID)
 	if err != nil {
-		return nil, d.fail(ctx, c, err)
+		return nil, d.fail(ctx, c, goneIsCancelled(err))
 	}
 
 	out, err := d.Runner.Run(ctx, argv, d.Env)
+	if err == nil && context.Cause(ctx) == errCancelled {
+		// The run was deleted while loom ran: its output belongs to no
+		// run, even when there is nothing to mint.
+		err = errCancelled
+	}
 	if err != nil {
 		if context.Cause(ctx) == errCancelled || errors.Is(err, loom.ErrCancelled) {
 			err = errCancelled

@@ -81,6 +81,22 @@ func (d *Deps) maxRequestBytes() int64 {
 	return 1 << 20
 }
 
+// runTTL is a run's lifetime when the host gives none (an hour when unset).
+func (d *Deps) runTTL() time.Duration {
+	if d.RunTTL > 0 {
+		return d.RunTTL
+	}
+	return time.Hour
+}
+
+// logger returns the logger, discarding when none is set.
+func (d *Deps) logger() *slog.Logger {
+	if d.Logger != nil {
+		return d.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 func (d *Deps) now() time.Time {
 	if d.Now != nil {
 		return d.Now()

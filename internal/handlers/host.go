@@ -49,7 +49,7 @@ func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (
 		}
 		run.ModelContext = ifc.JoinModelContext(nil, start)
 	}
-	ttl := h.d.RunTTL
+	ttl := h.d.runTTL()
 	if in.TtlSeconds != nil {
 		ttl = time.Duration(*in.TtlSeconds) * time.Second
 	}

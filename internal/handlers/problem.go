@@ -110,7 +110,10 @@ func toProblem(err error) problem {
 		p.Pointer, p.Choices = ie.Pointer, ie.Choices
 	}
 	if ie, ok := errors.AsType[*loom.InputError](err); ok {
-		p.Pointer, p.Choices = "/"+ie.Field, ie.Choices
+		p.Choices = ie.Choices
+		if ie.Field != "" { // "" refuses the input as a whole: no pointer
+			p.Pointer = "/" + ie.Field
+		}
 	}
 	if hr, ok := errors.AsType[*loom.HostRefusedError](err); ok && hr.HasHostCode {
 		p.HostCode = hr.HostCode
@@ -207,6 +210,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	h.Set("X-Content-Type-Options", "nosniff")
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	if p.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)

@@ -59,7 +59,7 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 		SilenceServersWarning: true,
 		DiscardValidatedValue: true,
 		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, opts middleware.ErrorHandlerOpts) {
-			writeProblem(w, r, d.Logger, validationError(err, opts.StatusCode))
+			writeProblem(w, r, d.logger(), validationError(err, opts.StatusCode))
 		},
 	})
 }
@@ -135,11 +135,11 @@ func unknownKey(se *openapi3.SchemaError) (string, bool) {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, securityHeaders, recoverer(d.Logger))
+	r.Use(withRequestID, securityHeaders, recoverer(d.logger()))
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
-		r.Use(agentAuth(d.Store, d.Logger), jsonBodies(d.maxRequestBytes(), d.Logger), d.validator(spec))
+		r.Use(agentAuth(d.Store, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
 		errs := d.errorHandler
 		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  d.requestErrorHandler,
@@ -148,13 +148,13 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 		agent.HandlerWithOptions(si, agent.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		agentAuth(d.Store, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.Logger, errRouteNotFound)
+		agentAuth(d.Store, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.logger(), errRouteNotFound)
 		})).ServeHTTP(w, r)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		agentAuth(d.Store, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.Logger, errMethodNotAllowed)
+		agentAuth(d.Store, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.logger(), errMethodNotAllowed)
 		})).ServeHTTP(w, r)
 	})
 	return r
@@ -164,16 +164,16 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 // beside the contract (metrics, the console) after the host-token check.
 func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, securityHeaders, recoverer(d.Logger))
+	r.Use(withRequestID, securityHeaders, recoverer(d.logger()))
 	r.Get("/healthz", d.healthz)
 	r.Get("/readyz", d.readyz)
 	r.Group(func(r chi.Router) {
-		r.Use(hostAuth(d.HostToken, d.Logger))
+		r.Use(hostAuth(d.HostToken, d.logger()))
 		if extra != nil {
 			extra(r)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(jsonBodies(d.maxRequestBytes(), d.Logger), d.validator(spec))
+			r.Use(jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
 			si := host.NewStrictHandlerWithOptions(h, nil, host.StrictHTTPServerOptions{
 				RequestErrorHandlerFunc:  d.requestErrorHandler,
 				ResponseErrorHandlerFunc: d.errorHandler,
@@ -182,13 +182,13 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		hostAuth(d.HostToken, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.Logger, errRouteNotFound)
+		hostAuth(d.HostToken, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.logger(), errRouteNotFound)
 		})).ServeHTTP(w, r)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		hostAuth(d.HostToken, d.Logger)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.Logger, errMethodNotAllowed)
+		hostAuth(d.HostToken, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, d.logger(), errMethodNotAllowed)
 		})).ServeHTTP(w, r)
 	})
 	return r
@@ -196,17 +196,17 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 
 // errorHandler renders an error a strict method returned.
 func (d *Deps) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	writeProblem(w, r, d.Logger, err)
+	writeProblem(w, r, d.logger(), err)
 }
 
 // requestErrorHandler renders a decoding or parameter error of the
 // generated code as invalid_input; its text is never shown.
 func (d *Deps) requestErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	if _, ok := errors.AsType[*inputError](err); ok {
-		writeProblem(w, r, d.Logger, err)
+		writeProblem(w, r, d.logger(), err)
 		return
 	}
-	writeProblem(w, r, d.Logger, &inputError{})
+	writeProblem(w, r, d.logger(), &inputError{})
 }
 
 func serveSpec(w http.ResponseWriter, r *http.Request) {

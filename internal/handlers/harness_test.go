@@ -1,0 +1,355 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// Compile-time checks that the concrete types satisfy the interfaces the
+// handlers consume (STYLE 4).
+var (
+	_ RunStore = (*store.Memory)(nil)
+	_ Runner   = (*loom.CLI)(nil)
+	_ Runner   = (*loomtest.Fake)(nil)
+)
+
+// testStart is the fake clock's starting instant.
+var testStart = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// fakeClock is a settable clock shared by the handlers and the store.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// gatewayOptions configures newTestGateway. The zero value is a gateway
+// over the sample loom, offering all eight tools, no ceiling, no host
+// token.
+type gatewayOptions struct {
+	// RunFunc answers loom calls; nil means loomtest.Sample.
+	RunFunc func(ctx context.Context, argv, env []string) (loom.Output, error)
+	// NoConfig leaves Deps.Config nil (the tools are not configured).
+	NoConfig bool
+	// ReadCeilingFile and Facets go into the loom config.
+	ReadCeilingFile string
+	Facets          []string
+	// Tools is the set the gateway offers; nil means loom.Tools.
+	Tools []loom.Tool
+	// MaxConfidentiality is the process-wide ceiling as a JSON clause
+	// list; "" means none.
+	MaxConfidentiality string
+	HostToken          string
+	MaxRequestBytes    int64
+	MaxHandlesPerRun   int
+	// WrapStore, when set, wraps the memory store the handlers use.
+	WrapStore func(*store.Memory) RunStore
+}
+
+// testGateway is both routers over one set of deps.
+type testGateway struct {
+	deps  *Deps
+	store *store.Memory
+	fake  *loomtest.Fake
+	clock *fakeClock
+	logs  *syncBuffer
+	agent http.Handler
+	host  http.Handler
+}
+
+// testConfig is the loom configuration every test gateway uses.
+func testConfig() *loom.Config {
+	return &loom.Config{
+		CLIPath:   "/usr/bin/loom",
+		Transport: loom.Transport{Kind: loom.TransportDirect, InstanceDir: "/srv/loom", RunID: "t"},
+	}
+}
+
+func newTestGateway(t *testing.T, opts gatewayOptions) *testGateway {
+	t.Helper()
+	clock := &fakeClock{now: testStart}
+	st := store.NewMemory(store.MemoryOptions{Now: clock.Now})
+	fake := &loomtest.Fake{RunFunc: opts.RunFunc}
+	if fake.RunFunc == nil {
+		fake.RunFunc = loomtest.Sample
+	}
+	logs := &syncBuffer{}
+	var rs RunStore = st
+	if opts.WrapStore != nil {
+		rs = opts.WrapStore(st)
+	}
+	d := &Deps{
+		Store:            rs,
+		Runner:           fake,
+		MaxRequestBytes:  opts.MaxRequestBytes,
+		MaxHandlesPerRun: opts.MaxHandlesPerRun,
+		RunTTL:           time.Hour,
+		HostToken:        opts.HostToken,
+		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
+		Now:              clock.Now,
+	}
+	if !opts.NoConfig {
+		cfg := testConfig()
+		cfg.ReadCeilingFile, cfg.Facets = opts.ReadCeilingFile, opts.Facets
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("test config: %v", err)
+		}
+		d.Config, d.LoomPath = cfg, cfg.CLIPath
+		d.Env = loom.Env(cfg, "/usr/bin:/bin", true)
+		d.Tools = loom.Tools
+		if opts.Tools != nil {
+			d.Tools = opts.Tools
+		}
+	}
+	if opts.MaxConfidentiality != "" {
+		conf, err := ifc.ParseConfidentiality([]byte(opts.MaxConfidentiality))
+		if err != nil {
+			t.Fatalf("ParseConfidentiality(%s): %v", opts.MaxConfidentiality, err)
+		}
+		d.MaxConfidentiality = ifc.CeilingOf(conf)
+	}
+	// Each gateway parses its own contracts: the validator middleware
+	// writes to the spec it is given, so specs cannot be shared.
+	agentSpec, err := LoadSpec("agent")
+	if err != nil {
+		t.Fatalf("LoadSpec(agent): %v", err)
+	}
+	hostSpec, err := LoadSpec("host")
+	if err != nil {
+		t.Fatalf("LoadSpec(host): %v", err)
+	}
+	return &testGateway{
+		deps:  d,
+		store: st,
+		fake:  fake,
+		clock: clock,
+		logs:  logs,
+		agent: AgentRouter(d, NewAgent(d), agentSpec),
+		host:  HostRouter(d, NewHost(d), hostSpec, nil),
+	}
+}
+
+// serve sends one request through h. A non-empty body is sent as
+// application/json; token, when not empty, as a bearer token.
+func serve(h http.Handler, method, path, token, body string) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// hostDo calls the host router, with the host token when one is set.
+func (g *testGateway) hostDo(method, path, body string) *httptest.ResponseRecorder {
+	return serve(g.host, method, path, g.deps.HostToken, body)
+}
+
+// agentDo calls the agent router with a run token.
+func (g *testGateway) agentDo(method, path, token, body string) *httptest.ResponseRecorder {
+	return serve(g.agent, method, path, token, body)
+}
+
+// call calls a tool (or describe_handle, result) of run id with token.
+func (g *testGateway) call(id, token, op, body string) *httptest.ResponseRecorder {
+	return g.agentDo(http.MethodPost, "/v1/runs/"+id+"/"+op, token, body)
+}
+
+// createRun creates a run through the host router and returns its id and
+// token; body "" creates a run with every default.
+func (g *testGateway) createRun(t *testing.T, body string) (id, token string) {
+	t.Helper()
+	if body == "" {
+		body = "{}"
+	}
+	rec := g.hostDo(http.MethodPost, "/host/v1/runs", body)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("POST /host/v1/runs %s = %d %s, want 201", body, rec.Code, rec.Body)
+	}
+	var out struct {
+		RunID string `json:"runId"`
+		Token string `json:"token"`
+	}
+	decode(t, rec, &out)
+	return out.RunID, out.Token
+}
+
+// decode unmarshals the response body into v.
+func decode(t *testing.T, rec *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+		t.Fatalf("response %d %q: %v", rec.Code, rec.Body, err)
+	}
+}
+
+// wireProblem is a problem as a client reads it.
+type wireProblem struct {
+	Type      string   `json:"type"`
+	Title     string   `json:"title"`
+	Status    int      `json:"status"`
+	Detail    string   `json:"detail"`
+	Code      string   `json:"code"`
+	OutputID  string   `json:"outputId"`
+	HostCode  string   `json:"hostCode"`
+	Pointer   string   `json:"pointer"`
+	Choices   []string `json:"choices"`
+	RequestID string   `json:"requestId"`
+}
+
+// wantProblem checks that rec is a problem with status and code, and
+// returns it.
+func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) wireProblem {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type = %q, want application/problem+json", ct)
+	}
+	var p wireProblem
+	decode(t, rec, &p)
+	if p.Code != code || p.Status != status {
+		t.Fatalf("problem = %s/%d, want %s/%d; body %s", p.Code, p.Status, code, status, rec.Body)
+	}
+	if p.Title != codes[code].title || p.Detail != codes[code].detail {
+		t.Errorf("problem text = %q / %q, want the fixed text of %s", p.Title, p.Detail, code)
+	}
+	if p.RequestID == "" || p.RequestID != rec.Header().Get("X-Request-Id") {
+		t.Errorf("requestId = %q, X-Request-Id = %q; want the same non-empty id", p.RequestID, rec.Header().Get("X-Request-Id"))
+	}
+	return p
+}
+
+// wantStatus fails the test unless rec answered status.
+func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+}
+
+// topKeys returns the member names of the top-level object of body, in
+// order.
+func topKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		t.Fatalf("body is not a JSON object: %s", body)
+	}
+	var keys []string
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			t.Fatalf("reading %s: %v", body, err)
+		}
+		keys = append(keys, name.String())
+		if err := dec.SkipValue(); err != nil {
+			t.Fatalf("reading %s: %v", body, err)
+		}
+	}
+	return keys
+}
+
+// allNames returns every member name at any depth of the JSON value body.
+func allNames(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	var names []string
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", body, err)
+		}
+		// A string read inside an object at an odd position is a name.
+		if tok.Kind() == '"' {
+			if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 1 {
+				names = append(names, tok.String())
+			}
+		}
+	}
+}
+
+// toolResult is the agent's view of a tool result.
+type toolResult struct {
+	OutputID  string          `json:"outputId"`
+	Status    string          `json:"status"`
+	Kind      string          `json:"kind"`
+	Notice    string          `json:"notice"`
+	Admitted  int             `json:"admitted"`
+	Withheld  int             `json:"withheld"`
+	Omitted   int             `json:"omitted"`
+	Truncated bool            `json:"truncated"`
+	Envelope  json.RawMessage `json:"envelope"`
+	Entries   []toolEntry     `json:"entries"`
+}
+
+type toolEntry struct {
+	Status      string          `json:"status"`
+	ReasonCode  string          `json:"reasonCode"`
+	Label       *disclosedLabel `json:"label"`
+	LabelSource string          `json:"labelSource"`
+	Value       json.RawMessage `json:"value"`
+	Truncated   bool            `json:"truncated"`
+	Handle      string          `json:"handle"`
+}
+
+type disclosedLabel struct {
+	Confidentiality [][]string `json:"confidentiality"`
+	Integrity       []string   `json:"integrity"`
+}

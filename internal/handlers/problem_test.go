@@ -1,0 +1,170 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/result"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+func TestToProblem(t *testing.T) {
+	t.Parallel()
+	// want is what toProblem must return besides the per-code text.
+	type want struct {
+		Status     int
+		Code       string
+		OutputID   string
+		HostCode   string
+		Pointer    string
+		Choices    []string
+		RetryAfter int
+	}
+	tests := []struct {
+		name string
+		err  error
+		want want
+	}{
+		{"gateway input error", &inputError{Pointer: "/runId"}, want{Status: 400, Code: "invalid_input", Pointer: "/runId"}},
+		{"gateway input error with choices", &inputError{Pointer: "/tools/0", Choices: []string{"loom_search"}},
+			want{Status: 400, Code: "invalid_input", Pointer: "/tools/0", Choices: []string{"loom_search"}}},
+		{"builder refusal", &callError{OutputID: "r:loom_page_discover:3", Err: &loom.InputError{Field: "kind", Reason: loom.ReasonEnum, Choices: []string{"all", "project"}}},
+			want{Status: 400, Code: "invalid_input", OutputID: "r:loom_page_discover:3", Pointer: "/kind", Choices: []string{"all", "project"}}},
+		{"builder refusal of the whole input", &loom.InputError{Reason: loom.ReasonNotObject}, want{Status: 400, Code: "invalid_input"}},
+		{"result value invalid", fmt.Errorf("write: %w", result.ErrInvalidValue), want{Status: 400, Code: "invalid_input"}},
+		{"result value too deep", result.ErrTooDeep, want{Status: 400, Code: "invalid_input"}},
+		{"unauthorized", errUnauthorized, want{Status: 401, Code: "unauthorized"}},
+		{"run not found (handlers)", errRunNotFound, want{Status: 404, Code: "run_not_found"}},
+		{"run not found (store)", fmt.Errorf("get: %w", store.ErrRunNotFound), want{Status: 404, Code: "run_not_found"}},
+		{"route not found", errRouteNotFound, want{Status: 404, Code: "route_not_found"}},
+		{"not configured", &callError{OutputID: "r:loom_search:1", Err: errNotConfigured},
+			want{Status: 404, Code: "not_configured", OutputID: "r:loom_search:1"}},
+		{"result not found", errNoResult, want{Status: 404, Code: "result_not_found"}},
+		{"person not found", &callError{OutputID: "r:loom_people:2", Err: loom.ErrNotFound},
+			want{Status: 404, Code: "not_found", OutputID: "r:loom_people:2"}},
+		{"method not allowed", errMethodNotAllowed, want{Status: 405, Code: "method_not_allowed"}},
+		{"person contested", loom.ErrContested, want{Status: 409, Code: "contested"}},
+		{"run exists", store.ErrRunExists, want{Status: 409, Code: "run_exists"}},
+		{"result exists", store.ErrResultExists, want{Status: 409, Code: "result_exists"}},
+		{"handle limit", &callError{OutputID: "r:loom_search:4", Err: store.ErrHandleLimit},
+			want{Status: 409, Code: "handle_limit_reached", OutputID: "r:loom_search:4"}},
+		{"request too large", errRequestTooLarge, want{Status: 413, Code: "request_too_large"}},
+		{"unsupported media type", errUnsupportedMedia, want{Status: 415, Code: "unsupported_media_type"}},
+		{"unheld handle", fmt.Errorf("result: %w", result.ErrUnheldHandle), want{Status: 422, Code: "unheld_handle"}},
+		{"busy", &callError{OutputID: "r:loom_search:5", Err: loom.ErrBusy},
+			want{Status: 429, Code: "busy", OutputID: "r:loom_search:5", RetryAfter: retryAfterSeconds}},
+		{"run limit", store.ErrRunLimit, want{Status: 429, Code: "run_limit_reached"}},
+		{"cancelled (handlers)", errCancelled, want{Status: 499, Code: "cancelled"}},
+		{"cancelled (loom)", loom.ErrCancelled, want{Status: 499, Code: "cancelled"}},
+		{"unknown error", errors.New("open /secret/path: permission denied"), want{Status: 500, Code: "internal_error"}},
+		{"timeout", loom.ErrTimeout, want{Status: 502, Code: "command_failed"}},
+		{"stdout limit", loom.ErrStdoutLimit, want{Status: 502, Code: "command_failed"}},
+		{"start error", &loom.StartError{Err: errors.New("exec /secret/loom: no such file")}, want{Status: 502, Code: "command_failed"}},
+		{"not JSON", loom.ErrNotJSON, want{Status: 502, Code: "command_failed"}},
+		{"exit code", &callError{OutputID: "r:loom_search:6", Err: &loom.ExitError{Code: 2}},
+			want{Status: 502, Code: "command_failed", OutputID: "r:loom_search:6"}},
+		{"host refused with code", &callError{OutputID: "r:loom_search:7", Err: &loom.HostRefusedError{HostCode: "rate_limited", HasHostCode: true}},
+			want{Status: 502, Code: "host_refused", OutputID: "r:loom_search:7", HostCode: "rate_limited"}},
+		{"host refused without code", &loom.HostRefusedError{}, want{Status: 502, Code: "host_refused"}},
+		{"host refused, code not a string", &loom.HostRefusedError{HostCode: "ignored", HasHostCode: false}, want{Status: 502, Code: "host_refused"}},
+		{"schema version", loom.ErrSchemaVersion, want{Status: 502, Code: "schema_version_mismatch"}},
+		{"malformed payload", loom.ErrMalformedPayload, want{Status: 502, Code: "malformed_payload"}},
+		{"ceiling unavailable", &callError{OutputID: "r:loom_search:8", Err: &loom.CeilingUnavailableError{Reason: loom.ReasonRecordMissing}},
+			want{Status: 503, Code: "ceiling_unavailable", OutputID: "r:loom_search:8"}},
+		{"store unavailable", fmt.Errorf("redis: %w", store.ErrStoreUnavailable), want{Status: 503, Code: "store_unavailable"}},
+	}
+
+	// Every code of the table has at least one row, and no row names a
+	// code the table lacks.
+	var tableCodes, rowCodes []string
+	for c := range codes {
+		tableCodes = append(tableCodes, c)
+	}
+	for _, tt := range tests {
+		if !slices.Contains(rowCodes, tt.want.Code) {
+			rowCodes = append(rowCodes, tt.want.Code)
+		}
+	}
+	slices.Sort(tableCodes)
+	slices.Sort(rowCodes)
+	if diff := cmp.Diff(tableCodes, rowCodes); diff != "" {
+		t.Errorf("codes covered by the test differ from the codes table (-table +test):\n%s", diff)
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := toProblem(tt.err)
+			got := want{
+				Status: p.Status, Code: p.Code, OutputID: p.OutputID, HostCode: p.HostCode,
+				Pointer: p.Pointer, Choices: p.Choices, RetryAfter: p.retryAfter,
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("toProblem(%v) mismatch (-want +got):\n%s", tt.err, diff)
+			}
+			info := codes[tt.want.Code]
+			if p.Title != info.title || p.Detail != info.detail || info.status != tt.want.Status {
+				t.Errorf("toProblem(%v) text = %q / %q (table status %d), want the table's %q / %q / %d",
+					tt.err, p.Title, p.Detail, info.status, info.title, info.detail, tt.want.Status)
+			}
+			if wantType := "https://loom-gateway.dev/problems/" + tt.want.Code; p.Type != wantType {
+				t.Errorf("toProblem(%v).Type = %q, want %q", tt.err, p.Type, wantType)
+			}
+		})
+	}
+}
+
+// TestWriteProblemHidesUnknownErrors renders an unclassified error: the
+// client sees the fixed internal_error text and the request id; the error
+// text goes to the log under the same id only.
+func TestWriteProblemHidesUnknownErrors(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	const secret = "open /secret/path MARKER-stderr: permission denied"
+	h := withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, log, fmt.Errorf("handlers: %w", errors.New(secret)))
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+
+	p := wantProblem(t, rec, http.StatusInternalServerError, "internal_error")
+	for _, leak := range []string{"MARKER", "/secret", "permission denied"} {
+		if strings.Contains(rec.Body.String(), leak) {
+			t.Errorf("body %s contains %q", rec.Body, leak)
+		}
+	}
+	if got := logs.String(); !strings.Contains(got, secret) || !strings.Contains(got, p.RequestID) {
+		t.Errorf("log %q does not hold the error and request id %s", got, p.RequestID)
+	}
+}
+
+// TestWriteProblemRetryAfter: busy answers carry Retry-After, others not.
+func TestWriteProblemRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{loom.ErrBusy, "1"},
+		{&callError{OutputID: "r:loom_search:1", Err: loom.ErrBusy}, "1"},
+		{loom.ErrTimeout, ""},
+		{store.ErrRunLimit, ""},
+	} {
+		rec := httptest.NewRecorder()
+		writeProblem(rec, httptest.NewRequest(http.MethodGet, "/", nil), slog.New(slog.DiscardHandler), tt.err)
+		if got := rec.Header().Get("Retry-After"); got != tt.want {
+			t.Errorf("writeProblem(%v): Retry-After = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
