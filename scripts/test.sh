@@ -35,8 +35,18 @@ go vet ./...
 step "contract lint (Spectral, spectral:oas)"
 (cd tools/lint && npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity error ../../api/openapi.yaml)
 
+step "redis-server for the Redis store and replica tests"
+eval "$(scripts/redis.sh start)"
+trap 'scripts/redis.sh stop' EXIT
+
 step "go test -race"
 go test -race -count=1 -timeout 20m ./...
+
+step "operator console in a real browser (chromium + playwright-core)"
+./scripts/console-test.sh
+
+step "generated clients, Prism, curl examples"
+./scripts/sdk-test.sh
 
 step "fuzz targets, briefly"
 fuzztime=${FUZZTIME:-10s}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/loom-gateway/gateway/internal/handlers"
 )
@@ -36,7 +37,9 @@ func setUpDemo(o *options) (*demoSetup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	s := &demoSetup{dir: dir, hostToken: "demo-" + fmt.Sprint(time.Now().UnixNano())}
+	tok := make([]byte, 32)
+	_, _ = rand.Read(tok)
+	s := &demoSetup{dir: dir, hostToken: base64.RawURLEncoding.EncodeToString(tok)}
 	cli := filepath.Join(dir, "loom")
 	if err := os.Symlink(exe, cli); err != nil {
 		s.cleanup()
@@ -78,7 +81,7 @@ func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, host
 	body := `{"runId":"demo","maxConfidentiality":` + demoCeiling + `,"ttlSeconds":86400}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostURL+"/host/v1/runs", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.hostToken)
+	req.Header.Set("Authorization", "Bearer "+d.HostToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("demo: create run: %w", err)
@@ -97,7 +100,8 @@ func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, host
 	for _, l := range []struct{ tool, body string }{
 		{"loom_search", `{"query":"atlas"}`},
 		{"loom_page_discover", `{"kind":"projects"}`},
-		{"loom_page_read", `{"target":"Projects/Atlas/about.md"}`},
+		{"loom_page_inspect", `{"target":"Projects/Atlas"}`},
+		{"loom_page_read", `{"target":"Projects/Atlas/brief.md"}`},
 		{"loom_people", `{"query":"ada@example.com"}`},
 		{"loom_calendar_list", `{"all":true}`},
 		{"loom_context", `{"read":"where"}`},
@@ -107,7 +111,7 @@ func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, host
 	}
 	fmt.Fprintf(&out, "  curl -s %s %s/describe_handle -d '{\"token\":\"cfh:v:.....\"}'\n", auth, agentURL)
 	fmt.Fprintf(&out, "\nHost API (host token):\n")
-	hostAuth := `-H "Authorization: Bearer ` + s.hostToken + `"`
+	hostAuth := `-H "Authorization: Bearer ` + d.HostToken + `"`
 	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/calls\n", hostAuth, hostURL, created.RunID)
 	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/handles\n", hostAuth, hostURL, created.RunID)
 	fmt.Fprintf(&out, "\nConsole: %s/console/ (host token)\n\n", hostURL)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -46,9 +48,11 @@ type options struct {
 	maxRequestBytes                   int64
 	maxRuns, maxHandlesPerRun         int
 	runTTL, shutdownTimeout           time.Duration
+	readHeaderTimeout, readTimeout    time.Duration
 	storeURL                          string
 	demo                              bool
 	logFormat, logLevel               string
+	auditArgShape                     bool
 }
 
 type multiFlag []string
@@ -75,10 +79,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
 	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
-	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only)")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it the body read fails and the connection is closed")
+	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only), or `redis://[user:pass@]host:port/db` (rediss:// for TLS; add &addr=host:port per further node for Redis Cluster) shared by replicas")
 	fs.BoolVar(&o.demo, "demo", false, "start with the built-in sample Loom and a demo run, and print curl lines to try it")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&o.auditArgShape, "audit-arg-shape", false, "add to each tool call's audit record the sorted names of the input fields present (never their values)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gateway [flags]\n\nServes the eight read-only Loom retrieval tools to sandboxed agents.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -119,8 +126,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	mem := store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns})
-	d.Store = mem
+	st, closeStore := openStore(o, log)
+	defer closeStore()
+	d.Store = st
+	mountMetrics, err := instrument(d, log)
+	if err != nil {
+		return err
+	}
 
 	agentSpec, err := handlers.LoadSpec("agent")
 	if err != nil {
@@ -146,12 +158,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o)
-	hostSrv := newServer(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, web.Mount), o)
+	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
+	if err != nil {
+		return err
+	}
+	hostSrv := newServer(console.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, func(r chi.Router) {
+		console.Mount(r)
+		mountMetrics(r)
+	})), o)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serve(agentSrv, agentLn) }()
 	go func() { errc <- serve(hostSrv, hostLn) }()
-	go sweep(ctx, mem)
+	if mem, ok := st.(*store.Memory); ok {
+		go sweep(ctx, mem)
+	}
 	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Config != nil)
 
 	if demo != nil {
@@ -180,9 +201,12 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 		MaxHandlesPerRun: o.maxHandlesPerRun,
 		MaxRequestBytes:  o.maxRequestBytes,
 		RunTTL:           o.runTTL,
+		AuditArgShape:    o.auditArgShape,
 	}
 	if o.storeURL != "memory" {
-		return nil, usagef("--store %q: only \"memory\" is built", o.storeURL)
+		if _, _, err := redisOptions(o.storeURL); err != nil {
+			return nil, usagef("--store: %v", err)
+		}
 	}
 	if o.configPath == "" && len(o.allowTools) > 0 {
 		return nil, usagef("--allow-tool %s needs --loom-retrieval-config: a retrieval tool without the host config is a contradiction", o.allowTools[0])
@@ -248,6 +272,9 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	if o.commandTimeout <= 0 || o.runTTL <= 0 {
 		return nil, usagef("--command-timeout and --run-ttl must be positive")
 	}
+	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 {
+		return nil, usagef("--read-header-timeout and --read-timeout must be positive")
+	}
 	return d, nil
 }
 
@@ -277,8 +304,8 @@ func listenHost(addr string) (net.Listener, error) {
 func newServer(h http.Handler, o *options) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readTimeout,
 		WriteTimeout:      o.commandTimeout + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

@@ -18,6 +18,10 @@ type call struct {
 	outputID string
 	started  time.Time
 	exitCode *int
+	// loomTime is the loom process's wall time, nil when none ran.
+	loomTime *time.Duration
+	// argNames are the input's member names (--audit-arg-shape), else nil.
+	argNames []string
 }
 
 // beginOutput takes the run's next output number: every tool output of a
@@ -57,9 +61,10 @@ func (d *Deps) fail(ctx context.Context, c *call, err error) error {
 	return &callError{OutputID: c.outputID, Err: err}
 }
 
-// record appends to the call log even when the client has gone away; a
-// run deleted meanwhile has no log to append to.
+// record audits the call and appends it to the call log even when the
+// client has gone away; a run deleted meanwhile has no log to append to.
 func (d *Deps) record(ctx context.Context, c *call, rec store.Call) {
+	d.audit(ctx, c, rec)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := d.Store.AppendCall(ctx, c.run.ID, rec); err != nil && !errors.Is(err, store.ErrRunNotFound) {
@@ -77,6 +82,9 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 	if !d.offers(tool) || !runAllows(c.run, tool) {
 		return nil, d.fail(ctx, c, errNotConfigured)
+	}
+	if d.AuditArgShape {
+		c.argNames = argNames(input)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -102,6 +110,9 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 
 	out, err := d.Runner.Run(ctx, argv, d.Env)
+	if err == nil || out.Duration > 0 {
+		c.loomTime = &out.Duration
+	}
 	if err == nil && context.Cause(ctx) == errCancelled {
 		// The run was deleted while loom ran: its output belongs to no
 		// run, even when there is nothing to mint.
@@ -137,6 +148,7 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	if err != nil {
 		return nil, d.fail(ctx, c, goneIsCancelled(err))
 	}
+	d.Metrics.minted(len(handles))
 	if res.Observed != nil {
 		if _, err := d.Store.Observe(context.WithoutCancel(ctx), c.run.ID, res.Observed); err != nil {
 			return nil, d.fail(ctx, c, goneIsCancelled(err))

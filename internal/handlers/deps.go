@@ -70,6 +70,12 @@ type Deps struct {
 	LoomPath string
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Metrics, when set, counts calls, rows, processes and requests
+	// (NewMetrics); set Store to Metrics.InstrumentStore of the store.
+	Metrics *Metrics
+	// AuditArgShape adds the sorted names of a tool input's top-level
+	// members to its audit record; values are never logged.
+	AuditArgShape bool
 
 	inflight inflight
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -89,6 +90,10 @@ type gatewayOptions struct {
 	MaxHandlesPerRun   int
 	// WrapStore, when set, wraps the memory store the handlers use.
 	WrapStore func(*store.Memory) RunStore
+	// Registry, when set, gets the gateway's metrics (NewMetrics), and
+	// the store is instrumented as in production.
+	Registry      prometheus.Registerer
+	AuditArgShape bool
 }
 
 // testGateway is both routers over one set of deps.
@@ -130,8 +135,16 @@ func newTestGateway(t *testing.T, opts gatewayOptions) *testGateway {
 		MaxHandlesPerRun: opts.MaxHandlesPerRun,
 		RunTTL:           time.Hour,
 		HostToken:        opts.HostToken,
-		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
+		Logger:           slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:              clock.Now,
+		AuditArgShape:    opts.AuditArgShape,
+	}
+	if opts.Registry != nil {
+		m, err := NewMetrics(opts.Registry, fake, rs)
+		if err != nil {
+			t.Fatalf("NewMetrics: %v", err)
+		}
+		d.Metrics, d.Store = m, m.InstrumentStore(rs)
 	}
 	if !opts.NoConfig {
 		cfg := testConfig()

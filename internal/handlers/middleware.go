@@ -188,7 +188,9 @@ func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// hostAuth requires the host token when one is set (a TCP host listener).
+// hostAuth requires the host token when one is set (a TCP host listener):
+// as X-Host-Token when that header is present (the console's agent proxy,
+// whose Authorization carries a run token), else as the bearer token.
 func hostAuth(token string, log *slog.Logger) func(http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return func(next http.Handler) http.Handler {
@@ -197,6 +199,10 @@ func hostAuth(token string, log *slog.Logger) func(http.Handler) http.Handler {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, ok := bearer(r)
+			if _, set := r.Header["X-Host-Token"]; set {
+				tok = strings.TrimSpace(r.Header.Get("X-Host-Token"))
+				ok = tok != ""
+			}
 			got := sha256.Sum256([]byte(tok))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 				writeProblem(w, r, log, errUnauthorized)

@@ -196,6 +196,7 @@ func codeOf(err error) string {
 func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	p := toProblem(err)
 	p.RequestID = requestID(r.Context())
+	noteProblem(r, p.Code)
 	if p.Code == "internal_error" && log != nil {
 		log.ErrorContext(r.Context(), "unclassified error", "requestId", p.RequestID, "err", err)
 	}

@@ -135,7 +135,7 @@ func unknownKey(se *openapi3.SchemaError) (string, bool) {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, securityHeaders, recoverer(d.logger()))
+	r.Use(withRequestID, d.logRequests("agent"), securityHeaders, recoverer(d.logger()))
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
@@ -164,7 +164,7 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 // beside the contract (metrics, the console) after the host-token check.
 func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, securityHeaders, recoverer(d.logger()))
+	r.Use(withRequestID, d.logRequests("host"), securityHeaders, recoverer(d.logger()))
 	r.Get("/healthz", d.healthz)
 	r.Get("/readyz", d.readyz)
 	r.Group(func(r chi.Router) {

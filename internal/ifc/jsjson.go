@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -214,6 +215,15 @@ func appendRune(dst []byte, r rune) []byte {
 func appendJSString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] < utf8.RuneSelf && strPlain[s[j]] {
+			j++
+		}
+		if j > i { // a run written as it is
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
 		r, w := decodeRune(s[i:])
 		dst = appendRune(dst, r)
 		i += w
@@ -346,26 +356,32 @@ func unquote(text string) string {
 	return string(b)
 }
 
-// emitter streams one JSON value from a jsontext.Decoder into buf in the
-// writer's form. It gives up with errDuplicate on the first repeated member
-// name, leaving the caller to take the slower tree path that applies
-// JavaScript's last-value rule; inputs almost never repeat a name.
+// emitter streams one JSON value from its scanner into buf in the writer's
+// form. It gives up with errDuplicate on the first repeated member name,
+// leaving the caller to take the slower tree path that applies JavaScript's
+// last-value rule; inputs almost never repeat a name.
+//
+// With stopAt >= 0, once buf is longer than stopAt the emitter stops
+// writing values (and sets stopped): the rest of the value is still read,
+// checked and searched for repeated names, but only the names of the
+// objects still open are kept.
 type emitter struct {
-	dec    *jsontext.Decoder
-	src    bytes.Buffer // what dec reads; reset for every value
-	buf    []byte
-	limit  int // string cut in UTF-16 units; < 0 means none
-	cut    bool
-	frames []frame
-	names  []span // member names of the open objects, as offsets into buf
+	s       scanner
+	buf     []byte
+	limit   int // string cut in UTF-16 units; < 0 means none
+	cut     bool
+	stopAt  int
+	stopped bool
+	frames  []frame
+	names   []span // member names of the open objects, as offsets into buf
 }
 
 type frame struct {
-	obj      bool
-	wantName bool
-	n        int // members or elements written
-	names    int // index in emitter.names of this object's first name
-	set      map[string]struct{}
+	obj   bool
+	n     int // members written
+	start int // offset in buf of the opening byte
+	names int // index in emitter.names of this object's first name
+	set   map[string]struct{}
 }
 
 type span struct{ lo, hi int }
@@ -375,109 +391,164 @@ type span struct{ lo, hi int }
 const maxLinearNames = 32
 
 func (e *emitter) reset(v []byte) {
-	e.src = *bytes.NewBuffer(v)
-	if e.dec == nil {
-		e.dec = jsontext.NewDecoder(&e.src, decodeOptions...)
-	} else {
-		e.dec.Reset(&e.src, decodeOptions...)
-	}
+	e.s.reset(v)
 	e.cut = false
+	e.stopAt, e.stopped = -1, false
 	e.frames = e.frames[:0]
 	e.names = e.names[:0]
 }
 
 // end checks that nothing but whitespace follows the value.
 func (e *emitter) end() error {
-	if _, err := e.dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			err = errTrailing
-		}
-		return err
+	if !e.s.atEnd() {
+		return errTrailing
 	}
 	return nil
+}
+
+// wrote notes that buf grew, stopping the writing past stopAt.
+func (e *emitter) wrote() {
+	if e.stopAt >= 0 && len(e.buf) > e.stopAt {
+		e.stopped = true
+	}
 }
 
 // value reads one complete value and writes it to buf.
 func (e *emitter) value() error {
 	base := len(e.frames)
+	s := &e.s
 	for {
-		var fr *frame
-		if len(e.frames) > base {
-			fr = &e.frames[len(e.frames)-1]
-		}
-		switch k := e.dec.PeekKind(); k {
-		case jsontext.KindBeginObject, jsontext.KindBeginArray:
-			if _, err := e.dec.ReadToken(); err != nil {
-				return err
+		// A value is expected.
+		switch c := s.ws(); c {
+		case '{', '[':
+			if len(e.frames) >= maxDepth {
+				return errDepth
 			}
-			e.sep(fr)
-			e.buf = append(e.buf, byte(k))
-			obj := k == jsontext.KindBeginObject
-			e.frames = append(e.frames, frame{obj: obj, wantName: obj, names: len(e.names)})
-			continue
-		case jsontext.KindEndObject, jsontext.KindEndArray:
-			if _, err := e.dec.ReadToken(); err != nil {
-				return err
-			}
-			e.names = e.names[:fr.names]
-			e.frames = e.frames[:len(e.frames)-1]
-			e.buf = append(e.buf, byte(k))
-		case jsontext.KindString:
-			raw, err := e.dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if fr != nil && fr.wantName {
-				if fr.n > 0 {
-					e.buf = append(e.buf, ',')
+			s.i++
+			e.frames = append(e.frames, frame{obj: c == '{', start: len(e.buf), names: len(e.names)})
+			e.buf = append(e.buf, c)
+			if s.ws() != closer(c) {
+				if c == '{' {
+					if err := e.name(); err != nil {
+						return err
+					}
 				}
-				fr.n++
-				start := len(e.buf)
-				e.buf, _ = appendQuoted(e.buf, raw, -1)
-				if !e.addName(fr, start) {
-					return errDuplicate
-				}
-				e.buf = append(e.buf, ':')
-				fr.wantName = false
 				continue
 			}
-			e.sep(fr)
-			var cut bool
-			e.buf, cut = appendQuoted(e.buf, raw, e.limit)
-			e.cut = e.cut || cut
-		case jsontext.KindNumber, jsontext.KindNull, jsontext.KindTrue, jsontext.KindFalse:
-			raw, err := e.dec.ReadValue()
+			s.i++ // an empty container
+			e.close(closer(c))
+		case '"':
+			raw, err := s.str()
 			if err != nil {
 				return err
 			}
-			e.sep(fr)
-			e.buf = append(e.buf, raw...)
-		default:
-			_, err := e.dec.ReadToken()
-			if err == nil || err == io.EOF {
-				err = io.ErrUnexpectedEOF
+			if !e.stopped {
+				e.appendString(raw)
+				e.wrote()
 			}
-			return err
+		default:
+			raw, err := s.scalar(c)
+			if err != nil {
+				return err
+			}
+			if !e.stopped {
+				e.buf = append(e.buf, raw...)
+				e.wrote()
+			}
 		}
-		if len(e.frames) == base {
-			return nil
+		// After a value.
+		for {
+			if len(e.frames) == base {
+				return nil
+			}
+			fr := &e.frames[len(e.frames)-1]
+			open := byte('[')
+			if fr.obj {
+				open = '{'
+			}
+			c := s.ws()
+			if c == closer(open) {
+				s.i++
+				e.close(c)
+				continue
+			}
+			if c != ',' {
+				return errSyntax
+			}
+			s.i++
+			if fr.obj {
+				if err := e.name(); err != nil {
+					return err
+				}
+			} else if !e.stopped {
+				e.buf = append(e.buf, ',')
+			}
+			break
 		}
 	}
 }
 
-// sep writes what precedes a value in the innermost open container.
-func (e *emitter) sep(fr *frame) {
-	if fr == nil {
+// appendString writes the string value raw, the one the scanner just
+// read, cut at the limit.
+func (e *emitter) appendString(raw []byte) {
+	if e.s.plain && (e.limit < 0 || len(raw)-2 <= e.limit) {
+		e.buf = append(e.buf, raw...) // already in the writer's form
 		return
 	}
-	if fr.obj {
-		fr.wantName = true
+	var cut bool
+	e.buf, cut = appendQuoted(e.buf, raw, e.limit)
+	e.cut = e.cut || cut
+}
+
+// appendName writes the member name raw, the one the scanner just read.
+func (e *emitter) appendName(raw []byte) {
+	if e.s.plain {
+		e.buf = append(e.buf, raw...)
 		return
 	}
+	e.buf, _ = appendQuoted(e.buf, raw, -1)
+}
+
+// close ends the innermost container with the byte c.
+func (e *emitter) close(c byte) {
+	fr := &e.frames[len(e.frames)-1]
+	e.names = e.names[:fr.names]
+	if e.stopped {
+		e.buf = e.buf[:fr.start]
+	} else {
+		e.buf = append(e.buf, c)
+		e.wrote()
+	}
+	e.frames = e.frames[:len(e.frames)-1]
+}
+
+// name reads the next member name of the innermost object and its colon,
+// and writes them, preceded by a comma unless it is the first.
+func (e *emitter) name() error {
+	s := &e.s
+	if s.ws() != '"' {
+		return errSyntax
+	}
+	raw, err := s.str()
+	if err != nil {
+		return err
+	}
+	fr := &e.frames[len(e.frames)-1]
 	if fr.n > 0 {
 		e.buf = append(e.buf, ',')
 	}
 	fr.n++
+	start := len(e.buf)
+	e.appendName(raw)
+	if !e.addName(fr, start) {
+		return errDuplicate
+	}
+	if s.ws() != ':' {
+		return errSyntax
+	}
+	s.i++
+	e.buf = append(e.buf, ':')
+	return nil
 }
 
 // addName records the name written at buf[start:] for the object fr and
@@ -523,23 +594,22 @@ type rowScan struct {
 func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowScan, error) {
 	r := rowScan{over: skip}
 	e.reset(row)
-	if k := e.dec.PeekKind(); k != jsontext.KindBeginObject {
-		if k == jsontext.KindInvalid {
-			_, err := e.dec.ReadToken()
-			return r, err
-		}
-		return r, errNotObject
+	s := &e.s
+	if s.ws() != '{' {
+		return r, notObject(row)
 	}
-	if _, err := e.dec.ReadToken(); err != nil {
-		return r, err
-	}
+	s.i++
 	start := len(e.buf)
 	if !r.over {
 		e.buf = append(e.buf, '{')
 	}
-	e.frames = append(e.frames, frame{obj: true, wantName: true})
-	for e.dec.PeekKind() == jsontext.KindString {
-		raw, err := e.dec.ReadValue()
+	e.frames = append(e.frames, frame{obj: true})
+	c := s.ws()
+	for c != '}' {
+		if c != '"' {
+			return r, errSyntax
+		}
+		raw, err := s.str()
 		if err != nil {
 			return r, err
 		}
@@ -549,40 +619,57 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowSc
 			e.buf = append(e.buf, ',')
 		}
 		nameStart := len(e.buf)
-		e.buf, _ = appendQuoted(e.buf, raw, -1)
-		if string(e.buf[nameStart:]) == `"ifc"` {
+		e.appendName(raw)
+		isIFC := string(e.buf[nameStart:]) == `"ifc"`
+		switch {
+		case isIFC, r.over:
 			e.buf = e.buf[:mark]
-			v, err := e.dec.ReadValue()
+		case !e.addName(fr, nameStart):
+			return r, errDuplicate
+		}
+		if s.ws() != ':' {
+			return r, errSyntax
+		}
+		s.i++
+		switch {
+		case isIFC:
+			v, err := s.skip(1)
 			if err != nil {
 				return r, err
 			}
 			r.ifc = append(ifcBuf[:0], v...)
 			r.hasIFC = true
-			continue
-		}
-		if r.over {
-			e.buf = e.buf[:mark]
-			if err := e.dec.SkipValue(); err != nil {
+		case r.over:
+			if _, err := s.skip(1); err != nil {
 				return r, err
 			}
-			continue
+		default:
+			fr.n++
+			e.buf = append(e.buf, ':')
+			if maxBytes >= 0 {
+				e.stopAt = start + maxBytes
+			}
+			if err := e.value(); err != nil {
+				return r, err
+			}
+			if e.stopped || maxBytes >= 0 && len(e.buf)-start > maxBytes {
+				r.over = true
+				e.buf = e.buf[:start]
+				e.stopAt, e.stopped = -1, false
+			}
 		}
-		if !e.addName(fr, nameStart) {
-			return r, errDuplicate
-		}
-		fr.n++
-		e.buf = append(e.buf, ':')
-		if err := e.value(); err != nil {
-			return r, err
-		}
-		if maxBytes >= 0 && len(e.buf)-start > maxBytes {
-			r.over = true
-			e.buf = e.buf[:start]
+		switch c = s.ws(); c {
+		case ',':
+			s.i++
+			if c = s.ws(); c == '}' {
+				return r, errSyntax // a trailing comma
+			}
+		case '}':
+		default:
+			return r, errSyntax
 		}
 	}
-	if _, err := e.dec.ReadToken(); err != nil { // '}' or the syntax error
-		return r, err
-	}
+	s.i++
 	if err := e.end(); err != nil {
 		return r, err
 	}
@@ -591,6 +678,18 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowSc
 	}
 	r.cut = e.cut && !r.over
 	return r, nil
+}
+
+// notObject is the error for a row that does not start with '{': errNotObject
+// when it starts like another JSON value, else jsontext's own error (the
+// difference shows in ReadRowLabel's reason).
+func notObject(row []byte) error {
+	d := jsontext.NewDecoder(bytes.NewBuffer(row), decodeOptions...)
+	if k := d.PeekKind(); k != jsontext.KindInvalid {
+		return errNotObject
+	}
+	_, err := d.ReadToken()
+	return err
 }
 
 // node is a parsed JSON value with JavaScript's duplicate-name rule applied.
@@ -614,9 +713,28 @@ func (n *node) member(key string) *node {
 	return nil
 }
 
+// treeDecoder is a reusable decoder for parseTree, which reads labels
+// and clauses many times per call.
+type treeDecoder struct {
+	src bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var treeDecoders = sync.Pool{New: func() any { return new(treeDecoder) }}
+
+func (td *treeDecoder) put() {
+	td.src = bytes.Buffer{}
+	td.dec.Reset(&td.src) // drop the input
+	treeDecoders.Put(td)
+}
+
 // parseTree parses one JSON value.
 func parseTree(v []byte) (*node, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOptions...)
+	td := treeDecoders.Get().(*treeDecoder)
+	defer td.put()
+	td.src = *bytes.NewBuffer(v)
+	td.dec.Reset(&td.src, decodeOptions...)
+	dec := &td.dec
 	n, err := parseNode(dec)
 	if err != nil {
 		return nil, err

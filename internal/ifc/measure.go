@@ -97,14 +97,18 @@ func Measure(in Input) Result {
 
 	m := measurer{
 		defined: in.Ceiling.defined,
-		ceiling: compileClauses(in.Ceiling.clauses),
 		cache:   map[string]*labelInfo{},
-		values:  make([]byte, 0, 64<<10),
+		values:  make([]byte, 0, arenaSize(in.Rows)),
+	}
+	if m.defined {
+		m.ceiling = ceilingReads.ceiling(in.Ceiling.clauses)
 	}
 	m.em.limit = StringBound
-	m.unlabeled = m.info(in.Unlabeled, nil)
+	m.unlabeled = m.infoOf(labelReads.given(in.Unlabeled))
 
-	var observed []Confidentiality
+	// Entries end at the bound, well before 25k rows: start small.
+	r.Entries = make([]Entry, 0, min(n, 64))
+	observed := make([]Confidentiality, 0, min(n, 64))
 	for _, row := range in.Rows {
 		e, entrySize := m.entry(row, OutputBound-size)
 		if size+entrySize > OutputBound {
@@ -120,10 +124,27 @@ func Measure(in Input) Result {
 			r.Withheld++
 		}
 	}
+	if len(r.Entries) == 0 {
+		r.Entries = nil
+	}
 	r.Omitted = n - len(r.Entries)
 	r.Truncated = r.Truncated || r.Omitted > 0
 	r.Observed = Join(observed...)
 	return r
+}
+
+// arenaSize is the first capacity of the arena admitted values are written
+// to: what the rows would take as they are, up to 64 KiB (it grows if
+// needed).
+func arenaSize(rows []jsontext.Value) int {
+	const most = 64 << 10
+	n := 0
+	for _, r := range rows {
+		if n += len(r); n >= most {
+			return most
+		}
+	}
+	return n
 }
 
 // labelInfo is a label read once per Measure call.
@@ -144,22 +165,34 @@ type measurer struct {
 	ifcBuf    []byte
 }
 
+// info is what one Measure call knows of l, read with err.
 func (m *measurer) info(l Label, err error) *labelInfo {
-	if err != nil {
+	return m.infoOf(newLabelRead(l, err))
+}
+
+// infoOf is what one Measure call knows of a label: its reading and
+// whether it fits the call's ceiling.
+func (m *measurer) infoOf(lr *labelRead) *labelInfo {
+	if lr.unreadable {
 		return &labelInfo{unreadable: true}
 	}
-	return &labelInfo{
-		label:        l,
-		fits:         !m.defined || fitsCompiled(l.Confidentiality, m.ceiling),
-		disclosedLen: utf16LenBytes(appendDisclosed(nil, Disclose(l))),
+	fits := true
+	if m.defined {
+		for i := range lr.clauses {
+			if outsideAll(&lr.clauses[i], m.ceiling) {
+				fits = false
+				break
+			}
+		}
 	}
+	return &labelInfo{label: lr.label, fits: fits, disclosedLen: lr.disclosedLen}
 }
 
 func (m *measurer) labelFor(raw []byte) *labelInfo {
 	if li, ok := m.cache[string(raw)]; ok {
 		return li
 	}
-	li := m.info(readIFC(raw))
+	li := m.infoOf(labelReads.row(raw))
 	m.cache[string(raw)] = li
 	return li
 }
@@ -298,7 +331,7 @@ func (r Result) AppendJSON(dst []byte, handles []string) []byte {
 		key := keyOf(e.Label)
 		d, seen := disclosed[key]
 		if !seen {
-			d = appendDisclosed(nil, Disclose(e.Label))
+			d = labelReads.disclosed(e.Label)
 			disclosed[key] = d
 		}
 		dst = appendEntry(dst, e, d, handle, ok)

@@ -1,0 +1,460 @@
+package ifc
+
+// Equivalence of the fast path (scanner-driven emitter, process-wide label
+// readings) with the plain path of bench_plain_test.go (jsontext-driven
+// emitter, labels read on every call), on generated and mutated inputs.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
+)
+
+// genValue writes a random JSON value of at most depth levels: strings with
+// escapes (some invalid), non-ASCII and invalid UTF-8, numbers in every
+// form, literals, repeated names, and whitespace between tokens.
+func genValue(rng *rand.Rand, b *bytes.Buffer, depth int) {
+	ws := func() {
+		if rng.IntN(5) == 0 {
+			b.WriteString([]string{" ", "\n", "\t", "\r\n ", "  "}[rng.IntN(5)])
+		}
+	}
+	ws()
+	k := rng.IntN(10)
+	if depth <= 0 && k >= 7 {
+		k = rng.IntN(7)
+	}
+	switch k {
+	case 0, 1, 2:
+		genString(rng, b, 12)
+	case 3:
+		b.WriteString([]string{"0", "-0", "1", "-12", "1.50", "0.0e0", "1E+9", "2e-3", "123456789012345678901234567890", "1e400", "-0.0"}[rng.IntN(11)])
+	case 4:
+		b.WriteString([]string{"true", "false", "null"}[rng.IntN(3)])
+	case 5, 6:
+		genString(rng, b, 4000+rng.IntN(40)) // near the cut
+	case 7, 8:
+		b.WriteByte('{')
+		n := rng.IntN(5)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ws()
+			if rng.IntN(4) == 0 {
+				b.WriteString([]string{`"ifc"`, `"a"`, `"\u0069fc"`, `"b"`}[rng.IntN(4)])
+			} else {
+				genString(rng, b, 3)
+			}
+			ws()
+			b.WriteByte(':')
+			genValue(rng, b, depth-1)
+			ws()
+		}
+		b.WriteByte('}')
+	case 9:
+		b.WriteByte('[')
+		n := rng.IntN(5)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			genValue(rng, b, depth-1)
+		}
+		ws()
+		b.WriteByte(']')
+	}
+	ws()
+}
+
+var genPieces = []string{
+	"a", "b", "ifc", " ", "é", "😀", "\u2028", "\\n", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\r", "\\t",
+	"\\u0041", "\\u00e9", "\\uD83D\\uDE00", "\\ud800", "\\udc00x", "\\uDBFF", "\\u12", "\\x", "\\",
+	"\xff", "\xe2\x82", "\xf0\x9f\x98", "\xc0\xaf", "\xed\xa0\x80", "\x01", "\x7f", "<>&",
+}
+
+func genString(rng *rand.Rand, b *bytes.Buffer, n int) {
+	b.WriteByte('"')
+	if n > 100 {
+		b.WriteString(strings.Repeat("x", n-rng.IntN(8)))
+		if rng.IntN(2) == 0 {
+			b.WriteString("😀é")
+		}
+	} else {
+		for range rng.IntN(n + 1) {
+			p := genPieces[rng.IntN(len(genPieces))]
+			// Mostly valid: the invalid pieces are rare.
+			if strings.ContainsAny(p, "\x01") || p == "\\x" || p == "\\u12" || p == "\\" {
+				if rng.IntN(20) != 0 {
+					p = "z"
+				}
+			}
+			b.WriteString(p)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// mutate damages v a little, now and then.
+func mutate(rng *rand.Rand, v []byte) []byte {
+	v = bytes.Clone(v)
+	for range rng.IntN(3) {
+		if len(v) == 0 {
+			break
+		}
+		i := rng.IntN(len(v))
+		switch rng.IntN(5) {
+		case 0:
+			v = v[:i]
+		case 1:
+			v = append(v[:i], v[i+1:]...)
+		case 2:
+			v[i] = `{}[],:"\ 0-.eE+tfnu1x`[rng.IntN(21)]
+		case 3:
+			v = append(v[:i], append([]byte(`,`), v[i:]...)...)
+		case 4:
+			v = append(v, []string{" ", "}", "1", " {}", "\x00"}[rng.IntN(5)]...)
+		}
+	}
+	return v
+}
+
+// genRow returns a random row: mostly objects, sometimes damaged.
+func genRow(rng *rand.Rand) []byte {
+	var b bytes.Buffer
+	if rng.IntN(10) == 0 {
+		genValue(rng, &b, 3)
+	} else {
+		b.WriteByte('{')
+		n := rng.IntN(6)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			switch rng.IntN(6) {
+			case 0:
+				b.WriteString(`"ifc":`)
+				b.WriteString([]string{
+					`{"confidentiality":["https://f/work"]}`,
+					`{"confidentiality":[{"anyOf":["https://f/work","https://f/home"]}],"integrity":["I"]}`,
+					`{"confidentiality":["https://f/secret"]}`,
+					`{"confidentiality":"x"}`,
+					`{ "confidentiality" : [ ] }`,
+					`{"confidentiality":[{"type":"https://f/work","k":1}]}`,
+					`{"confidentiality":[{"type":"T/cfc/atom/Expires","timestamp":5}]}`,
+					`7`, `null`,
+				}[rng.IntN(9)])
+			case 1:
+				b.WriteString([]string{`"id"`, `"a"`, `"\u0061"`, `"snippet"`}[rng.IntN(4)])
+				b.WriteByte(':')
+				genValue(rng, &b, 2)
+			default:
+				genString(rng, &b, 4)
+				b.WriteByte(':')
+				genValue(rng, &b, 3)
+			}
+		}
+		b.WriteByte('}')
+	}
+	v := b.Bytes()
+	if rng.IntN(4) == 0 {
+		v = mutate(rng, v)
+	}
+	return v
+}
+
+// errClass names the errors whose difference matters to callers.
+func errClass(err error) string {
+	switch {
+	case err == nil:
+		return "nil"
+	case errors.Is(err, errDuplicate):
+		return "duplicate"
+	case errors.Is(err, errNotObject):
+		return "not object"
+	}
+	return "invalid"
+}
+
+func TestScannerMatchesJSONText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	check := func(v []byte) {
+		t.Helper()
+		var s scanner
+		s.reset(v)
+		raw, err := s.skip(0)
+		got := err == nil && s.atEnd()
+		want := jsontext.Value(v).IsValid(decodeOptions...)
+		if got != want {
+			t.Fatalf("%q: scanner valid %v (%v), jsontext %v", v, got, err, want)
+		}
+		if got && !bytes.Equal(raw, bytes.Trim(v, " \t\r\n")) {
+			t.Fatalf("%q: raw %q", v, raw)
+		}
+	}
+	n := 30000
+	if testing.Short() {
+		n = 3000
+	}
+	for range n {
+		var b bytes.Buffer
+		genValue(rng, &b, 4)
+		v := b.Bytes()
+		check(v)
+		check(mutate(rng, v))
+	}
+	for _, v := range []string{
+		"", " ", "x", "nul", "truex", "[1 2]", "[1,]", `{"a" 1}`, `{"a":1,}`, `{,}`, "01", "1.", ".5", "-", "1e", "1e+",
+		"\"\x00\"", "\"\\u00zz\"", "\"\\ud800\"", "\"\\ud800\\u0041\"", "\"\xff\"", "[]]", "{}}", "\x00", "\ufeff{}",
+		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
+		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+		strings.Repeat(`{"":`, maxDepth) + `1` + strings.Repeat("}", maxDepth),
+		strings.Repeat(`{"":`, maxDepth+1) + `1` + strings.Repeat("}", maxDepth+1),
+	} {
+		check([]byte(v))
+	}
+}
+
+func TestAppendBoundedMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for i := range n {
+		var b bytes.Buffer
+		genValue(rng, &b, 4)
+		v := b.Bytes()
+		if i%3 == 0 {
+			v = mutate(rng, v)
+		}
+		limit := []int{-1, StringBound, 3, 0}[i%4]
+		got, gcut, gerr := appendBounded([]byte("p:"), v, limit)
+		want, wcut, werr := plainAppendBounded([]byte("p:"), v, limit)
+		if !bytes.Equal(got, want) || gcut != wcut || errClass(gerr) != errClass(werr) {
+			t.Fatalf("%q limit %d:\nfast  %q %v %v\nplain %q %v %v", v, limit, got, gcut, gerr, want, wcut, werr)
+		}
+	}
+	deep := []byte(strings.Repeat(`{"a":[`, maxDepth/2) + strings.Repeat("]}", maxDepth/2))
+	for _, v := range [][]byte{deep, append([]byte("["), deep...)} {
+		got, _, gerr := appendBounded(nil, v, -1)
+		want, _, werr := plainAppendBounded(nil, v, -1)
+		if !bytes.Equal(got, want) || errClass(gerr) != errClass(werr) {
+			t.Fatalf("deep: fast %v, plain %v", gerr, werr)
+		}
+	}
+}
+
+func TestRowMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var fast emitter
+	var plain plainEmitter
+	fast.limit, plain.limit = StringBound, StringBound
+	n := 30000
+	if testing.Short() {
+		n = 3000
+	}
+	for i := range n {
+		row := genRow(rng)
+		skip := i%7 == 0
+		maxBytes := []int{-1, 1 << 20, 40, 8, 0}[i%5]
+		fast.buf, plain.buf = append(fast.buf[:0], "x"...), append(plain.buf[:0], "x"...)
+		gs, gerr := fast.row(row, skip, maxBytes, nil)
+		ws, werr := plain.row(row, skip, maxBytes, nil)
+		if errClass(gerr) != errClass(werr) {
+			t.Fatalf("%q skip %v max %d: fast %v, plain %v", row, skip, maxBytes, gerr, werr)
+		}
+		if gerr != nil {
+			continue
+		}
+		if diff := cmp.Diff(ws, gs, cmp.AllowUnexported(rowScan{})); diff != "" || !bytes.Equal(fast.buf, plain.buf) {
+			t.Fatalf("%q skip %v max %d:\nfast  %q\nplain %q\n%s", row, skip, maxBytes, fast.buf, plain.buf, diff)
+		}
+	}
+}
+
+// plainReadRowLabel is ReadRowLabel over the plain emitter.
+func plainReadRowLabel(row jsontext.Value) (Label, bool, error) {
+	var e plainEmitter
+	r, err := e.row(row, true, -1, nil)
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return Label{}, true, &LabelError{Reason: "row is not an object"}
+		}
+		return Label{}, true, &LabelError{Reason: "invalid JSON"}
+	}
+	if !r.hasIFC {
+		return Label{}, false, nil
+	}
+	l, err := readIFC(r.ifc)
+	return l, true, err
+}
+
+func TestReadRowLabelMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		row := genRow(rng)
+		gl, gp, gerr := ReadRowLabel(row)
+		wl, wp, werr := plainReadRowLabel(row)
+		if diff := cmp.Diff(wl, gl); diff != "" || gp != wp || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("%q: fast %v %v, plain %v %v\n%s", row, gp, gerr, wp, werr, diff)
+		}
+	}
+}
+
+// bytesEqual makes cmp compare raw JSON as bytes, not element by element.
+var bytesEqual = cmp.Options{
+	cmp.Comparer(func(a, b jsontext.Value) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
+	cmp.Comparer(func(a, b Clause) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
+	cmp.Comparer(func(a, b Atom) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
+}
+
+// equivInputs are Measure inputs built from generated rows under several
+// ceilings and query labels.
+func equivInputs(rng *rand.Rand, n int) []Input {
+	ceilings := []Ceiling{
+		NoCeiling,
+		CeilingOf(nil),
+		CeilingOf(conf(`"https://f/work"`)),
+		CeilingOf(conf(`"https://f/work"`, `{"anyOf":["https://f/work","https://f/home"]}`)),
+		CeilingOf(conf(`{"type":"https://f/work","k":1.0}`, `{"type":"T/cfc/atom/Expires","timestamp":3}`)),
+		CeilingOf(conf(`"` + ReadFailedMarker + `"`)),
+	}
+	unlabeled := []Label{
+		{},
+		{Confidentiality: conf(`"https://f/work"`)},
+		{Confidentiality: conf(`"https://f/secret"`), Integrity: []Atom{Atom(`"I"`)}},
+	}
+	envelopes := []jsontext.Value{nil, jsontext.Value(`{"query":"q","warnings":[]}`), jsontext.Value(`{"a":1,"a":2}`), jsontext.Value(`{`)}
+	var ins []Input
+	for i := range n {
+		in := Input{
+			OutputID:  fmt.Sprintf("run:loom_search:%d", i),
+			Kind:      "search",
+			Envelope:  envelopes[i%len(envelopes)],
+			Ceiling:   ceilings[i%len(ceilings)],
+			Unlabeled: unlabeled[i%len(unlabeled)],
+		}
+		for range rng.IntN(40) {
+			in.Rows = append(in.Rows, genRow(rng))
+		}
+		if i%10 == 0 { // enough to fill the bound
+			for range 300 {
+				in.Rows = append(in.Rows, genRow(rng))
+			}
+		}
+		ins = append(ins, in)
+	}
+	return ins
+}
+
+func TestMeasureMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 400
+	if testing.Short() {
+		n = 60
+	}
+	filled := 0
+	for _, in := range equivInputs(rng, n) {
+		got, want := Measure(in), plainMeasure(in)
+		if diff := cmp.Diff(want, got, bytesEqual); diff != "" {
+			t.Fatalf("rows %q:\n%s", in.Rows, diff)
+		}
+		h := handlesFor(got.Admitted)
+		if g, w := got.AppendJSON(nil, h), want.AppendJSON(nil, h); !bytes.Equal(g, w) {
+			t.Fatalf("AppendJSON differs:\nfast  %s\nplain %s", g, w)
+		}
+		if got.Omitted > 0 {
+			filled++
+		}
+	}
+	if filled == 0 {
+		t.Error("no input filled the bound")
+	}
+}
+
+// TestMeasureMatchesPlainLarge runs both paths on the benchmark payloads.
+func TestMeasureMatchesPlainLarge(t *testing.T) {
+	for _, n := range []int{10, 2000, 25000} {
+		in := searchInput(n, uint64(n))
+		got, want := Measure(in), plainMeasure(in)
+		if diff := cmp.Diff(want, got, bytesEqual); diff != "" {
+			t.Fatalf("%d hits:\n%s", n, diff)
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(`{"title":"page"`)
+	for i := range 2000 {
+		fmt.Fprintf(&sb, `,"p%d":"%s"`, i, strings.Repeat("paragraph \u00e9 text ", 12))
+	}
+	sb.WriteString(`,"ifc":{"confidentiality":["https://loom.example/facet/work"]}}`)
+	for _, row := range []string{sb.String(), sb.String()[:sb.Len()-1]} {
+		in := Input{Rows: []jsontext.Value{jsontext.Value(row)}, Ceiling: CeilingOf(conf(`"https://loom.example/facet/work"`))}
+		if diff := cmp.Diff(plainMeasure(in), Measure(in), bytesEqual); diff != "" {
+			t.Fatalf("big row:\n%s", diff)
+		}
+	}
+}
+
+// TestLabelCacheConcurrent measures the same inputs from several
+// goroutines, sharing the process-wide readings, under -race.
+func TestLabelCacheConcurrent(t *testing.T) {
+	ins := equivInputs(rand.New(rand.NewPCG(11, 12)), 60)
+	want := make([]Result, len(ins))
+	for i, in := range ins {
+		want[i] = plainMeasure(in)
+	}
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for k := range len(ins) {
+				i := (k + g*7) % len(ins)
+				if diff := cmp.Diff(want[i], Measure(ins[i]), bytesEqual); diff != "" {
+					done <- fmt.Errorf("input %d: %s", i, diff)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestHasSpecial(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			v := uint64(0)
+			for i := 7; i >= 0; i-- {
+				v = v<<8 | uint64(w[i])
+			}
+			want := c == '"' || c == '\\' || c < 0x20
+			if got := hasSpecial(v); got != want {
+				t.Fatalf("byte %#x at %d: hasSpecial %v", c, pos, got)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 100000 {
+		v := rng.Uint64()
+		want := false
+		for i := range 8 {
+			c := byte(v >> (8 * i))
+			want = want || c == '"' || c == '\\' || c < 0x20
+		}
+		if got := hasSpecial(v); got != want {
+			t.Fatalf("%#x: hasSpecial %v", v, got)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package loom
+
+// The stdout reader of Run against the plain one it replaced (a
+// bytes.Buffer behind Write), on random write patterns and limits.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// plainCapWriter is capWriter as first written.
+type plainCapWriter struct {
+	buf      bytes.Buffer
+	limit    int64
+	exceeded bool
+	onLimit  func()
+}
+
+func (w *plainCapWriter) Write(p []byte) (int, error) {
+	if w.exceeded {
+		return 0, ErrStdoutLimit
+	}
+	if int64(w.buf.Len())+int64(len(p)) > w.limit {
+		w.exceeded = true
+		w.onLimit()
+		return 0, ErrStdoutLimit
+	}
+	return w.buf.Write(p)
+}
+
+// pieces is a reader that returns its data in the given piece sizes.
+type pieces struct {
+	data  []byte
+	sizes []int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(p.data)
+	if len(p.sizes) > 0 {
+		n, p.sizes = min(n, p.sizes[0]), p.sizes[1:]
+	}
+	n = copy(b, p.data[:n])
+	p.data = p.data[n:]
+	return n, nil
+}
+
+func TestCapWriterMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for i := range 3000 {
+		size := rng.IntN(1 << uint(rng.IntN(22)))
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		limit := int64(size + rng.IntN(3) - 1)
+		if rng.IntN(4) == 0 {
+			limit = int64(rng.IntN(size + 1))
+		}
+		limit = max(limit, 1)
+		var sizes []int
+		for range rng.IntN(50) {
+			sizes = append(sizes, 1+rng.IntN(1<<uint(rng.IntN(20))))
+		}
+		fastCalls, plainCalls := 0, 0
+		fast := &capWriter{limit: limit, onLimit: func() { fastCalls++ }}
+		plain := &plainCapWriter{limit: limit, onLimit: func() { plainCalls++ }}
+		var ferr, perr error
+		if i%2 == 0 { // the way exec feeds it: io.Copy, which takes ReadFrom
+			_, ferr = io.Copy(fast, &pieces{data, sizes})
+		} else {
+			_, ferr = io.Copy(struct{ io.Writer }{fast}, &pieces{data, sizes})
+		}
+		_, perr = io.Copy(struct{ io.Writer }{plain}, &pieces{data, sizes})
+		if !errors.Is(ferr, perr) && (ferr != nil || perr != nil) || fast.exceeded != plain.exceeded || fastCalls != plainCalls || fastCalls > 1 {
+			t.Fatalf("size %d limit %d: fast %v %v %d, plain %v %v %d", size, limit, ferr, fast.exceeded, fastCalls, perr, plain.exceeded, plainCalls)
+		}
+		if !fast.exceeded {
+			got, want := fast.Bytes(), plain.buf.Bytes()
+			if !bytes.Equal(got, want) || (got == nil) != (len(want) == 0) {
+				t.Fatalf("size %d limit %d: kept %d bytes, plain %d", size, limit, len(got), len(want))
+			}
+			if len(got) > firstChunk && cap(got) != len(got) {
+				t.Fatalf("size %d: kept in %d bytes", len(got), cap(got))
+			}
+		}
+	}
+}

@@ -1,0 +1,741 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+)
+
+var _ Store = (*Redis)(nil)
+
+// RedisOptions configures a Redis store. The zero value is usable.
+type RedisOptions struct {
+	// MaxRuns caps the number of live runs across every replica sharing the
+	// Redis and prefix; <= 0 means no cap.
+	MaxRuns int
+	// Prefix starts every key; "" means "loom-gateway:". Replicas that
+	// share runs use the same prefix. It should hold no '{' (a hash tag in
+	// the prefix would put every key in one Cluster slot).
+	Prefix string
+	// Now is the clock runs expire by; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultRedisPrefix is the key prefix when RedisOptions.Prefix is empty.
+const DefaultRedisPrefix = "loom-gateway:"
+
+// Redis is the Store shared by gateway replicas: every run lives in Redis
+// (or Redis Cluster), so any replica can serve any run and one can die
+// without losing a run.
+//
+// Keys (P is the prefix). The keys of one run share the hash tag {id}, so a
+// Cluster keeps a run on one shard (the API's run ids hold no braces):
+//
+//	Prun:{id}      hash: tok (SHA-256 of the run token), created, expires,
+//	               expus, pxat, ceil, tools, mc (model-context label), seq
+//	Pcalls:{id}    list of call records
+//	Phandles:{id}  hash: 'i'+identity digest -> token suffix,
+//	               't'+token suffix -> referent record
+//	Porder:{id}    list of token suffixes in minting order
+//	Presult:{id}   the result record
+//
+// The index of live runs has its own tag, {idx}, so that creating a run is
+// one atomic step across the id, the token hash and the run limit:
+//
+//	P{idx}runs       sorted set: run id, scored by its expiry (µs; +inf never)
+//	P{idx}tok:<hex>  run id, under the hex SHA-256 of its token
+//
+// Atomicity: every method is one Lua script (EVALSHA) on one slot, except
+// Observe, which reads the label, joins in Go (ifc.JoinModelContext) and
+// writes with a compare-and-set script, retrying when another replica
+// changed the label in between; and CreateRun and DeleteRun, which take
+// two scripts, one on the index slot and one on the run's slot (see
+// CreateRun). Mint computes the token candidates in Go (MintToken attempts)
+// and a script picks the first free one, so dedupe, collision
+// re-derivation, the cap and all-or-nothing happen in one step.
+//
+// Expiry: every key of a run gets PEXPIREAT at ExpiresAt (rounded up to the
+// millisecond) when it is created, so Redis gives the memory back by
+// itself; each script also compares ExpiresAt with Now (to the
+// microsecond), so a run is gone at ExpiresAt by the store's clock, as in
+// Memory.
+//
+// Errors: a Redis that cannot be reached, or answers with an error, makes a
+// method return an error wrapping ErrStoreUnavailable (and the go-redis
+// error); a cancelled ctx returns the context's error. Writes are sent
+// once (go-redis does not replay them after a lost reply), so a failure
+// never doubles a call, an output number or a result. Redis is safe for
+// concurrent use by any number of goroutines and replicas.
+type Redis struct {
+	c       redis.UniversalClient
+	now     func() time.Time
+	maxRuns int
+	prefix  string
+	// candidates is Mint's first number of token candidates per referent
+	// (mintCandidates; tests lower it to reach the retry).
+	candidates int
+}
+
+// NewRedis returns a store on the client. The client's options decide
+// addresses, TLS, credentials, pool and timeouts; the store never closes it.
+func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultRedisPrefix
+	}
+	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, prefix: prefix, candidates: mintCandidates}
+}
+
+// runKeys are the keys of one run.
+type runKeys struct{ run, calls, handles, order, result string }
+
+func (s *Redis) keys(id string) runKeys {
+	tag := "{" + id + "}"
+	return runKeys{
+		run:     s.prefix + "run:" + tag,
+		calls:   s.prefix + "calls:" + tag,
+		handles: s.prefix + "handles:" + tag,
+		order:   s.prefix + "order:" + tag,
+		result:  s.prefix + "result:" + tag,
+	}
+}
+
+func (s *Redis) runsKey() string { return s.prefix + "{idx}runs" }
+
+func (s *Redis) tokKey(h TokenHash) string {
+	return s.prefix + "{idx}tok:" + hex.EncodeToString(h[:])
+}
+
+// nowUS is the store's clock in whole microseconds, as the scripts compare.
+func (s *Redis) nowUS() int64 { return s.now().UnixMicro() }
+
+// micros is t in microseconds, rounded down like nowUS, so that a run is
+// gone when its ExpiresAt and the clock fall in the same microsecond.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// pxat is the PEXPIREAT argument for t: milliseconds, rounded up so that no
+// key dies before its run expires.
+func pxat(t time.Time) string {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// ---- calling Redis ----
+
+// writeCmd marks a command that go-redis must not send again after a
+// failure once it may have reached the server: a replayed script could
+// count an output twice or refuse a result it had just stored.
+type writeCmd struct{ *redis.Cmd }
+
+func (writeCmd) NoRetry() bool { return true }
+
+// eval runs a script by its SHA, loading it when the server does not have
+// it. Writes are sent once (writeCmd); reads may be retried by go-redis.
+func (s *Redis) eval(ctx context.Context, write bool, sc *luaScript, keys []string, args ...any) (any, error) {
+	run := func(name string, first any) (any, error) {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, name, first, len(keys))
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		a = append(a, args...)
+		cmd := redis.NewCmd(ctx, a...)
+		var c redis.Cmder = cmd
+		if write {
+			c = writeCmd{cmd}
+		}
+		_ = s.c.Process(ctx, c)
+		return cmd.Result()
+	}
+	v, err := run("evalsha", sc.sha)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = run("eval", sc.src)
+	}
+	return v, err
+}
+
+// fail wraps a Redis error: the context's error when ctx is done,
+// ErrStoreUnavailable otherwise.
+func fail(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("store: redis %s: %w", op, err)
+	}
+	return fmt.Errorf("store: redis %s: %w: %w", op, ErrStoreUnavailable, err)
+}
+
+// corrupt reports a reply or record the store cannot read, which only a
+// foreign writer under the same prefix (or a bug) produces.
+func corrupt(op string, err error) error {
+	return fmt.Errorf("store: redis %s: %w: %w", op, ErrStoreUnavailable, err)
+}
+
+var errReply = errors.New("store: redis: unexpected reply")
+
+// status returns a script's integer status, and ok=false for any other
+// reply.
+func status(v any) (int64, bool) {
+	n, ok := v.(int64)
+	return n, ok
+}
+
+func asSlice(v any) ([]any, bool) {
+	a, ok := v.([]any)
+	return a, ok
+}
+
+// ---- runs ----
+
+// CreateRun stores r (counters zeroed). It returns ErrRunExists if a live
+// run has the id or the token hash, ErrRunLimit if MaxRuns live runs are
+// stored, or ErrStoreUnavailable.
+//
+// It is two atomic steps: the index script takes the id and token hash and
+// counts the live runs (on the {idx} slot), then the run script writes the
+// run's keys (on the {id} slot). Between them the run does not exist yet for
+// any reader. If the second step fails, the first is undone; if that fails
+// too (Redis went away in between), the reservation holds the id and a
+// place under MaxRuns until the run's expiry, and nothing else is visible.
+func (s *Redis) CreateRun(ctx context.Context, r Run) error {
+	now := s.nowUS()
+	score, at := "+inf", ""
+	if !r.ExpiresAt.IsZero() {
+		score, at = strconv.FormatInt(micros(r.ExpiresAt), 10), pxat(r.ExpiresAt)
+	}
+	idx := []string{s.runsKey(), s.tokKey(r.TokenHash)}
+	v, err := s.eval(ctx, true, scriptReserve, idx, r.ID, now, score, s.maxRuns, at)
+	if err != nil {
+		return fail(ctx, "create run", err)
+	}
+	switch n, _ := status(v); n {
+	case 0:
+	case 1:
+		return ErrRunExists
+	case 2:
+		return ErrRunLimit
+	default:
+		return corrupt("create run", errReply)
+	}
+
+	k := s.keys(r.ID)
+	args := []any{at,
+		"tok", r.TokenHash[:],
+		"created", encodeTime(r.CreatedAt),
+	}
+	if !r.ExpiresAt.IsZero() {
+		args = append(args, "expires", encodeTime(r.ExpiresAt), "expus", micros(r.ExpiresAt), "pxat", at)
+	}
+	if r.Ceiling.Defined() {
+		args = append(args, "ceil", encodeConf(r.Ceiling.Clauses()))
+	}
+	if r.Tools != nil {
+		args = append(args, "tools", encodeStrs(r.Tools))
+	}
+	if len(r.ModelContext) > 0 {
+		args = append(args, "mc", encodeConf(r.ModelContext))
+	}
+	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result}, args...); err != nil {
+		// Undo the reservation, even if ctx is done.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_, _ = s.eval(uctx, true, scriptRelease, idx, r.ID)
+		cancel()
+		return fail(ctx, "create run", err)
+	}
+	return nil
+}
+
+// Run returns the run with the id, or ErrRunNotFound or
+// ErrStoreUnavailable.
+func (s *Redis) Run(ctx context.Context, id string) (Run, error) {
+	k := s.keys(id)
+	v, err := s.eval(ctx, false, scriptGet, []string{k.run, k.calls, k.order, k.result}, s.nowUS())
+	if err != nil {
+		return Run{}, fail(ctx, "run", err)
+	}
+	return decodeRunReply(id, v)
+}
+
+// decodeRunReply turns scriptGet's reply into a Run.
+func decodeRunReply(id string, v any) (Run, error) {
+	if n, ok := status(v); ok && n == -1 {
+		return Run{}, ErrRunNotFound
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 4 {
+		return Run{}, corrupt("run", errReply)
+	}
+	fields, ok := asSlice(a[0])
+	if !ok || len(fields)%2 != 0 {
+		return Run{}, corrupt("run", errReply)
+	}
+	calls, ok1 := status(a[1])
+	handles, ok2 := status(a[2])
+	hasResult, ok3 := status(a[3])
+	if !ok1 || !ok2 || !ok3 {
+		return Run{}, corrupt("run", errReply)
+	}
+	r := Run{ID: id, Calls: int(calls), Handles: int(handles), HasResult: hasResult == 1}
+	var err error
+	for i := 0; i < len(fields) && err == nil; i += 2 {
+		name, _ := fields[i].(string)
+		val, _ := fields[i+1].(string)
+		switch name {
+		case "tok":
+			if len(val) != len(r.TokenHash) {
+				err = errCorrupt
+			}
+			copy(r.TokenHash[:], val)
+		case "created":
+			r.CreatedAt, err = decodeTime([]byte(val))
+		case "expires":
+			r.ExpiresAt, err = decodeTime([]byte(val))
+		case "ceil":
+			var c ifc.Confidentiality
+			c, err = decodeConf([]byte(val))
+			r.Ceiling = ifc.CeilingOf(c)
+		case "tools":
+			r.Tools, err = decodeStrs([]byte(val))
+		case "mc":
+			r.ModelContext, err = decodeConf([]byte(val))
+		case "seq":
+			r.Seq, err = strconv.ParseInt(val, 10, 64)
+		}
+	}
+	if err != nil {
+		return Run{}, corrupt("run", err)
+	}
+	return r, nil
+}
+
+// RunByToken returns the live run whose token hashes to h, or
+// ErrRunNotFound or ErrStoreUnavailable.
+func (s *Redis) RunByToken(ctx context.Context, h TokenHash) (Run, error) {
+	id, err := s.c.Get(ctx, s.tokKey(h)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Run{}, ErrRunNotFound
+	}
+	if err != nil {
+		return Run{}, fail(ctx, "run by token", err)
+	}
+	r, err := s.Run(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	// The index may still name an id whose run was since recreated with
+	// another token.
+	if r.TokenHash != h {
+		return Run{}, ErrRunNotFound
+	}
+	return r, nil
+}
+
+// Runs returns the live runs, oldest CreatedAt first, ties by ID, or
+// ErrStoreUnavailable.
+func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
+	now := s.nowUS()
+	ids, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.runsKey(), ByScore: true, Start: "(" + strconv.FormatInt(now, 10), Stop: "+inf",
+	}).Result()
+	if err != nil {
+		return nil, fail(ctx, "runs", err)
+	}
+	if len(ids) == 0 {
+		return []Run{}, nil
+	}
+	// One pipeline of EVALSHA (go-redis splits it by slot on a Cluster);
+	// if a server lacks the script, load it everywhere and go again.
+	for loaded := false; ; loaded = true {
+		cmds := make([]*redis.Cmd, len(ids))
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				k := s.keys(id)
+				cmds[i] = p.EvalSha(ctx, scriptGet.sha, []string{k.run, k.calls, k.order, k.result}, now)
+			}
+			return nil
+		})
+		out := make([]Run, 0, len(ids))
+		for i, cmd := range cmds {
+			v, err := cmd.Result()
+			if err != nil && !loaded && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				if err := s.c.ScriptLoad(ctx, scriptGet.src).Err(); err != nil {
+					return nil, fail(ctx, "runs", err)
+				}
+				out = nil
+				break
+			}
+			if err != nil {
+				return nil, fail(ctx, "runs", err)
+			}
+			r, err := decodeRunReply(ids[i], v)
+			if errors.Is(err, ErrRunNotFound) {
+				continue // deleted meanwhile, or a reservation not yet written
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		if out != nil {
+			slices.SortFunc(out, compareRuns)
+			return out, nil
+		}
+	}
+}
+
+// DeleteRun removes the run and all its state, or returns ErrRunNotFound or
+// ErrStoreUnavailable. The run's keys go in one step; its index entries in
+// a second one (if that fails, they name a run that is gone, which no
+// reader returns, until the run's expiry).
+func (s *Redis) DeleteRun(ctx context.Context, id string) error {
+	k := s.keys(id)
+	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result}, s.nowUS())
+	if err != nil {
+		return fail(ctx, "delete run", err)
+	}
+	if n, ok := status(v); ok && n == -1 {
+		return ErrRunNotFound
+	}
+	tok, ok := v.(string)
+	if !ok || len(tok) != sha256.Size {
+		return corrupt("delete run", errReply)
+	}
+	var h TokenHash
+	copy(h[:], tok)
+	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h)}, id); err != nil {
+		return fail(ctx, "delete run", err)
+	}
+	return nil
+}
+
+// ---- sequence, label, call log ----
+
+// NextOutput increments the run's output sequence and returns it, or
+// ErrRunNotFound or ErrStoreUnavailable.
+func (s *Redis) NextOutput(ctx context.Context, id string) (int64, error) {
+	v, err := s.eval(ctx, true, scriptNext, []string{s.keys(id).run}, s.nowUS())
+	if err != nil {
+		return 0, fail(ctx, "next output", err)
+	}
+	n, ok := status(v)
+	switch {
+	case !ok:
+		return 0, corrupt("next output", errReply)
+	case n == -1:
+		return 0, ErrRunNotFound
+	}
+	return n, nil
+}
+
+// maxSwaps bounds Observe's compare-and-set attempts; each failed attempt
+// means another caller's join landed, so only pathological contention
+// reaches it.
+const maxSwaps = 1000
+
+// Observe joins conf into the run's model-context label
+// (ifc.JoinModelContext) and returns the new label, or ErrRunNotFound or
+// ErrStoreUnavailable. The join is computed here and written with a
+// compare-and-set: when another caller changed the label in between, it is
+// joined again on the new value, so no observation is lost.
+func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
+	key := []string{s.keys(id).run}
+	v, err := s.eval(ctx, false, scriptLabel, key, s.nowUS())
+	if err != nil {
+		return nil, fail(ctx, "observe", err)
+	}
+	for attempt := 0; ; attempt++ {
+		if n, ok := status(v); ok && n == -1 {
+			return nil, ErrRunNotFound
+		}
+		cur, ok := v.(string)
+		if !ok {
+			return nil, corrupt("observe", errReply)
+		}
+		var prev ifc.Confidentiality
+		if cur != "" {
+			if prev, err = decodeConf([]byte(cur)); err != nil {
+				return nil, corrupt("observe", err)
+			}
+		}
+		next := ifc.JoinModelContext(prev, conf)
+		var rec []byte
+		if len(next) > 0 {
+			rec = encodeConf(next)
+		}
+		if string(rec) == cur {
+			return cloneConf(next), nil // nothing to write; the read was live
+		}
+		if attempt == maxSwaps {
+			return nil, fmt.Errorf("store: redis observe: %w: label changed %d times in a row", ErrStoreUnavailable, maxSwaps)
+		}
+		if attempt > 2 {
+			time.Sleep(time.Duration(rand.Int64N(int64(attempt) * int64(50*time.Microsecond))))
+		}
+		v, err = s.eval(ctx, true, scriptSwapLabel, key, s.nowUS(), cur, rec)
+		if err != nil {
+			return nil, fail(ctx, "observe", err)
+		}
+		if n, ok := status(v); ok && n == 0 {
+			return cloneConf(next), nil
+		}
+		if a, ok := asSlice(v); ok && len(a) == 1 {
+			v = a[0] // the label another caller wrote: join again
+		}
+	}
+}
+
+// AppendCall records c in the run's call log, or returns ErrRunNotFound or
+// ErrStoreUnavailable.
+func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
+	k := s.keys(id)
+	v, err := s.eval(ctx, true, scriptAppendCall, []string{k.run, k.calls}, s.nowUS(), encodeCall(c))
+	if err != nil {
+		return fail(ctx, "append call", err)
+	}
+	switch n, _ := status(v); n {
+	case 0:
+		return nil
+	case -1:
+		return ErrRunNotFound
+	}
+	return corrupt("append call", errReply)
+}
+
+// Calls returns the run's call log in order, or ErrRunNotFound or
+// ErrStoreUnavailable.
+func (s *Redis) Calls(ctx context.Context, id string) ([]Call, error) {
+	k := s.keys(id)
+	v, err := s.eval(ctx, false, scriptCalls, []string{k.run, k.calls}, s.nowUS())
+	if err != nil {
+		return nil, fail(ctx, "calls", err)
+	}
+	if n, ok := status(v); ok && n == -1 {
+		return nil, ErrRunNotFound
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 1 {
+		return nil, corrupt("calls", errReply)
+	}
+	recs, ok := asSlice(a[0])
+	if !ok {
+		return nil, corrupt("calls", errReply)
+	}
+	out := make([]Call, len(recs))
+	for i, x := range recs {
+		rec, _ := x.(string)
+		if out[i], err = decodeCall([]byte(rec)); err != nil {
+			return nil, corrupt("calls", err)
+		}
+	}
+	return out, nil
+}
+
+// ---- handles ----
+
+// mintCandidates is how many MintToken attempts Mint sends per referent at
+// first; a referent needs a second one only when its first token is held by
+// another identity (about one in 24 million per held token), and a third
+// almost never. When a referent runs out, Mint asks again with four times
+// as many, up to maxCandidates.
+const (
+	mintCandidates = 3
+	maxCandidates  = 3 << 12
+)
+
+// Mint registers refs (Token ignored) in one atomic step and returns their
+// tokens in order (see Store.Mint). It returns ErrRunNotFound,
+// ErrHandleLimit with nothing registered, or ErrStoreUnavailable.
+func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, max int) ([]string, error) {
+	// Per referent: the dedupe key (the digest of the first-attempt
+	// preimage, as Memory keys it) and the record; candidates follow.
+	digests := make([][sha256.Size]byte, len(refs))
+	identities := make([][]byte, len(refs))
+	recs := make([][]byte, len(refs))
+	var buf []byte
+	for i := range refs {
+		identities[i] = Identity(refs[i])
+		buf = append(append(append(buf[:0], id...), 0), identities[i]...)
+		digests[i] = sha256.Sum256(buf)
+		recs[i] = encodeReferent(refs[i])
+	}
+	k := s.keys(id)
+	keys := []string{k.run, k.handles, k.order}
+	for cands := s.candidates; ; cands *= 4 {
+		args := make([]any, 0, 3+len(refs)*(2+cands))
+		args = append(args, s.nowUS(), max, cands)
+		for i := range refs {
+			first := suffixOf(&digests[i])
+			args = append(args, digests[i][:], recs[i], first[:])
+			for attempt := 1; attempt < cands; attempt++ {
+				suf := tokenSuffix(id, identities[i], attempt)
+				args = append(args, string(suf[:]))
+			}
+		}
+		v, err := s.eval(ctx, true, scriptMint, keys, args...)
+		if err != nil {
+			return nil, fail(ctx, "mint", err)
+		}
+		if n, ok := status(v); ok {
+			switch {
+			case n == -1:
+				return nil, ErrRunNotFound
+			case n == 2:
+				return nil, ErrHandleLimit
+			case n == 3 && cands < maxCandidates:
+				continue
+			}
+			return nil, corrupt("mint", errReply)
+		}
+		a, ok := asSlice(v)
+		if !ok || len(a) != 1+len(refs) {
+			return nil, corrupt("mint", errReply)
+		}
+		toks := make([]string, len(refs))
+		for i := range toks {
+			suf, _ := a[1+i].(string)
+			if len(suf) != tokenWidth {
+				return nil, corrupt("mint", errReply)
+			}
+			toks[i] = ValueTokenPrefix + suf
+		}
+		return toks, nil
+	}
+}
+
+// Handles returns the run's referents in minting order, or ErrRunNotFound
+// or ErrStoreUnavailable.
+func (s *Redis) Handles(ctx context.Context, id string) ([]Referent, error) {
+	k := s.keys(id)
+	v, err := s.eval(ctx, false, scriptHandles, []string{k.run, k.handles, k.order}, s.nowUS())
+	if err != nil {
+		return nil, fail(ctx, "handles", err)
+	}
+	if n, ok := status(v); ok && n == -1 {
+		return nil, ErrRunNotFound
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 2 {
+		return nil, corrupt("handles", errReply)
+	}
+	toks, ok1 := asSlice(a[0])
+	recs, ok2 := asSlice(a[1])
+	if !ok1 || !ok2 || len(toks) != len(recs) {
+		return nil, corrupt("handles", errReply)
+	}
+	out := make([]Referent, len(toks))
+	for i := range toks {
+		suf, _ := toks[i].(string)
+		rec, _ := recs[i].(string)
+		if out[i], err = decodeReferent([]byte(rec), ValueTokenPrefix+suf); err != nil {
+			return nil, corrupt("handles", err)
+		}
+	}
+	return out, nil
+}
+
+// Handle returns the referent with the token and true, false if the run
+// holds no such token, or ErrRunNotFound or ErrStoreUnavailable.
+func (s *Redis) Handle(ctx context.Context, id, token string) (Referent, bool, error) {
+	suf := ""
+	if key, ok := tokenKey(token); ok {
+		suf = string(key[:])
+	}
+	k := s.keys(id)
+	v, err := s.eval(ctx, false, scriptHandle, []string{k.run, k.handles}, s.nowUS(), suf)
+	if err != nil {
+		return Referent{}, false, fail(ctx, "handle", err)
+	}
+	if n, ok := status(v); ok {
+		switch n {
+		case -1:
+			return Referent{}, false, ErrRunNotFound
+		case 0:
+			return Referent{}, false, nil
+		}
+		return Referent{}, false, corrupt("handle", errReply)
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 1 {
+		return Referent{}, false, corrupt("handle", errReply)
+	}
+	rec, _ := a[0].(string)
+	r, err := decodeReferent([]byte(rec), token)
+	if err != nil {
+		return Referent{}, false, corrupt("handle", err)
+	}
+	return r, true, nil
+}
+
+// ---- result ----
+
+// PutResult stores the run's result. It returns ErrRunNotFound,
+// ErrResultExists if one is stored, or ErrStoreUnavailable.
+func (s *Redis) PutResult(ctx context.Context, id string, res Result) error {
+	k := s.keys(id)
+	v, err := s.eval(ctx, true, scriptPutResult, []string{k.run, k.result}, s.nowUS(), encodeResult(res))
+	if err != nil {
+		return fail(ctx, "put result", err)
+	}
+	switch n, _ := status(v); n {
+	case 0:
+		return nil
+	case 1:
+		return ErrResultExists
+	case -1:
+		return ErrRunNotFound
+	}
+	return corrupt("put result", errReply)
+}
+
+// Result returns the run's result, or ErrRunNotFound, ErrNoResult or
+// ErrStoreUnavailable.
+func (s *Redis) Result(ctx context.Context, id string) (Result, error) {
+	k := s.keys(id)
+	v, err := s.eval(ctx, false, scriptResult, []string{k.run, k.result}, s.nowUS())
+	if err != nil {
+		return Result{}, fail(ctx, "result", err)
+	}
+	if n, ok := status(v); ok {
+		switch n {
+		case -1:
+			return Result{}, ErrRunNotFound
+		case 0:
+			return Result{}, ErrNoResult
+		}
+		return Result{}, corrupt("result", errReply)
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 1 {
+		return Result{}, corrupt("result", errReply)
+	}
+	rec, _ := a[0].(string)
+	res, err := decodeResult([]byte(rec))
+	if err != nil {
+		return Result{}, corrupt("result", err)
+	}
+	return res, nil
+}
+
+// Ping reports whether Redis answers; any failure, the context's included,
+// wraps ErrStoreUnavailable.
+func (s *Redis) Ping(ctx context.Context) error {
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("store: redis ping: %w: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}

@@ -1,0 +1,409 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+)
+
+// The Redis store keeps calls, referents, results and the label lists of a
+// run as compact binary records, not JSON: row values, clauses and atoms are
+// stored byte for byte as the gateway produced them (a JSON round trip may
+// re-escape or re-space them), and a record is a fraction of the size.
+//
+// A record is a version byte followed by fields. A string or byte field is a
+// uvarint length and the bytes; an integer is a varint; a bool is one byte;
+// a time is a length-prefixed time.MarshalBinary; a list is a uvarint n+1
+// (0 for nil) and n elements, so nil and empty lists stay apart where the
+// contract tells them apart (Run.Tools).
+
+// codecVersion starts every record; a record of another version is refused
+// (errCorrupt) rather than misread.
+const codecVersion = 1
+
+// errCorrupt reports a stored record that does not decode.
+var errCorrupt = errors.New("store: redis: corrupt record")
+
+type encoder struct{ b []byte }
+
+func newEncoder() *encoder { return &encoder{b: []byte{codecVersion}} }
+
+func (e *encoder) uvarint(u uint64) { e.b = binary.AppendUvarint(e.b, u) }
+func (e *encoder) varint(i int64)   { e.b = binary.AppendVarint(e.b, i) }
+func (e *encoder) bytes(p []byte)   { e.uvarint(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *encoder) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+func (e *encoder) time(t time.Time) {
+	p, err := t.MarshalBinary()
+	if err != nil { // a zone offset that is not whole minutes: keep the instant
+		p, _ = t.UTC().MarshalBinary()
+	}
+	e.bytes(p)
+}
+
+// listLen writes the length of a list, 0 for nil.
+func (e *encoder) listLen(n int, isNil bool) {
+	if isNil {
+		e.uvarint(0)
+		return
+	}
+	e.uvarint(uint64(n) + 1)
+}
+
+func (e *encoder) conf(c ifc.Confidentiality) {
+	e.listLen(len(c), c == nil)
+	for _, x := range c {
+		e.bytes(x)
+	}
+}
+
+func (e *encoder) atoms(as []ifc.Atom) {
+	e.listLen(len(as), as == nil)
+	for _, a := range as {
+		e.bytes(a)
+	}
+}
+
+func (e *encoder) strs(ss []string) {
+	e.listLen(len(ss), ss == nil)
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+func (e *encoder) label(l ifc.Label) {
+	e.conf(l.Confidentiality)
+	e.atoms(l.Integrity)
+}
+
+// decoder reads a record. Byte fields alias the record, each capped so that
+// an append by a caller cannot reach the next field; the record itself is a
+// fresh copy of the reply, so nothing aliases the store or another caller.
+// The first malformed field sets err; later reads return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func newDecoder(rec []byte) *decoder {
+	d := &decoder{b: rec}
+	if len(rec) == 0 || rec[0] != codecVersion {
+		d.err = errCorrupt
+		return d
+	}
+	d.b = rec[1:]
+	return d
+}
+
+func (d *decoder) fail() { d.err, d.b = errCorrupt, nil }
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	u, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return u
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	i, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return i
+}
+
+func (d *decoder) int() int { return int(d.varint()) }
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func (d *decoder) bool() bool {
+	if d.err != nil {
+		return false
+	}
+	if len(d.b) == 0 || d.b[0] > 1 {
+		d.fail()
+		return false
+	}
+	v := d.b[0] == 1
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) time() time.Time {
+	var t time.Time
+	if p := d.bytes(); d.err == nil {
+		if err := t.UnmarshalBinary(p); err != nil {
+			d.fail()
+		}
+	}
+	return t
+}
+
+// listLen returns a list's length and whether it is nil. A length larger
+// than the bytes left (each element takes at least one) is corrupt, so a
+// bad record cannot make a huge allocation.
+func (d *decoder) listLen() (int, bool) {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return 0, true
+	}
+	if n-1 > uint64(len(d.b)) {
+		d.fail()
+		return 0, true
+	}
+	return int(n - 1), false
+}
+
+func (d *decoder) conf() ifc.Confidentiality {
+	n, isNil := d.listLen()
+	if isNil {
+		return nil
+	}
+	c := make(ifc.Confidentiality, n)
+	for i := range c {
+		c[i] = d.bytes()
+	}
+	return c
+}
+
+func (d *decoder) atoms() []ifc.Atom {
+	n, isNil := d.listLen()
+	if isNil {
+		return nil
+	}
+	as := make([]ifc.Atom, n)
+	for i := range as {
+		as[i] = d.bytes()
+	}
+	return as
+}
+
+func (d *decoder) strs() []string {
+	n, isNil := d.listLen()
+	if isNil {
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = d.str()
+	}
+	return ss
+}
+
+func (d *decoder) label() ifc.Label {
+	return ifc.Label{Confidentiality: d.conf(), Integrity: d.atoms()}
+}
+
+// done returns the decoding error, or errCorrupt if bytes are left over.
+func (d *decoder) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	return d.err
+}
+
+// Records.
+
+func encodeConf(c ifc.Confidentiality) []byte {
+	e := newEncoder()
+	e.conf(c)
+	return e.b
+}
+
+func decodeConf(rec []byte) (ifc.Confidentiality, error) {
+	d := newDecoder(rec)
+	c := d.conf()
+	return c, d.done()
+}
+
+func encodeStrs(ss []string) []byte {
+	e := newEncoder()
+	e.strs(ss)
+	return e.b
+}
+
+func decodeStrs(rec []byte) ([]string, error) {
+	d := newDecoder(rec)
+	ss := d.strs()
+	return ss, d.done()
+}
+
+func encodeTime(t time.Time) []byte {
+	e := newEncoder()
+	e.time(t)
+	return e.b
+}
+
+func decodeTime(rec []byte) (time.Time, error) {
+	d := newDecoder(rec)
+	t := d.time()
+	return t, d.done()
+}
+
+// encodeReferent writes a referent without its token (the token is the
+// field it is stored under).
+func encodeReferent(r Referent) []byte {
+	e := newEncoder()
+	e.str(r.Kind)
+	e.str(r.Source)
+	e.bytes(r.Value)
+	e.label(r.Label)
+	e.str(r.LabelSource)
+	return e.b
+}
+
+func decodeReferent(rec []byte, token string) (Referent, error) {
+	d := newDecoder(rec)
+	r := Referent{Token: token}
+	r.Kind = d.str()
+	r.Source = d.str()
+	r.Value = d.bytes()
+	r.Label = d.label()
+	r.LabelSource = d.str()
+	return r, d.done()
+}
+
+func encodeCall(c Call) []byte {
+	e := newEncoder()
+	e.str(c.OutputID)
+	e.str(c.Tool)
+	e.str(c.Status)
+	e.str(c.Code)
+	e.str(c.HostCode)
+	e.varint(int64(c.Admitted))
+	e.varint(int64(c.Withheld))
+	e.varint(int64(c.Omitted))
+	e.bool(c.Truncated)
+	e.conf(c.Observed)
+	e.bool(c.ExitCode != nil)
+	if c.ExitCode != nil {
+		e.varint(int64(*c.ExitCode))
+	}
+	e.varint(int64(c.Duration))
+	e.time(c.StartedAt)
+	e.listLen(len(c.Entries), c.Entries == nil)
+	for _, x := range c.Entries {
+		e.str(x.Status)
+		e.str(x.ReasonCode)
+		e.str(x.LabelSource)
+		e.listLen(len(x.Label.Confidentiality), x.Label.Confidentiality == nil)
+		for _, alts := range x.Label.Confidentiality {
+			e.strs(alts)
+		}
+		e.strs(x.Label.Integrity)
+		e.str(x.Handle)
+		e.bool(x.Truncated)
+	}
+	return e.b
+}
+
+func decodeCall(rec []byte) (Call, error) {
+	d := newDecoder(rec)
+	var c Call
+	c.OutputID = d.str()
+	c.Tool = d.str()
+	c.Status = d.str()
+	c.Code = d.str()
+	c.HostCode = d.str()
+	c.Admitted = d.int()
+	c.Withheld = d.int()
+	c.Omitted = d.int()
+	c.Truncated = d.bool()
+	c.Observed = d.conf()
+	if d.bool() {
+		code := d.int()
+		c.ExitCode = &code
+	}
+	c.Duration = time.Duration(d.varint())
+	c.StartedAt = d.time()
+	if n, isNil := d.listLen(); !isNil {
+		c.Entries = make([]CallEntry, n)
+		for i := range c.Entries {
+			x := &c.Entries[i]
+			x.Status = d.str()
+			x.ReasonCode = d.str()
+			x.LabelSource = d.str()
+			if m, isNil := d.listLen(); !isNil {
+				x.Label.Confidentiality = make([][]string, m)
+				for j := range x.Label.Confidentiality {
+					x.Label.Confidentiality[j] = d.strs()
+				}
+			}
+			x.Label.Integrity = d.strs()
+			x.Handle = d.str()
+			x.Truncated = d.bool()
+		}
+	}
+	return c, d.done()
+}
+
+func encodeResult(r Result) []byte {
+	e := newEncoder()
+	e.bytes(r.Value)
+	e.listLen(len(r.Documents), r.Documents == nil)
+	for _, doc := range r.Documents {
+		e.str(doc.ID)
+		e.str(doc.Source)
+		e.bytes(doc.Value)
+		e.label(doc.Label)
+	}
+	e.label(r.Receipt)
+	e.label(r.Label)
+	e.time(r.WrittenAt)
+	return e.b
+}
+
+func decodeResult(rec []byte) (Result, error) {
+	d := newDecoder(rec)
+	var r Result
+	r.Value = d.bytes()
+	if n, isNil := d.listLen(); !isNil {
+		r.Documents = make([]Document, n)
+		for i := range r.Documents {
+			doc := &r.Documents[i]
+			doc.ID = d.str()
+			doc.Source = d.str()
+			doc.Value = d.bytes()
+			doc.Label = d.label()
+		}
+	}
+	r.Receipt = d.label()
+	r.Label = d.label()
+	r.WrittenAt = d.time()
+	return r, d.done()
+}

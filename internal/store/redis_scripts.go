@@ -1,0 +1,231 @@
+package store
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// luaScript is a script's text and its SHA-1, the EVALSHA name.
+type luaScript struct{ src, sha string }
+
+func newScript(src string) *luaScript {
+	sum := sha1.Sum([]byte(src))
+	return &luaScript{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// The Lua scripts of the Redis store. Each runs atomically on the server
+// and touches the keys of one hash slot only: either the keys of one run
+// (all tagged {runId}) or the two index keys (tagged {idx}), so the store
+// works on Redis Cluster.
+//
+// Expiry is checked against the store's clock, passed in as now_us
+// (microseconds since the epoch; exact in Lua's doubles): a run whose expus
+// field is <= now_us is gone, whatever its keys' TTLs say. The TTLs
+// (PEXPIREAT at the pxat field, in milliseconds, rounded up) only give the
+// memory back.
+//
+// Replies: -1 means "no live run"; other statuses are listed per script.
+
+// luaLive is prepended to every run script: live(run, now) reports whether
+// the run hash exists and has not expired at now; expireAt(run, key) gives
+// key the run's TTL.
+const luaLive = `
+local function live(run, now)
+  local f = redis.call('HMGET', run, 'tok', 'expus')
+  if not f[1] then return false end
+  if f[2] and tonumber(f[2]) <= tonumber(now) then return false end
+  return true
+end
+local function expireAt(run, key)
+  local at = redis.call('HGET', run, 'pxat')
+  if at then redis.call('PEXPIREAT', key, at) end
+end
+`
+
+func runScript(body string) *luaScript { return newScript(luaLive + body) }
+
+// scriptReserve takes the run id and the token hash in the index.
+// KEYS: runs (zset id -> expus, +inf for never), tok (string -> id).
+// ARGV: id, now_us, score, maxRuns, pxat ("" for none).
+// Expired ids leave the zset first. Returns 0 (reserved), 1 (a live run
+// has the id or the token hash), 2 (maxRuns live runs).
+var scriptReserve = newScript(`
+local runs, tok = KEYS[1], KEYS[2]
+local id, now, score, max, pxat = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+redis.call('ZREMRANGEBYSCORE', runs, '-inf', now)
+if redis.call('ZSCORE', runs, id) then return 1 end
+local owner = redis.call('GET', tok)
+if owner and redis.call('ZSCORE', runs, owner) then return 1 end
+if max > 0 and redis.call('ZCARD', runs) >= max then return 2 end
+redis.call('ZADD', runs, score, id)
+if pxat == '' then
+  redis.call('SET', tok, id)
+else
+  redis.call('SET', tok, id, 'PXAT', pxat)
+end
+return 0
+`)
+
+// scriptRelease drops a run from the index.
+// KEYS: runs, tok. ARGV: id. The token key goes only if it names the id.
+var scriptRelease = newScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 0
+`)
+
+// scriptCreate writes a reserved run, dropping whatever an expired run of
+// the same id left.
+// KEYS: run, calls, handles, order, result.
+// ARGV: pxat ("" for none), then field, value pairs of the run hash.
+var scriptCreate = newScript(`
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+local f = {}
+for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(f))
+if ARGV[1] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
+return 0
+`)
+
+// scriptGet reads a run with its counters.
+// KEYS: run, calls, order, result. ARGV: now_us.
+// Returns {hash as field, value, ..., #calls, #handles, hasResult}.
+var scriptGet = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
+  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
+`)
+
+// scriptDelete removes a live run's keys and returns its token hash field.
+// KEYS: run, calls, handles, order, result. ARGV: now_us.
+var scriptDelete = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+local tok = redis.call('HGET', KEYS[1], 'tok')
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+return tok
+`)
+
+// scriptNext increments the output sequence. KEYS: run. ARGV: now_us.
+var scriptNext = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+return redis.call('HINCRBY', KEYS[1], 'seq', 1)
+`)
+
+// scriptLabel reads the model-context label ("" when empty).
+// KEYS: run. ARGV: now_us.
+var scriptLabel = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+return redis.call('HGET', KEYS[1], 'mc') or ''
+`)
+
+// scriptSwapLabel replaces the model-context label if it is still old
+// (compare and set). KEYS: run. ARGV: now_us, old, new ("" = empty).
+// Returns 0 (set), or the current label when it is no longer old.
+var scriptSwapLabel = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+local cur = redis.call('HGET', KEYS[1], 'mc') or ''
+if cur ~= ARGV[2] then return {cur} end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], 'mc')
+else
+  redis.call('HSET', KEYS[1], 'mc', ARGV[3])
+end
+return 0
+`)
+
+// scriptAppendCall appends a call record. KEYS: run, calls. ARGV: now_us, record.
+var scriptAppendCall = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+if redis.call('RPUSH', KEYS[2], ARGV[2]) == 1 then expireAt(KEYS[1], KEYS[2]) end
+return 0
+`)
+
+// scriptCalls reads the call log. KEYS: run, calls. ARGV: now_us.
+var scriptCalls = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+return {redis.call('LRANGE', KEYS[2], 0, -1)}
+`)
+
+// scriptMint registers referents.
+// KEYS: run, handles (hash: 'i'..identity digest -> token suffix,
+// 't'..suffix -> referent record), order (list of suffixes, minting order).
+// ARGV: now_us, max, k, then per referent: digest, record, and k candidate
+// suffixes (MintToken attempts 0..k-1).
+// A held identity keeps its suffix; a new one takes its first candidate
+// that is neither held nor taken earlier in the batch. Returns {0, suffix...},
+// 2 (the new identities would pass max; nothing written) or 3 (some
+// referent ran out of candidates; nothing written, call again with more).
+var scriptMint = runScript(`
+local run, handles, order = KEYS[1], KEYS[2], KEYS[3]
+if not live(run, ARGV[1]) then return -1 end
+local max, k = tonumber(ARGV[2]), tonumber(ARGV[3])
+local stride = 2 + k
+local out = {0}
+local fresh, taken, new = {}, {}, {}
+for base = 4, #ARGV, stride do
+  local digest = ARGV[base]
+  local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
+  if not tok then
+    for c = base + 2, base + 1 + k do
+      local cand = ARGV[c]
+      if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
+        tok = cand
+        break
+      end
+    end
+    if not tok then return 3 end
+    fresh[digest], taken[tok] = tok, true
+    new[#new + 1] = {digest, ARGV[base + 1], tok}
+  end
+  out[#out + 1] = tok
+end
+if #new > 0 then
+  if max > 0 and redis.call('LLEN', order) + #new > max then return 2 end
+  for _, r in ipairs(new) do
+    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
+    redis.call('RPUSH', order, r[3])
+  end
+  expireAt(run, handles)
+  expireAt(run, order)
+end
+return out
+`)
+
+// scriptHandles reads the handle table in minting order.
+// KEYS: run, handles, order. ARGV: now_us. Returns {suffixes, records}.
+var scriptHandles = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+local toks = redis.call('LRANGE', KEYS[3], 0, -1)
+local recs = {}
+for i, t in ipairs(toks) do recs[i] = redis.call('HGET', KEYS[2], 't' .. t) end
+return {toks, recs}
+`)
+
+// scriptHandle reads one referent. KEYS: run, handles. ARGV: now_us,
+// suffix ("" for a token no store holds). Returns 0 (not held) or {record}.
+var scriptHandle = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+if ARGV[2] == '' then return 0 end
+local rec = redis.call('HGET', KEYS[2], 't' .. ARGV[2])
+if not rec then return 0 end
+return {rec}
+`)
+
+// scriptPutResult stores the result once. KEYS: run, result.
+// ARGV: now_us, record. Returns 0, or 1 when a result is stored.
+var scriptPutResult = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+redis.call('SET', KEYS[2], ARGV[2])
+expireAt(KEYS[1], KEYS[2])
+return 0
+`)
+
+// scriptResult reads the result. KEYS: run, result. ARGV: now_us.
+// Returns 0 (none written) or {record}.
+var scriptResult = runScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+local rec = redis.call('GET', KEYS[2])
+if not rec then return 0 end
+return {rec}
+`)

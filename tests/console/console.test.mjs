@@ -1,0 +1,207 @@
+// Browser test of the operator console (issue 10). scripts/console-test.sh
+// builds the gateway, starts it with --demo and runs this file with
+// CONSOLE_URL (the console's URL) and HOST_TOKEN (parsed from the demo
+// output). It drives Debian's chromium through playwright-core, and fails
+// on any failed step or any console error of the page.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const CONSOLE_URL = process.env.CONSOLE_URL;
+const HOST_TOKEN = process.env.HOST_TOKEN;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const OUT = fileURLToPath(new URL('./out/', import.meta.url));
+const RUN = `console-e2e-${process.pid}`;
+const STEP_TIMEOUT = 15_000;
+
+mkdirSync(OUT, { recursive: true });
+
+// get fetches url and reads the whole body, so no socket stays busy.
+async function get(url, init) {
+  const res = await fetch(url, init);
+  await res.arrayBuffer();
+  return res;
+}
+
+test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => {
+  assert.ok(CONSOLE_URL, 'CONSOLE_URL is set (run scripts/console-test.sh)');
+  assert.ok(HOST_TOKEN, 'HOST_TOKEN is set (run scripts/console-test.sh)');
+  const origin = new URL(CONSOLE_URL).origin;
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  t.after(() => browser.close());
+  // Console errors fail the test, except ones a step announces it expects
+  // (the browser logs every 4xx fetch as "Failed to load resource").
+  const consoleErrors = [];
+  const expected = [];
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  // The page must reach nothing but the gateway.
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    if (u.origin === origin || u.protocol === 'data:') return route.continue();
+    consoleErrors.push(`request to another origin: ${u.href}`);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_TIMEOUT);
+
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const i = expected.findIndex((re) => re.test(msg.text()));
+    if (i >= 0) expected.splice(i, 1);
+    else consoleErrors.push(msg.text());
+  });
+  page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message}`));
+  page.on('requestfailed', (req) => consoleErrors.push(`request failed: ${req.method()} ${req.url()} ${req.failure()?.errorText}`));
+
+  let failed = false;
+  const step = (name, fn) => t.test(name, async (st) => {
+    if (failed) {
+      st.skip('an earlier step failed');
+      return;
+    }
+    try {
+      await fn();
+      assert.deepEqual(consoleErrors, [], 'no console errors');
+    } catch (e) {
+      failed = true;
+      await page.screenshot({ path: `${OUT}failure.png`, fullPage: true }).catch(() => {});
+      throw e;
+    }
+  });
+
+  await step('static assets are public, data needs the host token', async () => {
+    for (const p of ['', 'app.js', 'style.css', 'dom.js', 'toolform.js', 'codes.json']) {
+      const res = await get(new URL(p, CONSOLE_URL));
+      assert.equal(res.status, 200, `GET /console/${p}`);
+      assert.match(res.headers.get('content-security-policy') || '', /default-src 'none'/);
+    }
+    for (const p of ['/host/v1/runs', '/console/contract.json']) {
+      const res = await get(origin + p);
+      assert.equal(res.status, 401, `GET ${p} without the host token`);
+    }
+    const res = await get(`${origin}/console/agent/v1/runs/demo/loom_search`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"query":"atlas"}',
+    });
+    assert.equal(res.status, 401, 'the agent proxy without the host token');
+  });
+
+  await step('enter the host token', async () => {
+    await page.goto(CONSOLE_URL);
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await page.screenshot({ path: `${OUT}login-1280x800.png` });
+    await page.fill('#host-token', HOST_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#app').waitFor({ state: 'visible' });
+    await page.locator('#runs-table tr[data-run="demo"]').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('loomGateway.hostToken')), HOST_TOKEN);
+  });
+
+  await step('create a run', async () => {
+    await page.click('#create summary');
+    await page.fill('#c-runid', RUN);
+    await page.fill('#c-ceiling', 'https://loom.example/facet/work');
+    await page.fill('#c-label', 'https://loom.example/facet/work | https://loom.example/facet/home');
+    await page.fill('#c-ttl', '900');
+    await page.click('#create-form button[type=submit]');
+    await page.locator('#created-token').waitFor();
+    assert.ok((await page.textContent('#created-token')).trim().length >= 40, 'the run token is shown once');
+    await page.waitForFunction((id) => document.querySelector('#run-id')?.textContent === id, RUN);
+    await page.locator(`#runs-table tr[data-run="${RUN}"]`).waitFor();
+    await page.locator('#run-ceiling li').first().waitFor();
+    assert.match(await page.textContent('#run-ceiling'), /https:\/\/loom\.example\/facet\/work/);
+    // anyOf shown as alternatives.
+    await page.locator('#run-mcl li').first().waitFor();
+    assert.match(await page.textContent('#run-mcl li'), /facet\/work or https:\/\/loom\.example\/facet\/home/);
+    assert.notEqual(await page.inputValue('#try-token'), '', 'the run token is known to this tab');
+  });
+
+  await step('run loom_search "atlas" through the form', async () => {
+    await page.selectOption('#try-tool', 'loom_search');
+    await page.fill('#f-loom_search-query', 'atlas');
+    await page.click('#try-send');
+    await page.locator('#try-response .tool-result').waitFor();
+    assert.match(await page.textContent('#try-response .status-line'), /HTTP 200/);
+    assert.ok(await page.locator('#try-response li.entry.admitted').count() >= 1, 'admitted entries in the response');
+    assert.ok(await page.locator('#try-response li.entry.withheld').count() >= 1, 'withheld entries in the response');
+  });
+
+  await step('the call and its admitted and withheld entries are in the log', async () => {
+    const row = page.locator(`#calls-table tr.call[data-output="${RUN}:loom_search:1"]`);
+    await row.waitFor();
+    assert.match(await row.textContent(), /loom_search/);
+    await row.locator('button.toggle').click();
+    const detail = page.locator(`#calls-table tr[data-output-detail="${RUN}:loom_search:1"]`);
+    await detail.waitFor();
+    assert.ok(await detail.locator('tr.entry.admitted').count() >= 1, 'admitted entries in the log');
+    assert.ok(await detail.locator('tr.entry.withheld').count() >= 1, 'withheld entries in the log');
+    assert.match(await detail.locator('tr.entry.withheld').first().textContent(), /cfc_(ceiling_exceeded|label_read_failed)/);
+    // The expanded row survives the 2 s poll.
+    await page.waitForTimeout(2500);
+    assert.equal(await detail.count(), 1, 'the open call stays open across refreshes');
+  });
+
+  await step('open a handle\'s value', async () => {
+    const handle = page.locator('#handles-table tr.handle').first();
+    await handle.waitFor();
+    const token = await handle.getAttribute('data-token');
+    assert.match(token, /^cfh:v:/);
+    await handle.locator('button.show-value').click();
+    const value = page.locator(`#handles-table tr[data-token-detail="${token}"] pre.value`);
+    await value.waitFor();
+    assert.match(await value.textContent(), /atlas/i);
+  });
+
+  await step('screenshots at 1280x800', async () => {
+    await page.screenshot({ path: `${OUT}run-1280x800.png` });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${OUT}run-1280x800-full.png`, fullPage: true });
+  });
+
+  await step('an error is shown plainly with its code and detail', async () => {
+    expected.push(/status of 400/);
+    await page.fill('#f-loom_search-query', '');
+    await page.click('#try-send');
+    const box = page.locator('#try-response .problem-box');
+    await box.waitFor();
+    const text = await box.textContent();
+    assert.match(text, /invalid_input/);
+    assert.match(text, /HTTP 400/);
+    assert.match(text, /The request does not match what the operation takes\./);
+    for (let i = 0; i < 20 && expected.length; i++) await page.waitForTimeout(100);
+    assert.deepEqual(expected, [], 'the expected 400 was logged once');
+  });
+
+  await step('readable at 390 px', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(300);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(overflow <= 390, `no page-wide horizontal scroll at 390 px (scrollWidth ${overflow})`);
+    await page.screenshot({ path: `${OUT}run-390x844.png` });
+    await page.locator('#calls-table').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${OUT}calls-390x844.png` });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${OUT}run-390x844-full.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  await step('delete the run', async () => {
+    page.once('dialog', (d) => d.accept());
+    await page.click('#delete-run');
+    await page.locator(`#runs-table tr[data-run="${RUN}"]`).waitFor({ state: 'detached' });
+    assert.match(await page.textContent('#created'), /deleted/);
+    const res = await get(`${origin}/host/v1/runs/${RUN}`, { headers: { Authorization: `Bearer ${HOST_TOKEN}` } });
+    assert.equal(res.status, 404, 'the run is gone');
+    await page.screenshot({ path: `${OUT}deleted-1280x800.png` });
+  });
+
+  assert.equal(failed, false, 'every step passed');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});

@@ -1,0 +1,184 @@
+package tests
+
+import (
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/loom-gateway/gateway/api/client"
+)
+
+// hostOnlyPaths are the paths served only on the host listener, beyond the
+// contract's host operations: the ops and console routes, and what a Go
+// server is often given by default (metrics, pprof, expvar).
+var hostOnlyPaths = []struct{ method, path string }{
+	{"GET", "/readyz"},
+	{"GET", "/console"},
+	{"GET", "/console/"},
+	{"GET", "/console/index.html"},
+	{"GET", "/console/contract.json"},
+	{"POST", "/console/agent/v1/runs/{runId}/loom_search"},
+	{"GET", "/metrics"},
+	{"GET", "/debug/pprof/"},
+	{"GET", "/debug/pprof/goroutine"},
+	{"GET", "/debug/vars"},
+}
+
+// TestHostRoutesNotOnAgentListener: no host route is reachable on the
+// agent listener. Every host operation of the contract (with a live run's
+// id in the path), the console, /readyz and the usual debug routes, with
+// their own method and with GET, POST and DELETE, answer 401 without a
+// token, with the host token or with a malformed one, and 404 or 405 with a
+// live run's token; never a 2xx or 3xx. The agent listener serves exactly
+// /healthz and /openapi.yaml without a token. And the agent routes are not
+// on the host listener.
+func TestHostRoutesNotOnAgentListener(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	g.setBehaviour(t, "default", behaviour{Stdout: `{"hits":[]}`})
+	r := g.newRun(t, client.CreateRunInput{})
+
+	type route struct{ method, path string }
+	var routes []route
+	for path, item := range contract.Paths.Map() {
+		for method, op := range item.Operations() {
+			if !hasTag(op.Tags, "host") {
+				continue
+			}
+			routes = append(routes, route{method, path})
+		}
+	}
+	if len(routes) < 8 {
+		t.Fatalf("%d host operations in the contract, want at least 8", len(routes))
+	}
+	for _, p := range hostOnlyPaths {
+		routes = append(routes, route(p))
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].path+routes[i].method < routes[j].path+routes[j].method })
+
+	creds := []struct {
+		name  string
+		token string
+		want  []int
+	}{
+		{"no token", "", []int{401}},
+		{"malformed token", "not a token!", []int{401}},
+		{"host token", g.HostToken, []int{401}},
+		{"run token", r.Token, []int{404, 405}},
+	}
+	for _, rt := range routes {
+		path := strings.ReplaceAll(rt.path, "{runId}", r.ID)
+		methods := []string{rt.method}
+		for _, m := range []string{"GET", "POST", "DELETE"} {
+			if m != strings.ToUpper(rt.method) {
+				methods = append(methods, m)
+			}
+		}
+		for _, m := range methods {
+			for _, cr := range creds {
+				t.Run(m+" "+path+"/"+cr.name, func(t *testing.T) {
+					t.Parallel()
+					var body *strings.Reader
+					ct := ""
+					if m == "POST" {
+						body, ct = strings.NewReader(`{}`), "application/json"
+					}
+					resp, got := listenerRequest(t, m, g.AgentURL+path, cr.token, ct, readerOrNil(body))
+					ok := false
+					for _, s := range cr.want {
+						ok = ok || resp.StatusCode == s
+					}
+					if !ok {
+						t.Errorf("%s %s on the agent listener with %s: %d %.300s, want one of %v", m, path, cr.name, resp.StatusCode, got, cr.want)
+					}
+				})
+			}
+		}
+	}
+
+	t.Run("agent listener without a token", func(t *testing.T) {
+		t.Parallel()
+		for _, p := range []string{"/healthz", "/openapi.yaml"} {
+			resp, body := rawRequest(t, "GET", g.AgentURL+p, "", "", nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("GET %s: %d %.200s, want 200", p, resp.StatusCode, body)
+			}
+		}
+		for _, p := range []string{"/", "/index.html", "/console", "/metrics", "/readyz", "/v1/runs", "/v1/runs/" + r.ID, "/host/v1/runs"} {
+			resp, body := listenerRequest(t, "GET", g.AgentURL+p, "", "", nil)
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET %s without a token: %d %.200s, want 401", p, resp.StatusCode, body)
+			}
+		}
+	})
+
+	t.Run("agent routes not on the host listener", func(t *testing.T) {
+		t.Parallel()
+		for _, route := range agentRoutes {
+			path := "/v1/runs/" + r.ID + "/" + route
+			for _, cr := range []struct {
+				name, token string
+				want        int
+			}{{"host token", g.HostToken, 404}, {"run token", r.Token, 401}} {
+				resp, body := rawRequest(t, "POST", g.HostURL+path, cr.token, "application/json", strings.NewReader(validBody[route]))
+				if resp.StatusCode != cr.want {
+					t.Errorf("POST %s on the host listener with the %s: %d %.200s, want %d", path, cr.name, resp.StatusCode, body, cr.want)
+				}
+			}
+		}
+	})
+
+	t.Cleanup(func() {
+		if calls := g.loomCalls(t); len(calls) != 0 {
+			t.Errorf("a host path on the agent listener ran loom %d times", len(calls))
+		}
+		if s := r.summary(t); s.Calls != 0 {
+			t.Errorf("the run counts %d calls, want 0", s.Calls)
+		}
+	})
+}
+
+func hasTag(tags []string, tag string) bool {
+	for _, t := range tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// listenerRequest is rawRequest for a path the contract serves on the other
+// listener only (such as /readyz, whose contract declares 200 and 503): the
+// answer is remembered for the leak check and, when an error, must be a
+// problem; other paths are checked against the contract as usual.
+func listenerRequest(t testing.TB, method, url, token, contentType string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(t), method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if route, _, err := contractRoute.FindRoute(req); err != nil || !hasTag(route.Operation.Tags, "ops") {
+		return rawRequest(t, method, url, token, contentType, body)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := sharedTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	got := readAll(t, resp.Body)
+	remember(req, resp, got)
+	if resp.StatusCode >= 400 {
+		if err := checkProblem(resp, got); err != nil {
+			t.Errorf("%s %s answered %d: %v", method, url, resp.StatusCode, err)
+		}
+	}
+	return resp, got
+}

@@ -1,0 +1,11 @@
+// Package replicas tests several gateway processes sharing runs through one
+// Redis (--store redis://...): a run created on one replica is served by
+// another, handles minted on one resolve on the other, concurrent calls of
+// one run split across both keep one output sequence and one token per row,
+// and a replica killed mid-run loses nothing. It needs a Redis:
+//
+//	eval "$(scripts/redis.sh start)"   # sets LOOM_GATEWAY_TEST_REDIS
+//	go test ./tests/replicas/
+//
+// and skips without LOOM_GATEWAY_TEST_REDIS.
+package replicas

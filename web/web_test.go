@@ -1,0 +1,294 @@
+package web
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+const hostToken = "host-secret"
+
+// hostServer is the host listener as cmd/gateway wires it: the console's
+// public files in front of the host router, the data routes behind the
+// host token; the agent listener is a fake that records what it got.
+func hostServer(t *testing.T, agent http.Handler) *httptest.Server {
+	t.Helper()
+	ag := httptest.NewServer(agent)
+	t.Cleanup(ag.Close)
+	c, err := New(Options{AgentURL: ag.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := handlers.LoadSpec("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &handlers.Deps{
+		Store:     store.NewMemory(store.MemoryOptions{MaxRuns: 10}),
+		HostToken: hostToken,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	srv := httptest.NewServer(c.Public(handlers.HostRouter(d, handlers.NewHost(d), spec, c.Mount)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func do(t *testing.T, method, url string, body string, h map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(b)
+}
+
+func TestStaticIsPublicDataIsNot(t *testing.T) {
+	srv := hostServer(t, http.NotFoundHandler())
+	for _, p := range []string{"/console/", "/console/app.js", "/console/dom.js", "/console/toolform.js", "/console/style.css", "/console/codes.json"} {
+		res, _ := do(t, "GET", srv.URL+p, "", nil)
+		if res.StatusCode != 200 {
+			t.Errorf("GET %s without token: %d, want 200", p, res.StatusCode)
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("GET %s: CSP %q", p, csp)
+		}
+		if res.Header.Get("X-Frame-Options") != "DENY" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: missing security headers %v", p, res.Header)
+		}
+	}
+	res, _ := do(t, "GET", srv.URL+"/console", "", nil)
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/console/" {
+		t.Errorf("GET /console: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	// Not files: data routes, unknown names, directories, other methods.
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/console/contract.json"},
+		{"GET", "/console/nope.js"},
+		{"GET", "/console/static/app.js"},
+		{"GET", "/console/../host/v1/runs"},
+		{"POST", "/console/app.js"},
+		{"POST", "/console/agent/v1/runs/r1/loom_search"},
+		{"GET", "/host/v1/runs"},
+	} {
+		res, body := do(t, c.method, srv.URL+c.path, "", nil)
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s %s without token: %d %s, want 401", c.method, c.path, res.StatusCode, body)
+		}
+	}
+	res, body := do(t, "GET", srv.URL+"/console/contract.json", "", map[string]string{"Authorization": "Bearer " + hostToken})
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("contract.json with token: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	var contract struct {
+		Paths map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &contract); err != nil {
+		t.Fatal(err)
+	}
+	for tool := range agentRoutes {
+		if contract.Paths["/v1/runs/{runId}/"+tool] == nil {
+			t.Errorf("contract.json has no route for %s", tool)
+		}
+	}
+	// X-Host-Token opens the host routes too.
+	res, _ = do(t, "GET", srv.URL+"/host/v1/runs", "", map[string]string{"X-Host-Token": hostToken})
+	if res.StatusCode != 200 {
+		t.Errorf("GET /host/v1/runs with X-Host-Token: %d", res.StatusCode)
+	}
+	// A wrong X-Host-Token is not rescued by a right bearer.
+	res, _ = do(t, "GET", srv.URL+"/host/v1/runs", "", map[string]string{"X-Host-Token": "wrong", "Authorization": "Bearer " + hostToken})
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong X-Host-Token, right bearer: %d, want 401", res.StatusCode)
+	}
+}
+
+func TestProxyForwardsAsTheAgentSeesIt(t *testing.T) {
+	var got *http.Request
+	var gotBody string
+	agent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got, gotBody = r.Clone(r.Context()), string(b)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("X-Request-Id", "agent-req")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"code":"invalid_input","pointer":"/query"}`)
+	})
+	srv := hostServer(t, agent)
+	res, body := do(t, "POST", srv.URL+"/console/agent/v1/runs/run-7/loom_search", `{"query":""}`, map[string]string{
+		"X-Host-Token":  hostToken,
+		"Authorization": "Bearer run-token",
+		"Content-Type":  "application/json",
+		"Cookie":        "a=b",
+	})
+	if res.StatusCode != http.StatusBadRequest || body != `{"code":"invalid_input","pointer":"/query"}` {
+		t.Fatalf("answer: %d %s", res.StatusCode, body)
+	}
+	if ids := res.Header.Values("X-Request-Id"); len(ids) != 1 || ids[0] != "agent-req" {
+		t.Errorf("X-Request-Id %v, want the agent's only", ids)
+	}
+	if res.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("Content-Type %q", res.Header.Get("Content-Type"))
+	}
+	if got == nil {
+		t.Fatal("the agent got nothing")
+	}
+	if got.Method != "POST" || got.URL.Path != "/v1/runs/run-7/loom_search" {
+		t.Errorf("agent got %s %s", got.Method, got.URL.Path)
+	}
+	if got.Header.Get("Authorization") != "Bearer run-token" || got.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("agent headers %v", got.Header)
+	}
+	for _, h := range []string{"X-Host-Token", "Cookie", "X-Forwarded-For", "Forwarded"} {
+		if got.Header.Get(h) != "" {
+			t.Errorf("agent got %s: %q", h, got.Header.Get(h))
+		}
+	}
+	if gotBody != `{"query":""}` {
+		t.Errorf("agent body %q", gotBody)
+	}
+
+	for _, p := range []string{"/console/agent/v1/runs/run-7/bogus", "/console/agent/v1/runs/../loom_search", "/console/agent/v1/runs/a%2Fb/loom_search"} {
+		got = nil
+		res, _ := do(t, "POST", srv.URL+p, `{}`, map[string]string{"X-Host-Token": hostToken, "Content-Type": "application/json"})
+		if res.StatusCode != http.StatusNotFound || got != nil {
+			t.Errorf("POST %s: %d (forwarded %v), want 404 and nothing forwarded", p, res.StatusCode, got != nil)
+		}
+	}
+}
+
+func TestProxyAgentDown(t *testing.T) {
+	ag := httptest.NewServer(http.NotFoundHandler())
+	url := ag.URL
+	ag.Close()
+	c, err := New(Options{AgentURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("POST", "/console/agent/v1/runs/r/loom_profile", strings.NewReader("{}"))
+	rec := httptest.NewRecorder()
+	r := chi.NewRouter()
+	c.Mount(r)
+	r.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), `"agent_unreachable"`) {
+		t.Errorf("agent down: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestLoopbackIfUnspecified(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0:8080":   "127.0.0.1:8080",
+		"[::]:8080":      "[::1]:8080",
+		":8080":          "127.0.0.1:8080",
+		"127.0.0.1:8080": "127.0.0.1:8080",
+		"10.1.2.3:80":    "10.1.2.3:80",
+		"gw.local:8080":  "gw.local:8080",
+	} {
+		if got := loopbackIfUnspecified(in); got != want {
+			t.Errorf("loopbackIfUnspecified(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The page shows a failing call's code with the gateway's fixed detail;
+// codes.json must say what internal/handlers/problem.go says.
+func TestCodesMatchProblemTable(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "../internal/handlers/problem.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type info struct {
+		Status int    `json:"status"`
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+	}
+	want := map[string]info{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "codes" || len(vs.Values) != 1 {
+			return true
+		}
+		for _, e := range vs.Values[0].(*ast.CompositeLit).Elts {
+			kv := e.(*ast.KeyValueExpr)
+			key, _ := strconv.Unquote(kv.Key.(*ast.BasicLit).Value)
+			v := kv.Value.(*ast.CompositeLit).Elts
+			st, _ := strconv.Atoi(v[0].(*ast.BasicLit).Value)
+			title, _ := strconv.Unquote(v[1].(*ast.BasicLit).Value)
+			detail, _ := strconv.Unquote(v[2].(*ast.BasicLit).Value)
+			want[key] = info{st, title, detail}
+		}
+		return false
+	})
+	if len(want) == 0 {
+		t.Fatal("found no codes table in problem.go")
+	}
+	b, err := fs.ReadFile(static, "static/codes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]info
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("codes.json %s = %+v, problem.go says %+v", k, got[k], w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok && k != "agent_unreachable" {
+			t.Errorf("codes.json has %s, problem.go does not", k)
+		}
+	}
+}
+
+// Row values are untrusted: the page never parses text as HTML.
+func TestNoHTMLSinks(t *testing.T) {
+	sink := regexp.MustCompile(`\b(innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval|Function)\s*[=(]|new Function\b`)
+	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".js") && !strings.HasSuffix(p, ".html") {
+			return err
+		}
+		b, _ := fs.ReadFile(static, p)
+		for i, line := range strings.Split(string(b), "\n") {
+			if sink.MatchString(line) {
+				t.Errorf("%s:%d: HTML or code sink: %s", p, i+1, strings.TrimSpace(line))
+			}
+		}
+		if strings.HasSuffix(p, ".html") && (strings.Contains(string(b), "<script>") || strings.Contains(string(b), " on") && regexp.MustCompile(` on[a-z]+=`).Match(b)) {
+			t.Errorf("%s: inline script or handler (the CSP forbids them)", p)
+		}
+		if regexp.MustCompile(`(?i)(src|href)="(https?:)?//`).Match(b) {
+			t.Errorf("%s: refers to another origin", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
