@@ -1,0 +1,527 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// logRecords returns the JSON log records of g with message msg.
+func logRecords(t *testing.T, g *testGateway, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(g.logs.String()))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v: %s", err, sc.Bytes())
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// keys returns the sorted keys of a log record.
+func keys(rec map[string]any) []string {
+	out := make([]string, 0, len(rec))
+	for k := range rec {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// requestKeys are the keys of a request record; "code" only when a problem
+// answered.
+var requestKeys = []string{"bytes", "durationMs", "level", "listener", "method", "msg", "requestId", "route", "status", "time"}
+
+func TestRequestLog(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{HostToken: "host-secret"})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+
+	tests := []struct {
+		name     string
+		h        http.Handler
+		listener string
+		method   string
+		path     string
+		token    string
+		body     string
+		route    string
+		status   int
+		code     string
+	}{
+		{"tool call", g.agent, "agent", "POST", "/v1/runs/r/loom_search?q=x", tok, `{"query":"atlas"}`, "/v1/runs/{runId}/loom_search", 200, ""},
+		{"host read", g.host, "host", "GET", "/host/v1/runs/r/calls", "host-secret", "", "/host/v1/runs/{runId}/calls", 200, ""},
+		{"healthz", g.host, "host", "GET", "/healthz", "", "", "/healthz", 200, ""},
+		{"no token", g.agent, "agent", "POST", "/v1/runs/r/loom_search", "", `{"query":"atlas"}`, "/v1/runs/{runId}/loom_search", 401, "unauthorized"},
+		{"unknown route", g.agent, "agent", "GET", "/v1/runs/r/nothing-here", tok, "", "unmatched", 404, "route_not_found"},
+		{"odd method", g.host, "host", "BREW", "/host/v1/runs", "host-secret", "", "unmatched", 405, "method_not_allowed"},
+		{"invalid input", g.agent, "agent", "POST", "/v1/runs/r/loom_search", tok, `{"query":7}`, "/v1/runs/{runId}/loom_search", 400, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(logRecords(t, g, "request"))
+			rec := serve(tt.h, tt.method, tt.path, tt.token, tt.body)
+			wantStatus(t, rec, tt.status)
+			recs := logRecords(t, g, "request")
+			if len(recs) != before+1 {
+				t.Fatalf("%d request records after one request, want %d", len(recs), before+1)
+			}
+			got := recs[len(recs)-1]
+			want := map[string]any{
+				"listener":  tt.listener,
+				"method":    tt.method,
+				"route":     tt.route,
+				"status":    float64(tt.status),
+				"requestId": rec.Header().Get("X-Request-Id"),
+				"bytes":     float64(rec.Body.Len()),
+			}
+			if tt.method == "BREW" {
+				want["method"] = "OTHER"
+			}
+			wantKeys := requestKeys
+			if tt.code != "" {
+				want["code"] = tt.code
+				wantKeys = append(slices.Clone(requestKeys), "code")
+				slices.Sort(wantKeys)
+			}
+			if diff := cmp.Diff(wantKeys, keys(got)); diff != "" {
+				t.Errorf("request record keys (-want +got):\n%s", diff)
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("request record %s = %v, want %v", k, got[k], v)
+				}
+			}
+			if want["requestId"] == "" {
+				t.Errorf("no X-Request-Id")
+			}
+		})
+	}
+}
+
+// auditKeys are the keys every audit record has.
+var auditKeys = []string{"admitted", "durationMs", "level", "msg", "omitted", "outputId", "requestId", "runId", "status", "time", "tool", "truncated", "withheld"}
+
+// failingStore fails the named operation with err.
+type failingStore struct {
+	RunStore
+	op  string
+	err error
+}
+
+func (s failingStore) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
+	if s.op == "observe" {
+		return nil, s.err
+	}
+	return s.RunStore.Observe(ctx, id, conf)
+}
+
+func (s failingStore) Ping(ctx context.Context) error {
+	if s.op == "ping" {
+		return s.err
+	}
+	return s.RunStore.Ping(ctx)
+}
+
+// timed wraps a RunFunc so its output reports a process wall time of d.
+func timed(d time.Duration, f func(context.Context, []string, []string) (loom.Output, error)) func(context.Context, []string, []string) (loom.Output, error) {
+	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
+		out, err := f(ctx, argv, env)
+		out.Duration = d
+		return out, err
+	}
+}
+
+// TestAuditAndMetricsPerCode: every tool call, whatever its outcome, leaves
+// exactly one audit record, counts once in tool_calls_total under its code
+// and once in the duration histogram; a loom process that ran is timed.
+func TestAuditAndMetricsPerCode(t *testing.T) {
+	t.Parallel()
+	const loomTime = 1500 * time.Millisecond
+	tests := []struct {
+		name     string
+		opts     gatewayOptions
+		run      string // the run's create body
+		tool     loom.Tool
+		body     string
+		code     string // "" for ok
+		hostCode string
+		exitCode *int
+		loomRan  bool
+		storeOp  string // a store failure counted under this op
+	}{
+		{name: "ok", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, run: `{"runId":"r","maxConfidentiality":["` + work + `"]}`, tool: loom.Search, body: `{"query":"a"}`, exitCode: ptr(0), loomRan: true},
+		{name: "busy", opts: gatewayOptions{RunFunc: loomtest.Fail(loom.ErrBusy)}, tool: loom.Search, body: `{"query":"a"}`, code: "busy"},
+		{name: "cancelled", opts: gatewayOptions{RunFunc: loomtest.Fail(loom.ErrCancelled)}, tool: loom.Search, body: `{"query":"a"}`, code: "cancelled"},
+		{name: "timeout", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Fail(loom.ErrTimeout))}, tool: loom.PageRead, body: `{"target":"x"}`, code: "command_failed", loomRan: true},
+		{name: "exit 2", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply("", 2))}, tool: loom.Search, body: `{"query":"a"}`, code: "command_failed", exitCode: ptr(2), loomRan: true},
+		{name: "host refused", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"ok":false,"code":"rate_limited","message":"slow down"}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "host_refused", hostCode: "rate_limited", exitCode: ptr(0), loomRan: true},
+		{name: "not found", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, tool: loom.People, body: `{"query":"nobody@example.com"}`, code: "not_found", exitCode: ptr(1), loomRan: true},
+		{name: "contested", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, tool: loom.People, body: `{"query":"team@example.com"}`, code: "contested", exitCode: ptr(3), loomRan: true},
+		{name: "schema version", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"schemaVersion":2,"hits":[]}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "schema_version_mismatch", exitCode: ptr(0), loomRan: true},
+		{name: "malformed payload", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"hits":{}}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "malformed_payload", exitCode: ptr(0), loomRan: true},
+		{name: "unclassified", opts: gatewayOptions{RunFunc: loomtest.Fail(errors.New("handlers test: unclassified"))}, tool: loom.Search, body: `{"query":"a"}`, code: "internal_error"},
+		{name: "not configured", run: `{"runId":"r","tools":["loom_profile"]}`, tool: loom.Search, body: `{"query":"a"}`, code: "not_configured"},
+		{name: "invalid input", tool: loom.Search, body: `{"query":"-x"}`, code: "invalid_input"},
+		{name: "ceiling unavailable", opts: gatewayOptions{ReadCeilingFile: "/nonexistent/ceiling.json"}, tool: loom.Search, body: `{"query":"a"}`, code: "ceiling_unavailable"},
+		{name: "handle limit", opts: gatewayOptions{MaxHandlesPerRun: 1}, tool: loom.Search, body: `{"query":"a"}`, code: "handle_limit_reached", exitCode: ptr(0), loomRan: true},
+		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *store.Memory) RunStore {
+			return failingStore{RunStore: m, op: "observe", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
+		}}, tool: loom.Search, body: `{"query":"a"}`, code: "store_unavailable", exitCode: ptr(0), loomRan: true, storeOp: "observe"},
+		{name: "describe_handle", tool: "describe_handle", body: `{"token":"cfh:v:22222"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			opts := tt.opts
+			opts.Registry = reg
+			g := newTestGateway(t, opts)
+			body := tt.run
+			if body == "" {
+				body = `{"runId":"r"}`
+			}
+			_, tok := g.createRun(t, body)
+			rec := g.call("r", tok, string(tt.tool), tt.body)
+			if tt.code == "" {
+				wantStatus(t, rec, http.StatusOK)
+			} else {
+				wantProblem(t, rec, codes[tt.code].status, tt.code)
+			}
+
+			audits := logRecords(t, g, "audit")
+			if len(audits) != 1 {
+				t.Fatalf("%d audit records, want 1: %s", len(audits), g.logs)
+			}
+			a := audits[0]
+			want := map[string]any{
+				"runId": "r", "tool": string(tt.tool), "outputId": "r:" + string(tt.tool) + ":1",
+				"requestId": rec.Header().Get("X-Request-Id"), "status": "ok",
+			}
+			wantKeys := slices.Clone(auditKeys)
+			if tt.code != "" {
+				want["status"], want["code"] = "error", tt.code
+				wantKeys = append(wantKeys, "code")
+			}
+			if tt.hostCode != "" {
+				want["hostCode"] = tt.hostCode
+				wantKeys = append(wantKeys, "hostCode")
+			}
+			if tt.exitCode != nil {
+				want["exitCode"] = float64(*tt.exitCode)
+				wantKeys = append(wantKeys, "exitCode")
+			}
+			if tt.loomRan {
+				want["loomMs"] = float64(loomTime.Milliseconds())
+				if tt.opts.RunFunc == nil { // the plain sample takes no time
+					want["loomMs"] = float64(0)
+				}
+				wantKeys = append(wantKeys, "loomMs")
+			}
+			slices.Sort(wantKeys)
+			if diff := cmp.Diff(wantKeys, keys(a)); diff != "" {
+				t.Errorf("audit record keys (-want +got):\n%s\nrecord: %v", diff, a)
+			}
+			for k, v := range want {
+				if a[k] != v {
+					t.Errorf("audit %s = %v, want %v", k, a[k], v)
+				}
+			}
+
+			// The audit record agrees with the host's call log.
+			calls := g.calls(t, "r")
+			if len(calls) != 1 {
+				t.Fatalf("call log has %d records, want 1", len(calls))
+			}
+			c := calls[0]
+			if a["admitted"] != float64(c.Admitted) || a["withheld"] != float64(c.Withheld) || a["omitted"] != float64(c.Omitted) || a["truncated"] != c.Truncated {
+				t.Errorf("audit counts %v/%v/%v/%v, call log %d/%d/%d/%v", a["admitted"], a["withheld"], a["omitted"], a["truncated"], c.Admitted, c.Withheld, c.Omitted, c.Truncated)
+			}
+
+			outcome := tt.code
+			if outcome == "" {
+				outcome = "ok"
+			}
+			if got := metricValue(t, reg, "loom_gateway_tool_calls_total", "tool", string(tt.tool), "code", outcome); got != 1 {
+				t.Errorf("tool_calls_total{tool=%s,code=%s} = %v, want 1", tt.tool, outcome, got)
+			}
+			if got := metricSum(t, reg, "loom_gateway_tool_calls_total"); got != 1 {
+				t.Errorf("tool_calls_total over all labels = %v, want 1", got)
+			}
+			if got := histogramCount(t, reg, "loom_gateway_tool_call_duration_seconds", "tool", string(tt.tool)); got != 1 {
+				t.Errorf("tool_call_duration_seconds count = %d, want 1", got)
+			}
+			wantProc := uint64(0)
+			if tt.loomRan {
+				wantProc = 1
+			}
+			if got := histogramCount(t, reg, "loom_gateway_loom_process_duration_seconds", "tool", string(tt.tool)); got != wantProc {
+				t.Errorf("loom_process_duration_seconds count = %d, want %d", got, wantProc)
+			}
+			wantStoreErrs := 0.0
+			if tt.storeOp != "" {
+				wantStoreErrs = 1
+				if got := metricValue(t, reg, "loom_gateway_store_errors_total", "op", tt.storeOp, "code", "store_unavailable"); got != 1 {
+					t.Errorf("store_errors_total{op=%s} = %v, want 1", tt.storeOp, got)
+				}
+			}
+			if got := metricSum(t, reg, "loom_gateway_store_errors_total"); got != wantStoreErrs {
+				t.Errorf("store_errors_total over all labels = %v, want %v", got, wantStoreErrs)
+			}
+			status := "200"
+			if tt.code != "" {
+				status = itoa(codes[tt.code].status)
+			}
+			if got := metricValue(t, reg, "loom_gateway_http_requests_total", "listener", "agent", "route", "/v1/runs/{runId}/"+string(tt.tool), "status", status); got != 1 {
+				t.Errorf("http_requests_total{agent,%s,%s} = %v, want 1", tt.tool, status, got)
+			}
+
+			if tt.name == "ok" {
+				// The sample's search under a work-only ceiling: rows of
+				// both reasons, and a handle per admitted row.
+				adm := metricValue(t, reg, "loom_gateway_rows_admitted_total", "tool", "loom_search")
+				if adm == 0 || adm != float64(c.Admitted) {
+					t.Errorf("rows_admitted_total = %v, want %d (non-zero)", adm, c.Admitted)
+				}
+				if got := metricValue(t, reg, "loom_gateway_handles_minted_total"); got != adm {
+					t.Errorf("handles_minted_total = %v, want %v", got, adm)
+				}
+				wh := metricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonCeilingExceeded) +
+					metricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonLabelReadFailed)
+				if wh == 0 || wh != float64(c.Withheld) {
+					t.Errorf("rows_withheld_total = %v, want %d (non-zero)", wh, c.Withheld)
+				}
+				if got := metricValue(t, reg, "loom_gateway_rows_omitted_total", "tool", "loom_search"); got != float64(c.Omitted) {
+					t.Errorf("rows_omitted_total = %v, want %d", got, c.Omitted)
+				}
+			} else if got := metricSum(t, reg, "loom_gateway_handles_minted_total"); got != 0 && tt.storeOp == "" {
+				// (A store failure after minting leaves the handles minted.)
+				t.Errorf("handles_minted_total = %v after a failed call, want 0", got)
+			}
+		})
+	}
+}
+
+func TestAuditArgShape(t *testing.T) {
+	t.Parallel()
+	const marker = "ARG-VALUE-MARKER-71c2"
+	body := `{"query":"` + marker + `","limit":5,"sources":"mail"}`
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("arg shape ", on), func(t *testing.T) {
+			t.Parallel()
+			g := newTestGateway(t, gatewayOptions{AuditArgShape: on})
+			_, tok := g.createRun(t, `{"runId":"r"}`)
+			wantStatus(t, g.call("r", tok, "loom_search", body), http.StatusOK)
+			audits := logRecords(t, g, "audit")
+			if len(audits) != 1 {
+				t.Fatalf("%d audit records, want 1", len(audits))
+			}
+			args, present := audits[0]["args"]
+			if present != on {
+				t.Fatalf("audit args present = %v, want %v: %v", present, on, audits[0])
+			}
+			if on {
+				if diff := cmp.Diff([]any{"limit", "query", "sources"}, args); diff != "" {
+					t.Errorf("audit args (-want +got):\n%s", diff)
+				}
+			}
+			if strings.Contains(g.logs.String(), marker) {
+				t.Errorf("the log holds an argument value: %s", g.logs)
+			}
+		})
+	}
+}
+
+func TestArgNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{`{"query":"a","all":true}`, []string{"all", "query"}},
+		{`{}`, []string{}},
+		{`[]`, []string{}},
+		{`not json`, []string{}},
+		{`{"b":{"nested":1},"a":[1,2]}`, []string{"a", "b"}},
+		{`{"has space":1,"ok":2,"` + strings.Repeat("x", 65) + `":3}`, []string{"?", "ok"}},
+	}
+	for _, tt := range tests {
+		if got := argNames([]byte(tt.in)); !cmp.Equal(got, tt.want) {
+			t.Errorf("argNames(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Markers planted where the gateway must not let them out into its logs
+// or metrics.
+const (
+	markAdmitted = "ADMITTED-ROW-MARK-2d4e"
+	markWithheld = "WITHHELD-ROW-MARK-8a1f"
+	markLabel    = "https://loom.example/facet/LABEL-MARK-6c3b"
+	markStderr   = "STDERR-MARK-0e9d"
+	markArg      = "ARG-MARK-4b7a"
+	markHost     = "HOST-TEXT-MARK-5f2c"
+	markQuery    = "QUERY-MARK-9e1d"
+	markHeader   = "HEADER-MARK-3a8b"
+)
+
+// TestNoMarkersInLogsOrMetrics: row content (admitted and withheld), label
+// atoms, loom's error and refusal text, argument values, query strings,
+// headers and tokens never reach the log or /metrics.
+func TestNoMarkersInLogsOrMetrics(t *testing.T) {
+	t.Parallel()
+	payload := `{"schemaVersion":1,"query":"q","hits":[` +
+		`{"id":"a1","title":"` + markAdmitted + `","ifc":{"confidentiality":["` + work + `"]}},` +
+		`{"id":"w1","body":"` + markWithheld + `","ifc":{"confidentiality":["` + health + `"]}},` +
+		`{"id":"w2","body":"` + markWithheld + `","ifc":{"confidentiality":["` + markLabel + `"]}},` +
+		`{"id":"w3","body":"` + markWithheld + `","ifc":"` + markLabel + `"}` +
+		`]}`
+	step := 0
+	runner := func(ctx context.Context, argv, env []string) (loom.Output, error) {
+		step++
+		switch step {
+		case 1:
+			return loom.Output{Stdout: []byte(payload), Duration: time.Millisecond}, nil
+		case 2:
+			return loom.Output{ExitCode: -1, Duration: time.Second}, fmt.Errorf("loom: %s: %w", markStderr, loom.ErrTimeout)
+		case 3:
+			return loom.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec /opt/" + markStderr + ": permission denied")}
+		case 4:
+			return loom.Output{Stdout: []byte("Traceback " + markStderr), ExitCode: 2}, nil
+		case 5:
+			return loom.Output{Stdout: []byte(`{"ok":false,"code":"denied","message":"` + markHost + `"}`)}, nil
+		case 6:
+			return loom.Output{ExitCode: -1}, fmt.Errorf("%s: %w", markStderr, loom.ErrBusy)
+		}
+		return loom.Output{Stdout: []byte(`{"hits":[]}`)}, nil
+	}
+	reg := prometheus.NewRegistry()
+	g := newTestGateway(t, gatewayOptions{RunFunc: runner, Registry: reg, AuditArgShape: true, HostToken: "host-token-MARK-77"})
+	_, tok := g.createRun(t, `{"runId":"r","maxConfidentiality":["`+work+`"]}`)
+
+	first := g.call("r", tok, "loom_search?x="+markQuery, `{"query":"`+markArg+`","sources":"`+markArg+`"}`)
+	wantStatus(t, first, http.StatusOK)
+	var res toolResult
+	decode(t, first, &res)
+	if res.Admitted != 1 || res.Withheld != 3 || !strings.Contains(first.Body.String(), markAdmitted) {
+		t.Fatalf("planted search: admitted %d withheld %d, want 1 and 3 with the admitted marker: %s", res.Admitted, res.Withheld, first.Body)
+	}
+	for range 5 {
+		req := httptest.NewRequest("POST", "/v1/runs/r/loom_search?"+markQuery+"=1", strings.NewReader(`{"query":"`+markArg+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("X-Marker", markHeader)
+		req.Header.Set("User-Agent", markHeader)
+		rec := httptest.NewRecorder()
+		g.agent.ServeHTTP(rec, req)
+		if rec.Code == http.StatusOK {
+			t.Errorf("a failing call answered 200: %s", rec.Body)
+		}
+	}
+	// An argument the argument builder refuses, a wrong token, and an
+	// unknown route with marked segments.
+	g.call("r", tok, "loom_search", `{"query":"-`+markArg+`"}`)
+	g.call("r", "tok-"+markArg, "loom_search", `{"query":"a"}`)
+	g.agentDo("GET", "/v1/runs/r/"+markQuery, tok, "")
+	g.hostDo("GET", "/host/v1/runs/"+markQuery, "")
+	// A handle described, so describe_handle's audit is covered too.
+	g.call("r", tok, "describe_handle", `{"token":"cfh:v:`+"22222"+`"}`)
+
+	metrics := scrape(t, reg)
+	logs := g.logs.String()
+	if len(logRecords(t, g, "audit")) != 8 || !strings.Contains(metrics, "loom_gateway_tool_calls_total") {
+		t.Fatalf("expected 8 audit records and tool call metrics; log:\n%s", logs)
+	}
+	for _, m := range []string{markAdmitted, markWithheld, markLabel, markStderr, markArg, markHost, markQuery, markHeader, tok, "host-token-MARK-77", work, health, "/opt/", "Traceback"} {
+		if strings.Contains(logs, m) {
+			t.Errorf("the log holds %q:\n%s", m, logs)
+		}
+		if strings.Contains(metrics, m) {
+			t.Errorf("/metrics holds %q", m)
+		}
+	}
+}
+
+// TestReadyzReflectsReality: /readyz fails while the store does not answer
+// or the loom executable is missing or not executable, and the store
+// failure is counted.
+func TestReadyzReflectsReality(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "loom")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	down := func(m *store.Memory) RunStore {
+		return failingStore{RunStore: m, op: "ping", err: fmt.Errorf("dial: %w", store.ErrStoreUnavailable)}
+	}
+	for _, tt := range []struct {
+		name     string
+		wrap     func(*store.Memory) RunStore
+		loomPath string
+		status   int
+		checks   map[string]string
+	}{
+		{"all well", nil, exe, 200, map[string]string{"store": "ok", "loom": "ok"}},
+		{"store unreachable", down, exe, 503, map[string]string{"store": "unreachable", "loom": "ok"}},
+		{"loom missing", nil, filepath.Join(dir, "gone"), 503, map[string]string{"store": "ok", "loom": "missing"}},
+		{"loom not executable", nil, plain, 503, map[string]string{"store": "ok", "loom": "missing"}},
+		{"loom a directory", nil, dir, 503, map[string]string{"store": "ok", "loom": "missing"}},
+		{"both", down, filepath.Join(dir, "gone"), 503, map[string]string{"store": "unreachable", "loom": "missing"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			g := newTestGateway(t, gatewayOptions{WrapStore: tt.wrap, Registry: reg})
+			g.deps.LoomPath = tt.loomPath
+			rec := serve(g.host, http.MethodGet, "/readyz", "", "")
+			wantStatus(t, rec, tt.status)
+			var got struct {
+				Status string
+				Checks map[string]string
+			}
+			decode(t, rec, &got)
+			if diff := cmp.Diff(tt.checks, got.Checks); diff != "" {
+				t.Errorf("readyz checks (-want +got):\n%s", diff)
+			}
+			if strings.Contains(rec.Body.String(), dir) {
+				t.Errorf("readyz names the path: %s", rec.Body)
+			}
+			wantErrs := 0.0
+			if tt.wrap != nil {
+				wantErrs = 1
+			}
+			if got := metricValue(t, reg, "loom_gateway_store_errors_total", "op", "ping", "code", "store_unavailable"); got != wantErrs {
+				t.Errorf("store_errors_total{op=ping} = %v, want %v", got, wantErrs)
+			}
+		})
+	}
+}
