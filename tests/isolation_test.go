@@ -1,11 +1,19 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
 )
@@ -181,4 +189,84 @@ func listenerRequest(t testing.TB, method, url, token, contentType string, body 
 		}
 	}
 	return resp, got
+}
+
+// TestHostUnixSocket: the default kind of host listener, a unix socket, is
+// created with mode 0600 (only the gateway's user may connect) and serves
+// the host API there without a token; the agent listener still requires
+// run tokens.
+func TestHostUnixSocket(t *testing.T) {
+	t.Parallel()
+	dir := newScenarioDir(t)
+	sock := filepath.Join(dir, "host.sock")
+	agentAddr := freePort(t)
+	cmd := exec.Command(gatewayBin, "--listen", agentAddr, "--host-listen", "unix:"+sock, "--log-format", "text", "--shutdown-timeout", "5s")
+	cmd.Env = gatewayEnv()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("gateway exit: %v\n%s", err, out.String())
+			}
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("gateway still running 15s after SIGTERM")
+		}
+	})
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := hc.Get("http://host/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz on %s within 15s: %v\n%s", sock, err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("host socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	resp, err := hc.Post("http://host/host/v1/runs", "application/json", strings.NewReader(`{"runId":"unix-run"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create run over the socket: %d %s", resp.StatusCode, body)
+	}
+	var created struct{ Token string }
+	if err := json.Unmarshal(body, &created); err != nil || created.Token == "" {
+		t.Fatalf("create run: %s", body)
+	}
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"not-a-token", 401}, {created.Token, 404}} {
+		r, got := rawRequest(t, "GET", "http://"+agentAddr+"/host/v1/runs", tc.token, "", nil)
+		if r.StatusCode != tc.want {
+			t.Errorf("GET /host/v1/runs on the agent listener (token %q): %d %s, want %d", tc.token, r.StatusCode, got, tc.want)
+		}
+	}
 }

@@ -152,3 +152,26 @@ func procStatus(pid int) (map[string]int64, error) {
 	out["FDs"] = int64(len(fds))
 	return out, nil
 }
+
+// procCPU is the user and system CPU time pid has used, from
+// /proc/<pid>/stat (clock ticks of 10ms).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unreadable times", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
