@@ -140,23 +140,15 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
 		r.Use(agentAuth(d.Store, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
-		errs := d.errorHandler
 		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  d.requestErrorHandler,
-			ResponseErrorHandlerFunc: errs,
+			ResponseErrorHandlerFunc: d.errorHandler,
 		})
 		agent.HandlerWithOptions(si, agent.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		agentAuth(d.Store, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.logger(), errRouteNotFound)
-		})).ServeHTTP(w, r)
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		agentAuth(d.Store, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.logger(), errMethodNotAllowed)
-		})).ServeHTTP(w, r)
-	})
+	auth := agentAuth(d.Store, d.logger())
+	r.NotFound(d.refuse(auth, errRouteNotFound))
+	r.MethodNotAllowed(d.refuse(auth, errMethodNotAllowed))
 	return r
 }
 
@@ -181,17 +173,18 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 			host.HandlerWithOptions(si, host.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
 		})
 	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		hostAuth(d.HostToken, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.logger(), errRouteNotFound)
-		})).ServeHTTP(w, r)
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		hostAuth(d.HostToken, d.logger())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, r, d.logger(), errMethodNotAllowed)
-		})).ServeHTTP(w, r)
-	})
+	auth := hostAuth(d.HostToken, d.logger())
+	r.NotFound(d.refuse(auth, errRouteNotFound))
+	r.MethodNotAllowed(d.refuse(auth, errMethodNotAllowed))
 	return r
+}
+
+// refuse answers err after the listener's authentication, so an unknown
+// route or method without a valid token still answers 401.
+func (d *Deps) refuse(auth func(http.Handler) http.Handler, err error) http.HandlerFunc {
+	return auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, d.logger(), err)
+	})).ServeHTTP
 }
 
 // errorHandler renders an error a strict method returned.
