@@ -256,7 +256,7 @@ func TestRowMatchesPlain(t *testing.T) {
 	var fast emitter
 	var plain plainEmitter
 	fast.limit, plain.limit = StringBound, StringBound
-	n := 30000
+	n := 15000
 	if testing.Short() {
 		n = 3000
 	}
@@ -298,7 +298,7 @@ func plainReadRowLabel(row jsontext.Value) (Label, bool, error) {
 
 func TestReadRowLabelMatchesPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for range 20000 {
+	for range 10000 {
 		row := genRow(rng)
 		gl, gp, gerr := ReadRowLabel(row)
 		wl, wp, werr := plainReadRowLabel(row)
@@ -455,6 +455,76 @@ func TestHasSpecial(t *testing.T) {
 		}
 		if got := hasSpecial(v); got != want {
 			t.Fatalf("%#x: hasSpecial %v", v, got)
+		}
+	}
+}
+
+func TestDiscloseMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	seen := 0
+	for range 5000 {
+		l, present, err := ReadRowLabel(genRow(rng))
+		if !present || err != nil {
+			continue
+		}
+		seen++
+		for range 2 { // the second comes from the cache
+			got := Disclose(l)
+			if diff := cmp.Diff(disclose(l), got); diff != "" {
+				t.Fatalf("%v:\n%s", l, diff)
+			}
+			// The caller owns what it got.
+			for i := range got.Confidentiality {
+				got.Confidentiality[i][0] = "changed"
+			}
+			if len(got.Integrity) > 0 {
+				got.Integrity[0] = "changed"
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no readable labels generated")
+	}
+}
+
+// FuzzRowMatchesPlain holds the fast row reader and AppendJS to the plain
+// ones on arbitrary bytes.
+func FuzzRowMatchesPlain(f *testing.F) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for range 200 {
+		f.Add(genRow(rng), 40)
+	}
+	f.Add([]byte(`{"a":{"b":1,"b":2},"ifc":{"confidentiality":["w"]}}`), 3)
+	f.Fuzz(func(t *testing.T, row []byte, maxBytes int) {
+		var fast emitter
+		var plain plainEmitter
+		fast.limit, plain.limit = 5, 5
+		gs, gerr := fast.row(row, false, maxBytes, nil)
+		ws, werr := plain.row(row, false, maxBytes, nil)
+		if errClass(gerr) != errClass(werr) {
+			t.Fatalf("%q: fast %v, plain %v", row, gerr, werr)
+		}
+		if gerr == nil && (cmp.Diff(ws, gs, cmp.AllowUnexported(rowScan{})) != "" || !bytes.Equal(fast.buf, plain.buf)) {
+			t.Fatalf("%q: fast %q %+v, plain %q %+v", row, fast.buf, gs, plain.buf, ws)
+		}
+		g, gcut, gerr := appendBounded(nil, row, 5)
+		w, wcut, werr := plainAppendBounded(nil, row, 5)
+		if !bytes.Equal(g, w) || gcut != wcut || errClass(gerr) != errClass(werr) {
+			t.Fatalf("%q: AppendJS fast %q %v, plain %q %v", row, g, gerr, w, werr)
+		}
+	})
+}
+
+func TestUTF16LenBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for range 20000 {
+		var b bytes.Buffer
+		for range rng.IntN(40) {
+			b.WriteString([]string{"a", "abcdefgh", "é", "😀", "\u2028", "xyz"}[rng.IntN(6)])
+		}
+		s := b.String()
+		if got, want := utf16LenBytes([]byte(s)), UTF16Len(s); got != want {
+			t.Fatalf("%q: %d, want %d", s, got, want)
 		}
 	}
 }

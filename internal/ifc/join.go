@@ -135,8 +135,13 @@ func atomType(n *node) (string, bool) {
 // clause becomes the types of its alternatives in written order, duplicates
 // kept, untypeable alternatives dropped and a clause left empty dropped;
 // integrity becomes its atoms' types. Nothing but types crosses. Both lists
-// are non-nil.
+// are non-nil, and the caller's own.
 func Disclose(l Label) Disclosed {
+	return labelReads.disclose(l)
+}
+
+// disclose is Disclose without the process-wide readings.
+func disclose(l Label) Disclosed {
 	d := Disclosed{Confidentiality: [][]string{}, Integrity: []string{}}
 	for _, c := range l.Confidentiality {
 		n, err := parseTree(c)

@@ -2,6 +2,7 @@ package ifc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -121,6 +122,19 @@ func CutString(s string) (string, bool) {
 // utf16LenBytes counts the UTF-16 units of b, which must be valid UTF-8 (as
 // everything the writer produces is).
 func utf16LenBytes(b []byte) int {
+	n := 0
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&hiBits == 0 { // ASCII: a unit a byte
+			n += 8
+		} else {
+			n += utf16LenTail(b[:8])
+		}
+		b = b[8:]
+	}
+	return n + utf16LenTail(b)
+}
+
+func utf16LenTail(b []byte) int {
 	n := 0
 	for _, c := range b {
 		if c&0xC0 != 0x80 {

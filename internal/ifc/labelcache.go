@@ -2,6 +2,7 @@ package ifc
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 )
 
@@ -69,14 +70,28 @@ func (c *readCache[V]) get(key []byte, read func() V) V {
 // disclosed returns the disclosure of l as AppendJSON writes it,
 // appendDisclosed(nil, Disclose(l)); callers must not modify it.
 func (c *labelCache) disclosed(l Label) []byte {
-	key := appendTextKey(appendTextKey(nil, l.Confidentiality), l.Integrity)
+	key := textKey(l)
 	return c.disclosures.get(key, func() []byte { return appendDisclosed(nil, Disclose(l)) })
 }
 
+// disclose returns a copy of disclose(l), read once per distinct label.
+func (c *labelCache) disclose(l Label) Disclosed {
+	key := textKey(l)
+	d := c.disclosedValues.get(key, func() Disclosed { return disclose(l) })
+	out := Disclosed{Confidentiality: make([][]string, len(d.Confidentiality)), Integrity: slices.Clone(d.Integrity)}
+	for i, types := range d.Confidentiality {
+		out.Confidentiality[i] = slices.Clone(types)
+	}
+	return out
+}
+
+// labelCache holds label readings; every key but rows' is the textKey of a
+// Label value's two lists.
 type labelCache struct {
-	rows        readCache[*labelRead] // by raw ifc member text
-	values      readCache[*labelRead] // by textKey of a Label value's lists
-	disclosures readCache[[]byte]     // by textKey of a Label value's lists
+	rows            readCache[*labelRead] // by the raw text of a row's ifc member
+	values          readCache[*labelRead] // labels built in code
+	disclosedValues readCache[Disclosed]  // Disclose
+	disclosures     readCache[[]byte]     // the disclosure as AppendJSON writes it
 }
 
 type ceilingCache struct {
@@ -96,7 +111,7 @@ func (c *labelCache) row(raw []byte) *labelRead {
 // given reads a Label value built in code (the query label). The reading
 // holds l itself.
 func (c *labelCache) given(l Label) *labelRead {
-	key := appendTextKey(appendTextKey(nil, l.Confidentiality), l.Integrity)
+	key := textKey(l)
 	lr := c.values.get(key, func() *labelRead { return newLabelRead(l, nil) })
 	if !sameLabel(lr.label, l) {
 		// Same text, other slices: keep the caller's.
@@ -115,6 +130,11 @@ func (c *ceilingCache) ceiling(cs Confidentiality) []clauseInfo {
 // sameLabel reports whether a and b share their lists' memory.
 func sameLabel(a, b Label) bool {
 	return keyOf(a) == keyOf(b)
+}
+
+// textKey is the key of a Label value: its two lists' textKeys.
+func textKey(l Label) []byte {
+	return appendTextKey(appendTextKey(nil, l.Confidentiality), l.Integrity)
 }
 
 // appendTextKey appends an unambiguous key for a list of JSON texts: each

@@ -5,10 +5,16 @@ package loom
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // plainCapWriter is capWriter as first written.
@@ -52,11 +58,15 @@ func (p *pieces) Read(b []byte) (int, error) {
 
 func TestCapWriterMatchesPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
-	for i := range 3000 {
+	pattern := make([]byte, 4099)
+	for j := range pattern {
+		pattern[j] = byte(rng.Uint32())
+	}
+	for i := range 1000 {
 		size := rng.IntN(1 << uint(rng.IntN(22)))
 		data := make([]byte, size)
-		for j := range data {
-			data[j] = byte(rng.Uint32())
+		for j := 0; j < size; j += len(pattern) {
+			copy(data[j:], pattern[rng.IntN(64):])
 		}
 		limit := int64(size + rng.IntN(3) - 1)
 		if rng.IntN(4) == 0 {
@@ -90,4 +100,42 @@ func TestCapWriterMatchesPlain(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkRunVsExec interleaves loom.CLI.Run and a bare os/exec run
+// (exec.Command(...).Output()) of the same fake loom printing 10 KB, and
+// reports the p50 of each and their ratio: what Run's process handling
+// (own process group, timeout, stdout cap, group kill after exit) adds.
+//
+//	go test ./internal/loom -run '^$' -bench RunVsExec -benchtime 300x -count 3
+func BenchmarkRunVsExec(b *testing.B) {
+	payload := strings.Repeat(`{"id":"mail:000001","snippet":"atlas launch"},`, 220)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	argv, env := []string{exe, payload, "0"}, []string{fakeModeVar + "=print"}
+	cli := New(Options{})
+	var run, bare []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		out, err := cli.Run(context.Background(), argv, env)
+		t1 := time.Now()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = env
+		raw, xerr := cmd.Output()
+		t2 := time.Now()
+		if err != nil || xerr != nil || len(out.Stdout) != len(payload) || len(raw) != len(payload) {
+			b.Fatal(err, xerr)
+		}
+		run, bare = append(run, t1.Sub(t0)), append(bare, t2.Sub(t1))
+	}
+	p50 := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	b.ReportMetric(float64(p50(run).Microseconds()), "run-p50-µs")
+	b.ReportMetric(float64(p50(bare).Microseconds()), "exec-p50-µs")
+	b.ReportMetric(float64(p50(run))/float64(p50(bare)), "run/exec")
 }

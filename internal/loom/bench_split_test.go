@@ -346,3 +346,25 @@ func TestScannerMatchesJSONText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSplitMatchesPlain holds Split to the plain two-pass reading on
+// arbitrary payloads.
+func FuzzSplitMatchesPlain(f *testing.F) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for i := range 100 {
+		f.Add(genListPayload(rng, []Tool{Search, PageDiscover, CalendarList, PageRead}[i%4]), uint8(i%4))
+	}
+	f.Fuzz(func(t *testing.T, p []byte, which uint8) {
+		tool := []Tool{Search, PageDiscover, CalendarList, PageRead}[which%4]
+		rows, env, err := Split(tool, p)
+		prows, penv, perr := plainSplit(tool, bytes.Clone(p))
+		if (err == nil) != (perr == nil) || !bytes.Equal(env, penv) || len(rows) != len(prows) {
+			t.Fatalf("%s %q: %d rows %q %v; plain %d rows %q %v", tool, p, len(rows), env, err, len(prows), penv, perr)
+		}
+		for i := range rows {
+			if !bytes.Equal(rows[i], prows[i]) {
+				t.Fatalf("%s %q: row %d %q, plain %q", tool, p, i, rows[i], prows[i])
+			}
+		}
+	})
+}

@@ -138,7 +138,7 @@ var (
 // value that is not an object returns errNotObject, anything else invalid a
 // syntax error. The values alias data.
 func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(data), opts...)
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
 	tok, err := d.ReadToken()
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
 // arrayElements is objectMembers for an array: data must be exactly one
 // JSON array, valid under opts. The values alias data.
 func arrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(data), opts...)
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
 	tok, err := d.ReadToken()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// startInProcess serves the gateway's agent and host handlers, wired as
+// cmd/gateway wires them (memory store, loom.CLI runner, contract
+// validation, JSON request and audit logs at info level, here discarded),
+// from this process on loopback ports, and profiles this process's CPU
+// into profilePath until stop. It exists only for --cpuprofile: the
+// gateway binary itself has no profiling switch.
+//
+// With a non-nil runner (--own-cost) the handlers call it instead of
+// starting loom, and profilePath may be empty.
+func startInProcess(ctx context.Context, dir, loomPath string, runs int, profilePath string, runner handlers.Runner) (*target, error) {
+	cfgPath, err := writeConfig(dir, loomPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loom.LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	const hostToken = "loadgen-host-token-0123456789abcdef"
+	d := &handlers.Deps{
+		Store:            store.NewMemory(store.MemoryOptions{MaxRuns: 10000}),
+		Config:           cfg,
+		LoomPath:         cfg.CLIPath,
+		Env:              loom.Env(cfg, "/usr/bin:/bin", true),
+		Runner:           loom.New(loom.Options{Timeout: 30 * time.Second, MaxConcurrent: 2 * runs}),
+		Tools:            loom.Tools,
+		MaxHandlesPerRun: 100000,
+		MaxRequestBytes:  1 << 20,
+		RunTTL:           time.Hour,
+		HostToken:        hostToken,
+		Logger:           slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	if runner != nil {
+		d.Runner = runner
+	}
+	agentSpec, err := handlers.LoadSpec("agent")
+	if err != nil {
+		return nil, err
+	}
+	hostSpec, err := handlers.LoadSpec("host")
+	if err != nil {
+		return nil, err
+	}
+	agentLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		agentLn.Close()
+		return nil, err
+	}
+	agentSrv := &http.Server{Handler: handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), ReadHeaderTimeout: 10 * time.Second}
+	hostSrv := &http.Server{Handler: handlers.HostRouter(d, handlers.NewHost(d), hostSpec, nil), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = agentSrv.Serve(agentLn) }()
+	go func() { _ = hostSrv.Serve(hostLn) }()
+
+	var f *os.File
+	if profilePath != "" {
+		if f, err = os.Create(profilePath); err != nil {
+			return nil, err
+		}
+	}
+	stop := func() {
+		if f != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = errors.Join(agentSrv.Shutdown(sctx), hostSrv.Shutdown(sctx))
+	}
+	tg := &target{agentURL: "http://" + agentLn.Addr().String(), stop: stop}
+	for i := range runs {
+		r, err := createRun(ctx, "http://"+hostLn.Addr().String(), hostToken, fmt.Sprintf("load-%d", i))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		tg.runs = append(tg.runs, r)
+	}
+	if f != nil {
+		if err := pprof.StartCPUProfile(f); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return tg, nil
+}
+
+// fixedRunner answers every call with the same stdout, as if loom ran in
+// no time.
+type fixedRunner struct{ stdout []byte }
+
+func (r fixedRunner) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
+	out := make([]byte, len(r.stdout)) // as a fresh read would be
+	copy(out, r.stdout)
+	return loom.Output{Stdout: out}, nil
+}

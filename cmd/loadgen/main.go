@@ -1,0 +1,512 @@
+// Command loadgen measures the gateway's call overhead (issue 6, target 3):
+// it starts a built gateway binary on loopback ports with a host config
+// whose loom is a fast fake (cmd/loadgen/fastloom: a fixed 10 KB search
+// payload), creates runs through the host API, and then, in one process
+// and one go, compares
+//
+//   - latency: n sequential full HTTP tool calls (loom_search) against n
+//     direct executions of the same fake loom with os/exec reading its
+//     stdout, interleaved one for one; p50, p90, p99 of each and the p50
+//     ratio (target <= 1.15);
+//   - throughput: c concurrent clients (one run each) against c concurrent
+//     direct executions, in alternating rounds of equal length; calls per
+//     second of each and their ratio (target >= 0.85).
+//
+// Usage:
+//
+//	go build -o /tmp/gateway ./cmd/gateway
+//	go build -o /tmp/fastloom ./cmd/loadgen/fastloom
+//	go run ./cmd/loadgen --gateway /tmp/gateway --fakeloom /tmp/fastloom
+//
+// Without --fakeloom it builds fastloom itself with `go build` (run it from
+// the module). Everything listens on 127.0.0.1 and the run is bounded by
+// --n, --rounds, --duration and --timeout. The gateway's log goes to
+// --gateway-log (default: a temporary file); --gateway-arg and
+// --gateway-env pass extra flags and environment. Unless --own-cost=false
+// it then measures the gateway's own cost: the same handlers in this
+// process with a runner that answers with the fake loom's stdout at once.
+//
+// --cpuprofile writes a CPU profile of the gateway's request path: the
+// gateway binary is not profiled (it has no profiling switch and no pprof
+// endpoint); instead loadgen serves the same handlers in its own process
+// for that run only (see inprocess.go) and profiles itself.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type config struct {
+	gateway, fakeloom  string
+	n, warmup, clients int
+	rounds             int
+	duration, timeout  time.Duration
+	gatewayLog         string
+	gatewayArgs        []string
+	gatewayEnv         []string
+	cpuprofile         string
+	ownCost            bool
+}
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, " ") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func main() {
+	var c config
+	flag.StringVar(&c.gateway, "gateway", "", "`path` of a built gateway binary (required unless --cpuprofile)")
+	flag.StringVar(&c.fakeloom, "fakeloom", "", "`path` of the fake loom (default: go build ./cmd/loadgen/fastloom)")
+	flag.IntVar(&c.n, "n", 400, "sequential calls (and as many direct executions)")
+	flag.IntVar(&c.warmup, "warmup", 30, "untimed calls and executions first")
+	flag.IntVar(&c.clients, "clients", 8, "concurrent clients (and concurrent direct executions)")
+	flag.IntVar(&c.rounds, "rounds", 3, "throughput rounds, each a direct phase and a gateway phase")
+	flag.DurationVar(&c.duration, "duration", 3*time.Second, "length of each throughput phase")
+	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on the whole run")
+	flag.StringVar(&c.gatewayLog, "gateway-log", "", "`file` for the gateway's log (default: discarded)")
+	flag.Var((*multi)(&c.gatewayArgs), "gateway-arg", "extra gateway `flag` (repeatable), e.g. --gateway-arg=--log-level=warn")
+	flag.BoolVar(&c.ownCost, "own-cost", true, "then measure the gateway's own cost: the same handlers in process with a runner that returns the fake loom's stdout without starting it")
+	flag.Var((*multi)(&c.gatewayEnv), "gateway-env", "extra `KEY=VALUE` in the gateway's environment (repeatable), e.g. GOGC=400")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "profile the request path in process and write the CPU profile to `file`")
+	flag.Parse()
+	if c.gateway == "" && c.cpuprofile == "" {
+		fmt.Fprintln(os.Stderr, "loadgen: --gateway is required")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// target is a gateway to call: its agent base URL and one run token per
+// client.
+type target struct {
+	agentURL string
+	runs     []runToken
+	stop     func()
+}
+
+type runToken struct{ id, token string }
+
+func run(ctx context.Context, c config, w io.Writer) error {
+	dir, err := os.MkdirTemp("", "loadgen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	loomPath := c.fakeloom
+	if loomPath == "" {
+		loomPath = filepath.Join(dir, "fastloom")
+		build := exec.CommandContext(ctx, "go", "build", "-o", loomPath, "github.com/loom-gateway/gateway/cmd/loadgen/fastloom")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building fastloom: %w", err)
+		}
+	}
+	if loomPath, err = filepath.Abs(loomPath); err != nil {
+		return err
+	}
+
+	var tg *target
+	if c.cpuprofile != "" {
+		tg, err = startInProcess(ctx, dir, loomPath, c.clients+1, c.cpuprofile, nil)
+	} else {
+		tg, err = startGateway(ctx, c, dir, loomPath)
+	}
+	if err != nil {
+		return err
+	}
+	defer tg.stop()
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        4 * c.clients,
+		MaxIdleConnsPerHost: 4 * c.clients,
+		IdleConnTimeout:     time.Minute,
+	}}
+	call := func(ctx context.Context, r runToken) error {
+		return toolCall(ctx, client, tg.agentURL, r)
+	}
+	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
+
+	// Sanity: one call must answer with entries.
+	if err := call(ctx, tg.runs[0]); err != nil {
+		return fmt.Errorf("first call: %w", err)
+	}
+
+	fmt.Fprintf(w, "loadgen: gateway %s, fake loom %s (%d bytes of stdout), GOMAXPROCS %d, NumCPU %d\n",
+		describe(c), loomPath, payloadSize(ctx, loomPath), runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	// Latency: sequential, interleaved one for one.
+	for i := range c.warmup {
+		if err := call(ctx, tg.runs[0]); err != nil {
+			return err
+		}
+		if err := direct(ctx); err != nil {
+			return err
+		}
+		_ = i
+	}
+	gw := make([]time.Duration, 0, c.n)
+	dx := make([]time.Duration, 0, c.n)
+	for i := range c.n {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Alternate which goes first, so neither always follows the other.
+		first, second := func() error { return timeInto(&gw, func() error { return call(ctx, tg.runs[0]) }) },
+			func() error { return timeInto(&dx, func() error { return direct(ctx) }) }
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	// The bare round trip to the gateway process, for scale.
+	rt := make([]time.Duration, 0, c.n)
+	for range c.n {
+		if err := timeInto(&rt, func() error { return healthz(ctx, client, tg.agentURL) }); err != nil {
+			return err
+		}
+	}
+	g, d := stats(gw), stats(dx)
+	fmt.Fprintf(w, "\nlatency, %d sequential calls each, interleaved:\n", c.n)
+	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "direct os/exec:", d.p50, d.p90, d.p99, d.mean)
+	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "gateway HTTP call:", g.p50, g.p90, g.p99, g.mean)
+	h := stats(rt)
+	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "GET /healthz:", h.p50, h.p90, h.p99, h.mean)
+	p50ratio := float64(g.p50) / float64(d.p50)
+	fmt.Fprintf(w, "  p50 ratio gateway/direct: %.3f (target <= 1.15)  overhead p50 %s\n", p50ratio, g.p50-d.p50)
+
+	// Throughput: alternating rounds of equal length.
+	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
+	var gTotal, dTotal int64
+	var gTime, dTime time.Duration
+	for r := range c.rounds {
+		dn, dt, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, _ int) error { return direct(ctx) })
+		if err != nil {
+			return err
+		}
+		gn, gt, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return call(ctx, tg.runs[1+k]) })
+		if err != nil {
+			return err
+		}
+		dTotal, dTime, gTotal, gTime = dTotal+dn, dTime+dt, gTotal+gn, gTime+gt
+		fmt.Fprintf(w, "  round %d: direct %7.1f/s  gateway %7.1f/s  ratio %.3f\n", r+1,
+			rate(dn, dt), rate(gn, gt), rate(gn, gt)/rate(dn, dt))
+	}
+	tput := rate(gTotal, gTime) / rate(dTotal, dTime)
+	fmt.Fprintf(w, "  all:     direct %7.1f/s  gateway %7.1f/s  ratio %.3f (target >= 0.85)\n",
+		rate(dTotal, dTime), rate(gTotal, gTime), tput)
+
+	fmt.Fprintf(w, "\nsummary: p50 ratio %.3f (<= 1.15: %v), throughput ratio %.3f (>= 0.85: %v)\n",
+		p50ratio, p50ratio <= 1.15, tput, tput >= 0.85)
+	if c.ownCost {
+		if err := ownCost(ctx, c, dir, loomPath, d.p50, rate(dTotal, dTime), w); err != nil {
+			return fmt.Errorf("own cost: %w", err)
+		}
+	}
+	return nil
+}
+
+// ownCost serves the handlers in process with a runner that returns the
+// fake loom's stdout at once, and reports the latency and throughput of
+// full HTTP calls that start no process: the gateway's own cost, beside
+// what running loom costs.
+func ownCost(ctx context.Context, c config, dir, loomPath string, directP50 time.Duration, directRate float64, w io.Writer) error {
+	stdout, err := exec.CommandContext(ctx, loomPath, searchArgv...).Output()
+	if err != nil {
+		return err
+	}
+	tg, err := startInProcess(ctx, dir, loomPath, c.clients+1, "", fixedRunner{stdout})
+	if err != nil {
+		return err
+	}
+	defer tg.stop()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * c.clients, MaxIdleConnsPerHost: 4 * c.clients}}
+	call := func(ctx context.Context, r runToken) error { return toolCall(ctx, client, tg.agentURL, r) }
+	for range c.warmup {
+		if err := call(ctx, tg.runs[0]); err != nil {
+			return err
+		}
+	}
+	lat := make([]time.Duration, 0, c.n)
+	for range c.n {
+		if err := timeInto(&lat, func() error { return call(ctx, tg.runs[0]) }); err != nil {
+			return err
+		}
+	}
+	s := stats(lat)
+	n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return call(ctx, tg.runs[1+k]) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ngateway's own cost (in process, loom answered without a process, %d calls):\n", c.n)
+	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "HTTP call, no loom:", s.p50, s.p90, s.p99, s.mean)
+	fmt.Fprintf(w, "  p50 is %.1f%% of the direct os/exec p50; %d clients: %.0f calls/s, %.1fx the direct executions' rate\n",
+		100*float64(s.p50)/float64(directP50), c.clients, rate(n, t), rate(n, t)/directRate)
+	return nil
+}
+
+func describe(c config) string {
+	if c.cpuprofile != "" {
+		return "in process (profiling)"
+	}
+	return c.gateway
+}
+
+func timeInto(into *[]time.Duration, f func() error) error {
+	t := time.Now()
+	err := f()
+	*into = append(*into, time.Since(t))
+	return err
+}
+
+func rate(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+// burst runs f from k workers for d and returns the calls completed and
+// the time taken until the last worker stopped.
+func burst(ctx context.Context, k int, d time.Duration, f func(ctx context.Context, worker int) error) (int64, time.Duration, error) {
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return n.Load(), time.Since(start), firstErr
+}
+
+type summary struct{ p50, p90, p99, mean time.Duration }
+
+func stats(ds []time.Duration) summary {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
+	return summary{r(at(0.50)), r(at(0.90)), r(at(0.99)), r(sum / time.Duration(len(s)))}
+}
+
+// searchArgv is the argv the gateway builds for {"query":"atlas"}; the
+// fake ignores it, but the direct side passes the same.
+var searchArgv = []string{"search", "atlas", "--json"}
+
+// execLoom runs the fake loom directly and reads its whole stdout, as the
+// gateway's runner does (stdin and stderr on the null device).
+func execLoom(ctx context.Context, path string) error {
+	cmd := exec.CommandContext(ctx, path, searchArgv...)
+	cmd.Env = []string{}
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("direct run: %w", err)
+	}
+	if len(out) == 0 {
+		return errors.New("direct run: no output")
+	}
+	return nil
+}
+
+func payloadSize(ctx context.Context, path string) int {
+	out, _ := exec.CommandContext(ctx, path).Output()
+	return len(out)
+}
+
+// healthz is one GET /healthz: the HTTP round trip without a tool.
+func healthz(ctx context.Context, client *http.Client, agentURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, agentURL+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthz: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// toolCall makes one loom_search call and checks that it answered with
+// entries.
+func toolCall(ctx context.Context, client *http.Client, agentURL string, r runToken) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, agentURL+"/v1/runs/"+r.id+"/loom_search", strings.NewReader(`{"query":"atlas"}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"entries":[{`)) {
+		return fmt.Errorf("tool call: status %d: %.300s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+// writeConfig writes the host config pointing at the fake loom.
+func writeConfig(dir, loomPath string) (string, error) {
+	cfg := map[string]any{
+		"cliPath":   loomPath,
+		"transport": map[string]any{"kind": "direct", "instanceDir": dir, "runId": "loadgen"},
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "loom-retrieval.json")
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+// startGateway starts the gateway binary on loopback ports chosen by the
+// kernel, reads them from its "gateway listening" log line, and creates the
+// runs.
+func startGateway(ctx context.Context, c config, dir, loomPath string) (*target, error) {
+	cfgPath, err := writeConfig(dir, loomPath)
+	if err != nil {
+		return nil, err
+	}
+	hostToken := "loadgen-host-token-0123456789abcdef"
+	tokenPath := filepath.Join(dir, "host-token")
+	if err := os.WriteFile(tokenPath, []byte(hostToken), 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0", "--host-token-file", tokenPath,
+		"--loom-retrieval-config", cfgPath, "--log-format", "json",
+		"--max-concurrent-loom", fmt.Sprint(2 * c.clients),
+	}
+	args = append(args, c.gatewayArgs...)
+	// The log goes to a file the gateway writes itself, so that draining
+	// it costs this process nothing while it measures.
+	logPath := c.gatewayLog
+	if logPath == "" {
+		logPath = filepath.Join(dir, "gateway.log")
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(c.gateway, args...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, c.gatewayEnv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	a, err := listeners(ctx, logPath)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	for _, addr := range a {
+		if host, _, err := net.SplitHostPort(addr); err != nil || host != "127.0.0.1" {
+			stop()
+			return nil, fmt.Errorf("gateway listens on %q, not loopback", addr)
+		}
+	}
+	tg := &target{agentURL: "http://" + a[0], stop: stop}
+	for i := range c.clients + 1 {
+		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		tg.runs = append(tg.runs, r)
+	}
+	return tg, nil
+}
+
+// listeners waits for the gateway's "gateway listening" log line and
+// returns the agent and host addresses it names.
+func listeners(ctx context.Context, logPath string) ([2]string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		b, _ := os.ReadFile(logPath)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var l struct{ Msg, Agent, Host string }
+			if json.Unmarshal(line, &l) == nil && l.Msg == "gateway listening" {
+				return [2]string{l.Agent, l.Host}, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return [2]string{}, errors.New("the gateway did not report its listeners within 30s (see its log)")
+}
+
+// createRun creates a run with the work-only ceiling through the host API.
+func createRun(ctx context.Context, hostURL, hostToken, id string) (runToken, error) {
+	body := `{"runId":"` + id + `","maxConfidentiality":["https://loom.example/facet/work"],"ttlSeconds":3600}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostURL+"/host/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+hostToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return runToken{}, fmt.Errorf("create run: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var created struct{ RunID, Token string }
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(raw, &created) != nil || created.Token == "" {
+		return runToken{}, fmt.Errorf("create run: status %d: %.300s", resp.StatusCode, raw)
+	}
+	return runToken{created.RunID, created.Token}, nil
+}
