@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/handlers"
@@ -21,12 +22,13 @@ import (
 // cmd/gateway wires them (memory store, loom.CLI runner, contract
 // validation, JSON request and audit logs at info level, here discarded),
 // from this process on loopback ports, and profiles this process's CPU
-// into profilePath until stop. It exists only for --cpuprofile: the
-// gateway binary itself has no profiling switch.
+// into profilePath and traces it into tracePath (each when not empty)
+// until stop. It exists only for --cpuprofile and --trace: the gateway
+// binary itself has no profiling switch.
 //
 // With a non-nil runner (--own-cost) the handlers call it instead of
 // starting loom, and profilePath may be empty.
-func startInProcess(ctx context.Context, dir, loomPath string, runs int, profilePath string, runner handlers.Runner) (*target, error) {
+func startInProcess(ctx context.Context, dir, loomPath string, runs int, profilePath, tracePath string, runner handlers.Runner) (*target, error) {
 	cfgPath, err := writeConfig(dir, loomPath)
 	if err != nil {
 		return nil, err
@@ -74,9 +76,14 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 	go func() { _ = agentSrv.Serve(agentLn) }()
 	go func() { _ = hostSrv.Serve(hostLn) }()
 
-	var f *os.File
+	var f, tf *os.File
 	if profilePath != "" {
 		if f, err = os.Create(profilePath); err != nil {
+			return nil, err
+		}
+	}
+	if tracePath != "" {
+		if tf, err = os.Create(tracePath); err != nil {
 			return nil, err
 		}
 	}
@@ -84,6 +91,10 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 		if f != nil {
 			pprof.StopCPUProfile()
 			f.Close()
+		}
+		if tf != nil {
+			trace.Stop()
+			tf.Close()
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -100,6 +111,12 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 	}
 	if f != nil {
 		if err := pprof.StartCPUProfile(f); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	if tf != nil {
+		if err := trace.Start(tf); err != nil {
 			stop()
 			return nil, err
 		}

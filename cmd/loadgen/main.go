@@ -26,6 +26,9 @@
 // it then measures the gateway's own cost: the same handlers in this
 // process with a runner that answers with the fake loom's stdout at once.
 //
+// --trace writes an execution trace of the same in-process run (go tool
+// trace; its -pprof=sched view shows scheduling latency).
+//
 // --cpuprofile writes a CPU profile of the gateway's request path: the
 // gateway binary is not profiled (it has no profiling switch and no pprof
 // endpoint); instead loadgen serves the same handlers in its own process
@@ -61,8 +64,8 @@ type config struct {
 	gatewayLog         string
 	gatewayArgs        []string
 	gatewayEnv         []string
-	cpuprofile         string
-	ownCost            bool
+	cpuprofile, trace  string
+	ownCost, bare      bool
 }
 
 type multi []string
@@ -85,8 +88,15 @@ func main() {
 	flag.BoolVar(&c.ownCost, "own-cost", true, "then measure the gateway's own cost: the same handlers in process with a runner that returns the fake loom's stdout without starting it")
 	flag.Var((*multi)(&c.gatewayEnv), "gateway-env", "extra `KEY=VALUE` in the gateway's environment (repeatable), e.g. GOGC=400")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "profile the request path in process and write the CPU profile to `file`")
+	flag.StringVar(&c.trace, "trace", "", "serve the request path in process and write an execution trace (runtime/trace) to `file`")
+	flag.BoolVar(&c.bare, "bare", true, "also measure a bare server (this program again as a separate process: net/http and exec, nothing else), the floor of the gateway's overhead")
+	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
-	if c.gateway == "" && c.cpuprofile == "" {
+	if *serveBareLoom != "" {
+		fmt.Fprintln(os.Stderr, "loadgen bare server:", serveBare(*serveBareLoom))
+		os.Exit(1)
+	}
+	if c.gateway == "" && c.cpuprofile == "" && c.trace == "" {
 		fmt.Fprintln(os.Stderr, "loadgen: --gateway is required")
 		os.Exit(2)
 	}
@@ -128,8 +138,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 
 	var tg *target
-	if c.cpuprofile != "" {
-		tg, err = startInProcess(ctx, dir, loomPath, c.clients+1, c.cpuprofile, nil)
+	if c.cpuprofile != "" || c.trace != "" {
+		tg, err = startInProcess(ctx, dir, loomPath, c.clients+1, c.cpuprofile, c.trace, nil)
 	} else {
 		tg, err = startGateway(ctx, c, dir, loomPath)
 	}
@@ -147,6 +157,29 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		return toolCall(ctx, client, tg.agentURL, r)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
+	// The sides measured side by side: direct, then the bare server when
+	// there is one, then the gateway.
+	type side struct {
+		name string
+		f    func(ctx context.Context, k int) error
+		lat  []time.Duration
+		n    int64
+		t    time.Duration
+	}
+	sides := []*side{{name: "direct os/exec:", f: func(ctx context.Context, _ int) error { return direct(ctx) }}}
+	var bare *side
+	if c.bare {
+		bareURL, stopBare, err := startBare(ctx, loomPath)
+		if err != nil {
+			return err
+		}
+		defer stopBare()
+		bare = &side{name: "bare HTTP+exec:", f: func(ctx context.Context, _ int) error { return bareCall(ctx, client, bareURL) }}
+		sides = append(sides, bare)
+	}
+	gwSide := &side{name: "gateway HTTP call:", f: func(ctx context.Context, k int) error { return call(ctx, tg.runs[k]) }}
+	sides = append(sides, gwSide)
+	dSide := sides[0]
 
 	// Sanity: one call must answer with entries.
 	if err := call(ctx, tg.runs[0]); err != nil {
@@ -156,33 +189,24 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	fmt.Fprintf(w, "loadgen: gateway %s, fake loom %s (%d bytes of stdout), GOMAXPROCS %d, NumCPU %d\n",
 		describe(c), loomPath, payloadSize(ctx, loomPath), runtime.GOMAXPROCS(0), runtime.NumCPU())
 
-	// Latency: sequential, interleaved one for one.
-	for i := range c.warmup {
-		if err := call(ctx, tg.runs[0]); err != nil {
-			return err
+	// Latency: sequential, interleaved one for one, the order rotating so
+	// that no side always follows the same other.
+	for range c.warmup {
+		for _, s := range sides {
+			if err := s.f(ctx, 0); err != nil {
+				return err
+			}
 		}
-		if err := direct(ctx); err != nil {
-			return err
-		}
-		_ = i
 	}
-	gw := make([]time.Duration, 0, c.n)
-	dx := make([]time.Duration, 0, c.n)
 	for i := range c.n {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// Alternate which goes first, so neither always follows the other.
-		first, second := func() error { return timeInto(&gw, func() error { return call(ctx, tg.runs[0]) }) },
-			func() error { return timeInto(&dx, func() error { return direct(ctx) }) }
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
+		for j := range sides {
+			s := sides[(i+j)%len(sides)]
+			if err := timeInto(&s.lat, func() error { return s.f(ctx, 0) }); err != nil {
+				return err
+			}
 		}
 	}
 	// The bare round trip to the gateway process, for scale.
@@ -192,40 +216,48 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			return err
 		}
 	}
-	g, d := stats(gw), stats(dx)
 	fmt.Fprintf(w, "\nlatency, %d sequential calls each, interleaved:\n", c.n)
-	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "direct os/exec:", d.p50, d.p90, d.p99, d.mean)
-	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "gateway HTTP call:", g.p50, g.p90, g.p99, g.mean)
+	for _, s := range sides {
+		st := stats(s.lat)
+		fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", s.name, st.p50, st.p90, st.p99, st.mean)
+	}
 	h := stats(rt)
 	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "GET /healthz:", h.p50, h.p90, h.p99, h.mean)
+	d, g := stats(dSide.lat), stats(gwSide.lat)
 	p50ratio := float64(g.p50) / float64(d.p50)
 	fmt.Fprintf(w, "  p50 ratio gateway/direct: %.3f (target <= 1.15)  overhead p50 %s\n", p50ratio, g.p50-d.p50)
+	if bare != nil {
+		b := stats(bare.lat)
+		fmt.Fprintf(w, "  p50 ratio bare/direct:    %.3f (the floor)       overhead p50 %s\n", float64(b.p50)/float64(d.p50), b.p50-d.p50)
+		fmt.Fprintf(w, "  p50 ratio gateway/bare:   %.3f                    gateway's own p50 %s\n", float64(g.p50)/float64(b.p50), g.p50-b.p50)
+	}
 
 	// Throughput: alternating rounds of equal length.
 	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
-	var gTotal, dTotal int64
-	var gTime, dTime time.Duration
 	for r := range c.rounds {
-		dn, dt, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, _ int) error { return direct(ctx) })
-		if err != nil {
-			return err
+		fmt.Fprintf(w, "  round %d:", r+1)
+		for _, s := range sides {
+			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
+			if err != nil {
+				return err
+			}
+			s.n, s.t = s.n+n, s.t+t
+			fmt.Fprintf(w, "  %s %7.1f/s", strings.Fields(s.name)[0], rate(n, t))
 		}
-		gn, gt, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return call(ctx, tg.runs[1+k]) })
-		if err != nil {
-			return err
-		}
-		dTotal, dTime, gTotal, gTime = dTotal+dn, dTime+dt, gTotal+gn, gTime+gt
-		fmt.Fprintf(w, "  round %d: direct %7.1f/s  gateway %7.1f/s  ratio %.3f\n", r+1,
-			rate(dn, dt), rate(gn, gt), rate(gn, gt)/rate(dn, dt))
+		fmt.Fprintf(w, "\n")
 	}
-	tput := rate(gTotal, gTime) / rate(dTotal, dTime)
-	fmt.Fprintf(w, "  all:     direct %7.1f/s  gateway %7.1f/s  ratio %.3f (target >= 0.85)\n",
-		rate(dTotal, dTime), rate(gTotal, gTime), tput)
+	dRate, gRate := rate(dSide.n, dSide.t), rate(gwSide.n, gwSide.t)
+	tput := gRate / dRate
+	fmt.Fprintf(w, "  all:     direct %7.1f/s  gateway %7.1f/s  ratio gateway/direct %.3f (target >= 0.85)\n", dRate, gRate, tput)
+	if bare != nil {
+		bRate := rate(bare.n, bare.t)
+		fmt.Fprintf(w, "           bare   %7.1f/s  ratio bare/direct %.3f (the floor), gateway/bare %.3f\n", bRate, bRate/dRate, gRate/bRate)
+	}
 
 	fmt.Fprintf(w, "\nsummary: p50 ratio %.3f (<= 1.15: %v), throughput ratio %.3f (>= 0.85: %v)\n",
 		p50ratio, p50ratio <= 1.15, tput, tput >= 0.85)
 	if c.ownCost {
-		if err := ownCost(ctx, c, dir, loomPath, d.p50, rate(dTotal, dTime), w); err != nil {
+		if err := ownCost(ctx, c, dir, loomPath, d.p50, dRate, w); err != nil {
 			return fmt.Errorf("own cost: %w", err)
 		}
 	}
@@ -241,7 +273,7 @@ func ownCost(ctx context.Context, c config, dir, loomPath string, directP50 time
 	if err != nil {
 		return err
 	}
-	tg, err := startInProcess(ctx, dir, loomPath, c.clients+1, "", fixedRunner{stdout})
+	tg, err := startInProcess(ctx, dir, loomPath, c.clients+1, "", "", fixedRunner{stdout})
 	if err != nil {
 		return err
 	}
@@ -272,7 +304,7 @@ func ownCost(ctx context.Context, c config, dir, loomPath string, directP50 time
 }
 
 func describe(c config) string {
-	if c.cpuprofile != "" {
+	if c.cpuprofile != "" || c.trace != "" {
 		return "in process (profiling)"
 	}
 	return c.gateway

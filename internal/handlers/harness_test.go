@@ -115,7 +115,7 @@ func testConfig() *loom.Config {
 	}
 }
 
-func newTestGateway(t *testing.T, opts gatewayOptions) *testGateway {
+func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	t.Helper()
 	clock := &fakeClock{now: testStart}
 	st := store.NewMemory(store.MemoryOptions{Now: clock.Now})
@@ -223,7 +223,7 @@ func (g *testGateway) call(id, token, op, body string) *httptest.ResponseRecorde
 
 // createRun creates a run through the host router and returns its id and
 // token; body "" creates a run with every default.
-func (g *testGateway) createRun(t *testing.T, body string) (id, token string) {
+func (g *testGateway) createRun(t testing.TB, body string) (id, token string) {
 	t.Helper()
 	if body == "" {
 		body = "{}"
@@ -241,7 +241,7 @@ func (g *testGateway) createRun(t *testing.T, body string) (id, token string) {
 }
 
 // decode unmarshals the response body into v.
-func decode(t *testing.T, rec *httptest.ResponseRecorder, v any) {
+func decode(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 	t.Helper()
 	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
 		t.Fatalf("response %d %q: %v", rec.Code, rec.Body, err)

@@ -1,0 +1,47 @@
+// Package benchdata holds the fixed loom payloads the benchmarks and the
+// load program share, so that the in-process benchmarks measure exactly
+// what cmd/loadgen's fake loom prints.
+package benchdata
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Search10K's hits cycle through these labels: within a work-only ceiling,
+// above it, unlabeled and unreadable.
+var labels = []string{
+	``,
+	`,"ifc":{"confidentiality":["https://loom.example/facet/work"]}`,
+	`,"ifc":{"confidentiality":["https://loom.example/facet/work"],"integrity":["https://loom.example/origin/mail"]}`,
+	`,"ifc":{"confidentiality":[{"anyOf":["https://loom.example/facet/work","https://loom.example/facet/private"]}]}`,
+	`,"ifc":{"confidentiality":["https://loom.example/facet/private"]}`,
+	`,"ifc":{"confidentiality":["https://loom.example/facet/work","https://loom.example/facet/health"]}`,
+	``,
+	`,"ifc":{"confidentiality":"https://loom.example/facet/work"}`,
+	`,"ifc":{"integrity":[]}`,
+	`,"ifc":7`,
+}
+
+var words = strings.Fields("atlas launch checklist staging freeze importer review Grüße café plan notes ship retro the a")
+
+// Search10K returns the payload: 10,195 bytes, the same on every call.
+func Search10K() []byte {
+	var b strings.Builder
+	b.WriteString(`{"schemaVersion":1,"query":"atlas launch","source_status":{"mail":"ok","notes":"ok"},"warnings":[],"truncated":false,"hits":[`)
+	for i := 0; b.Len() < 10<<10-220; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"mail:%06d","source":"mail","title":"Re: %s","snippet":"`, i, words[i%len(words)])
+		for j := range 3 + i%5 {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[(i*7+j*3)%len(words)])
+		}
+		fmt.Fprintf(&b, `","date":"2026-03-%02d","people":["p:ada"],"score":0.%03d%s}`, 1+i%28, (i*37)%1000, labels[i%len(labels)])
+	}
+	b.WriteString("]}\n")
+	return []byte(b.String())
+}
