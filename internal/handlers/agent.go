@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/loom-gateway/gateway/api/agent"
@@ -132,8 +133,12 @@ type rawJSON struct {
 	body   []byte
 }
 
+// write sends the body with its length, so that net/http sends it as it is
+// rather than in chunks.
 func (r rawJSON) write(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(r.body)))
 	w.WriteHeader(r.status)
 	_, err := w.Write(r.body)
 	return err
