@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -166,6 +167,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		console.Mount(r)
 		mountMetrics(r)
 	})), o)
+
+	// A store shared by replicas reports the runs deleted through the
+	// others, whose calls here are cancelled. The watch outlives ctx: the
+	// calls draining after it still answer to deletes. It stops before
+	// the store closes (defers run last first).
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	var watching sync.WaitGroup
+	defer func() { stopWatch(); watching.Wait() }()
+	if w, ok := st.(handlers.DeleteWatcher); ok {
+		watching.Go(func() { d.FollowDeletes(watchCtx, w) })
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- serve(agentSrv, agentLn) }()

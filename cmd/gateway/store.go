@@ -15,8 +15,9 @@ import (
 )
 
 var (
-	_ handlers.RunStore = (*store.Memory)(nil)
-	_ handlers.RunStore = (*store.Redis)(nil)
+	_ handlers.RunStore      = (*store.Memory)(nil)
+	_ handlers.RunStore      = (*store.Redis)(nil)
+	_ handlers.DeleteWatcher = (*store.Redis)(nil)
 )
 
 // redisOptions parses a --store redis:// or rediss:// URL with go-redis.

@@ -124,7 +124,8 @@ func (d *Deps) offers(t loom.Tool) bool {
 }
 
 // inflight tracks the cancel functions of the calls in flight per run, so
-// deleting a run cancels its calls (they answer cancelled).
+// deleting a run cancels its calls (they answer cancelled): a DELETE served
+// here, or one served by another replica (FollowDeletes).
 type inflight struct {
 	mu    sync.Mutex
 	calls map[string]map[*context.CancelCauseFunc]struct{}
@@ -150,12 +151,26 @@ func (f *inflight) add(runID string, cancel *context.CancelCauseFunc) func() {
 	}
 }
 
-func (f *inflight) cancelRun(runID string) {
+// cancelRun cancels the run's calls in flight and returns how many there
+// were.
+func (f *inflight) cancelRun(runID string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c := range f.calls[runID] {
 		(*c)(errCancelled)
 	}
+	return len(f.calls[runID])
+}
+
+// runs returns the ids of the runs with calls in flight.
+func (f *inflight) runs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.calls))
+	for id := range f.calls {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // readyz answers 200 when the store answers and the loom executable is

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -55,6 +56,9 @@ const DefaultRedisPrefix = "loom-gateway:"
 //	P{idx}runs       sorted set: run id, scored by its expiry (µs; +inf never)
 //	P{idx}tok:<hex>  run id, under the hex SHA-256 of its token
 //
+// and DeleteRun publishes on the pub/sub channel Pdeleted (see
+// WatchDeletes).
+//
 // Atomicity: every method is one Lua script (EVALSHA) on one slot, except
 // Observe, which reads the label, joins in Go (ifc.JoinModelContext) and
 // writes with a compare-and-set script, retrying when another replica
@@ -84,6 +88,11 @@ type Redis struct {
 	// candidates is Mint's first number of token candidates per referent
 	// (mintCandidates; tests lower it to reach the retry).
 	candidates int
+	// origin names this store in the delete messages it publishes, so
+	// that its own watch skips them: random, not secret.
+	origin string
+	// WatchDeletes' timing (watchIdle, watchBackoff, watchMaxBackoff).
+	watchIdle, watchBackoff, watchMaxBackoff time.Duration
 }
 
 // NewRedis returns a store on the client. The client's options decide
@@ -97,7 +106,11 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 	if prefix == "" {
 		prefix = DefaultRedisPrefix
 	}
-	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, prefix: prefix, candidates: mintCandidates}
+	var o [8]byte
+	_, _ = crand.Read(o[:])
+	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, prefix: prefix, candidates: mintCandidates,
+		origin:    hex.EncodeToString(o[:]),
+		watchIdle: watchIdle, watchBackoff: watchBackoff, watchMaxBackoff: watchMaxBackoff}
 }
 
 // runKeys are the keys of one run.
@@ -399,12 +412,14 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 }
 
 // DeleteRun removes the run and all its state, or returns ErrRunNotFound or
-// ErrStoreUnavailable. The run's keys go in one step; its index entries in
-// a second one (if that fails, they name a run that is gone, which no
-// reader returns, until the run's expiry).
+// ErrStoreUnavailable. The run's keys go in one step, which also publishes
+// the run id to the other stores' WatchDeletes; its index entries in a
+// second one (if that fails, they name a run that is gone, which no reader
+// returns, until the run's expiry).
 func (s *Redis) DeleteRun(ctx context.Context, id string) error {
 	k := s.keys(id)
-	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result}, s.nowUS())
+	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result},
+		s.nowUS(), s.deletedChannel(), s.deletedMessage(id))
 	if err != nil {
 		return fail(ctx, "delete run", err)
 	}

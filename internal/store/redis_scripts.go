@@ -96,12 +96,16 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
   redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
 `)
 
-// scriptDelete removes a live run's keys and returns its token hash field.
-// KEYS: run, calls, handles, order, result. ARGV: now_us.
+// scriptDelete removes a live run's keys, publishes the deletion, and
+// returns the run's token hash field. KEYS: run, calls, handles, order,
+// result. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
+// publish is a pcall: a refused PUBLISH (an ACL without the channel) does
+// not fail the delete, whose keys are gone by then.
 var scriptDelete = runScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local tok = redis.call('HGET', KEYS[1], 'tok')
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.pcall('PUBLISH', ARGV[2], ARGV[3])
 return tok
 `)
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -494,4 +495,237 @@ func TestRedisCluster(t *testing.T) {
 		})
 		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, Now: cfg.Now, Prefix: prefix})
 	})
+}
+
+// redisReplicas returns two stores on two clients of the test Redis with
+// one fresh prefix: two replicas of one deployment.
+func redisReplicas(t *testing.T, url string) (a, b storetest.Watcher) {
+	t.Helper()
+	ca, cb := redisClient(t, url), redisClient(t, url)
+	prefix := testPrefix(t, ca)
+	return store.NewRedis(ca, store.RedisOptions{Prefix: prefix}), store.NewRedis(cb, store.RedisOptions{Prefix: prefix})
+}
+
+func TestRedisWatch(t *testing.T) {
+	url := redisURL(t)
+	storetest.RunWatch(t, func(t *testing.T) (a, b storetest.Watcher) { return redisReplicas(t, url) })
+}
+
+// TestRedisClusterWatch runs the watch suite on a Redis Cluster (see
+// TestRedisCluster): the delete script publishes on the run's shard, and
+// the watch listens on the node of the channel's slot.
+func TestRedisClusterWatch(t *testing.T) {
+	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS_CLUSTER")
+	if url == "" {
+		t.Skip("LOOM_GATEWAY_TEST_REDIS_CLUSTER is not set")
+	}
+	storetest.RunWatch(t, func(t *testing.T) (a, b storetest.Watcher) {
+		var b6 [6]byte
+		rand.Read(b6[:])
+		prefix := "loom-gateway-test:" + hex.EncodeToString(b6[:]) + ":"
+		var stores [2]storetest.Watcher
+		for i := range stores {
+			opt, err := redis.ParseClusterURL(url)
+			if err != nil {
+				t.Fatalf("redis.ParseClusterURL: %v", err)
+			}
+			c := redis.NewClusterClient(opt)
+			t.Cleanup(func() { c.Close() })
+			stores[i] = store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+		}
+		// Every run of the suite is deleted: no key is left to drop.
+		return stores[0], stores[1]
+	})
+}
+
+// TestRedisDeleteMessage reads the delete messages as any subscriber of
+// the channel does: each holds the run id and a store id, never the run's
+// token or its hash, and DeleteRun publishes nothing else.
+func TestRedisDeleteMessage(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	c := redisClient(t, url)
+	prefix := testPrefix(t, c)
+	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	ps := c.Subscribe(ctx, prefix+"deleted")
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil { // the subscription
+		t.Fatal(err)
+	}
+	const token = "the-run-token-of-run-7"
+	h := store.HashToken(token)
+	now := time.Now()
+	for _, id := range []string{"run-7", "other"} {
+		if err := s.CreateRun(ctx, store.Run{ID: id, TokenHash: store.HashToken(token + id), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateRun(ctx, store.Run{ID: "tok", TokenHash: h, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	var origin string
+	for _, id := range []string{"run-7", "other", "tok"} {
+		if err := s.DeleteRun(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, ok := m.(*redis.Message)
+		if !ok {
+			t.Fatalf("received %T %v, want a message", m, m)
+		}
+		o, got, _ := strings.Cut(msg.Payload, " ")
+		if got != id || len(o) != 16 || strings.Trim(o, "0123456789abcdef") != "" {
+			t.Errorf("message %q, want a store id of 16 hex digits, a space and %q", msg.Payload, id)
+		}
+		if origin != "" && o != origin {
+			t.Errorf("one store published as %q and %q", origin, o)
+		}
+		origin = o
+		for _, secret := range []string{token, string(h[:]), hex.EncodeToString(h[:])} {
+			if strings.Contains(msg.Payload, secret) {
+				t.Errorf("message %q holds the token or its hash", msg.Payload)
+			}
+		}
+	}
+	// Nothing else was published.
+	if m, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond); err == nil {
+		t.Errorf("received %v after the deletes, want nothing", m)
+	}
+	// Another store publishes under another id.
+	s2 := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	if err := s2.CreateRun(ctx, store.Run{ID: "run-8", TokenHash: store.HashToken("8"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.DeleteRun(ctx, "run-8"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ps.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, id, _ := strings.Cut(m.Payload, " "); id != "run-8" || o == origin {
+		t.Errorf("second store's message %q, want run-8 under a store id other than %q", m.Payload, origin)
+	}
+}
+
+// TestRedisWatchUnavailable watches through a closed port: every attempt
+// fails with ErrStoreUnavailable, none subscribes, the failures are spaced
+// by the backoff, and WatchDeletes returns when its context ends.
+func TestRedisWatchUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	s := store.NewRedis(c, store.RedisOptions{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var failures []error
+	subscribed := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchDeletes(ctx, store.DeleteWatch{
+			Deleted:    func(id string) { t.Errorf("reported %q through a closed port", id) },
+			Subscribed: func() { mu.Lock(); subscribed++; mu.Unlock() },
+			Failed:     func(err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() },
+		})
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchDeletes did not return within 5s of its context's end")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if subscribed != 0 {
+		t.Errorf("Subscribed called %d times through a closed port", subscribed)
+	}
+	// 100ms, 200ms, 400ms, 800ms of backoff: 3 to 5 attempts in 1.5s.
+	if len(failures) < 2 || len(failures) > 6 {
+		t.Errorf("%d failures in 1.5s, want 2..6 (a backoff from 100ms doubling): %v", len(failures), failures)
+	}
+	for _, err := range failures {
+		if !errors.Is(err, store.ErrStoreUnavailable) {
+			t.Errorf("failure %v, want ErrStoreUnavailable", err)
+		}
+	}
+}
+
+// TestRedisWatchRefused runs the gateway as a Redis user without rights on
+// any pub/sub channel: DeleteRun works all the same (its publish is
+// refused), and the watch reports the refused subscription, again and
+// again, without ever subscribing.
+func TestRedisWatchRefused(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	admin := redisClient(t, url)
+	prefix := testPrefix(t, admin)
+	user, pass := "loom-gateway-test-"+randomHex(t, 4), randomHex(t, 16)
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">"+pass, "~"+prefix+"*", "resetchannels", "+@all").Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Username, opt.Password = user, pass
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+
+	wctx, cancel := context.WithCancel(ctx)
+	failed := make(chan error, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchDeletes(wctx, store.DeleteWatch{
+			Subscribed: func() { t.Error("subscribed without the right to") },
+			Failed: func(err error) {
+				select {
+				case failed <- err:
+				default:
+				}
+			},
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	for range 2 {
+		select {
+		case err := <-failed:
+			if !errors.Is(err, store.ErrStoreUnavailable) || !strings.Contains(err.Error(), "NOPERM") {
+				t.Errorf("failure %v, want ErrStoreUnavailable and NOPERM", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no failure reported within 10s")
+		}
+	}
+
+	now := time.Now()
+	if err := s.CreateRun(ctx, store.Run{ID: "r", TokenHash: store.HashToken("r"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "r"); err != nil {
+		t.Fatalf("DeleteRun without the right to publish = %v, want nil", err)
+	}
+	if _, err := s.Run(ctx, "r"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("Run after the delete = %v, want ErrRunNotFound", err)
+	}
+}
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -167,3 +167,29 @@ type Store interface {
 
 // ErrNoResult is returned by Result for a run without a written result.
 var ErrNoResult = errors.New("store: no result")
+
+// DeleteWatch is what a store shared by replicas reports about the runs
+// deleted through the other replicas, so that each replica can cancel the
+// calls it has in flight for them. A store implements it with
+//
+//	WatchDeletes(ctx context.Context, w DeleteWatch)
+//
+// which reports until ctx is done and then returns (Redis does; Memory has
+// one replica and needs none). The functions are called from the watching
+// goroutine, one at a time; a nil one is skipped.
+type DeleteWatch struct {
+	// Deleted is called with the id of each run deleted (DeleteRun)
+	// through another store sharing the backend. A delete through the
+	// watching store itself is not reported (its caller knows), nor is a
+	// run that expires.
+	Deleted func(runID string)
+	// Subscribed is called each time the watch starts receiving: the first
+	// time and after every reconnection. Deletes made while it was not
+	// receiving are not reported; a caller that must not miss one checks
+	// the runs it cares about then.
+	Subscribed func()
+	// Failed is called with each error of the watch (the backend cannot
+	// be reached, refuses the subscription or drops it). The watch goes on
+	// retrying; the error wraps ErrStoreUnavailable.
+	Failed func(err error)
+}

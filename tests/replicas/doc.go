@@ -2,7 +2,9 @@
 // Redis (--store redis://...): a run created on one replica is served by
 // another, handles minted on one resolve on the other, concurrent calls of
 // one run split across both keep one output sequence and one token per row,
-// and a replica killed mid-run loses nothing. It needs a Redis:
+// a replica killed mid-run loses nothing, and a run deleted through one
+// replica has its calls in flight on another cancelled at once, their loom
+// processes killed (with tests/fakeloom as the loom). It needs a Redis:
 //
 //	eval "$(scripts/redis.sh start)"   # sets LOOM_GATEWAY_TEST_REDIS
 //	go test ./tests/replicas/

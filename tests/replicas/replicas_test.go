@@ -32,8 +32,9 @@ type env struct {
 	hostToken string
 }
 
-// gatewayBin is the gateway built once by TestMain (when a Redis is set).
-var gatewayBin string
+// gatewayBin and fakeloomBin are the gateway and tests/fakeloom, built
+// once by TestMain (when a Redis is set).
+var gatewayBin, fakeloomBin string
 
 func TestMain(m *testing.M) {
 	if os.Getenv("LOOM_GATEWAY_TEST_REDIS") == "" {
@@ -44,13 +45,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "replicas:", err)
 		os.Exit(1)
 	}
-	gatewayBin = filepath.Join(dir, "gateway")
-	build := exec.Command("go", "build", "-o", gatewayBin, "./cmd/gateway")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "replicas: go build ./cmd/gateway: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	gatewayBin, fakeloomBin = filepath.Join(dir, "gateway"), filepath.Join(dir, "fakeloom")
+	for pkg, out := range map[string]string{"./cmd/gateway": gatewayBin, "./tests/fakeloom": fakeloomBin} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Dir = filepath.Join("..", "..")
+		if b, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "replicas: go build %s: %v\n%s", pkg, err, b)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -102,10 +105,10 @@ type replica struct {
 
 // start runs a gateway on the store URL with both listeners on free
 // loopback ports, and returns once it logs where it listens. It is stopped
-// (SIGKILL, if still running) when t ends.
-func (e *env) start(t *testing.T, name, storeURL string) *replica {
+// (SIGKILL, if still running) when t ends. Flags go after the test's own.
+func (e *env) start(t *testing.T, name, storeURL string, flags ...string) *replica {
 	t.Helper()
-	cmd := exec.Command(e.gateway,
+	args := []string{
 		"--store", storeURL,
 		"--listen", "127.0.0.1:0",
 		"--host-listen", "127.0.0.1:0",
@@ -116,7 +119,8 @@ func (e *env) start(t *testing.T, name, storeURL string) *replica {
 		// machine: the limiter is not what this test is about.
 		"--max-concurrent-loom", "64",
 		"--busy-wait", "30s",
-	)
+	}
+	cmd := exec.Command(e.gateway, append(args, flags...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -8,6 +8,9 @@
 // docs the suite pins: tokens follow store.MintToken (first free attempt,
 // in batch order), so two stores agree on a run's tokens; a live run's
 // token hash is unique; Runs breaks CreatedAt ties by ID.
+//
+// A store shared by replicas that reports deletes to the others
+// (store.DeleteWatch) also passes RunWatch.
 package storetest
 
 import (
