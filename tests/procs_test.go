@@ -4,63 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/tests/procs"
 )
-
-// proc is one process as /proc shows it.
-type proc struct {
-	pid, ppid int
-	state     byte     // R, S, D, Z, ...
-	cmdline   []string // empty for a zombie
-	instance  string   // LOOM_INSTANCE_DIR of its environment, if any
-}
-
-func (p proc) String() string {
-	return fmt.Sprintf("pid %d (ppid %d, state %c) %q", p.pid, p.ppid, p.state, p.cmdline)
-}
-
-// processes lists every process of the machine that /proc lets us read.
-func processes() []proc {
-	ents, _ := os.ReadDir("/proc")
-	var out []proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 || i+2 >= len(stat) {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+2:]))
-		if len(fields) < 2 {
-			continue
-		}
-		p := proc{pid: pid, state: fields[0][0]}
-		p.ppid, _ = strconv.Atoi(fields[1])
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && len(b) > 0 {
-			p.cmdline = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil {
-			for _, kv := range strings.Split(string(b), "\x00") {
-				if v, ok := strings.CutPrefix(kv, "LOOM_INSTANCE_DIR="); ok {
-					p.instance = v
-				}
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
 
 // loomProcesses returns the processes g's loom left or is running: every
 // live process whose environment names g's scenario directory (the fake
@@ -68,32 +18,20 @@ func processes() []proc {
 // every process, zombies included, whose parent chain leads to the gateway
 // (a zombie child is one the gateway did not reap). match, when not empty,
 // keeps only those whose command line contains it.
-func (g *gateway) loomProcesses(match string) []proc {
+func (g *gateway) loomProcesses(match string) []procs.Proc {
 	gw := g.cmd.Process.Pid
-	all := processes()
-	parent := make(map[int]int, len(all))
+	all := procs.List()
+	parent := procs.Parents(all)
+	var out []procs.Proc
 	for _, p := range all {
-		parent[p.pid] = p.ppid
-	}
-	descends := func(pid int) bool {
-		for i := 0; i < 64 && pid > 1; i++ {
-			pid = parent[pid]
-			if pid == gw {
-				return true
-			}
-		}
-		return false
-	}
-	var out []proc
-	for _, p := range all {
-		if p.pid == gw {
+		if p.PID == gw {
 			continue
 		}
-		mine := descends(p.pid) || (p.instance == g.Dir && p.state != 'Z')
+		mine := procs.Descends(parent, p.PID, gw) || (p.Instance == g.Dir && p.State != 'Z')
 		if !mine {
 			continue
 		}
-		if match != "" && !strings.Contains(strings.Join(p.cmdline, " "), match) && !(p.state == 'Z' && p.ppid == gw) {
+		if match != "" && !strings.Contains(strings.Join(p.Cmdline, " "), match) && !(p.State == 'Z' && p.PPID == gw) {
 			continue
 		}
 		out = append(out, p)
@@ -105,23 +43,7 @@ func (g *gateway) loomProcesses(match string) []proc {
 // match; survivors fail t and are killed.
 func (g *gateway) noLoomProcesses(t testing.TB, match string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := g.loomProcesses(match)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range left {
-				t.Errorf("process left behind: %v", p)
-				if p.state != 'Z' {
-					_ = syscall.Kill(p.pid, syscall.SIGKILL)
-				}
-			}
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	procs.WaitNone(t, func() []procs.Proc { return g.loomProcesses(match) })
 }
 
 // procStatus reads the numeric fields of /proc/<pid>/status (in kB for the

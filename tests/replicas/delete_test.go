@@ -135,7 +135,7 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 	// failed test leaves no sleeping loom behind.
 	t.Cleanup(func() {
 		for _, p := range loomProcesses(e.dir) {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	})
 	const loomSleep = 60 * time.Second
