@@ -98,23 +98,5 @@ func startBare(ctx context.Context, loomPath string) (string, func(), error) {
 // bareCall is one call to the bare server, shaped as a loom_search call
 // to the gateway; it checks that loom's payload came back.
 func bareCall(ctx context.Context, client *http.Client, bareURL string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, bareURL+"/v1/runs/bare/loom_search", strings.NewReader(`{"query":"atlas"}`))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer bare")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"hits":[{`) {
-		return fmt.Errorf("bare call: status %d: %.300s", resp.StatusCode, body)
-	}
-	return nil
+	return postSearch(ctx, client, bareURL+"/v1/runs/bare/loom_search", "bare", `"hits":[{`)
 }

@@ -405,11 +405,17 @@ func healthz(ctx context.Context, client *http.Client, agentURL string) error {
 // toolCall makes one loom_search call and checks that it answered with
 // entries.
 func toolCall(ctx context.Context, client *http.Client, agentURL string, r runToken) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, agentURL+"/v1/runs/"+r.id+"/loom_search", strings.NewReader(`{"query":"atlas"}`))
+	return postSearch(ctx, client, agentURL+"/v1/runs/"+r.id+"/loom_search", r.token, `"entries":[{`)
+}
+
+// postSearch POSTs {"query":"atlas"} to url with token and checks that the
+// answer is 200 and holds want.
+func postSearch(ctx context.Context, client *http.Client, url, token, want string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"query":"atlas"}`))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -420,8 +426,8 @@ func toolCall(ctx context.Context, client *http.Client, agentURL string, r runTo
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"entries":[{`)) {
-		return fmt.Errorf("tool call: status %d: %.300s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(want)) {
+		return fmt.Errorf("POST %s: status %d: %.300s", url, resp.StatusCode, body)
 	}
 	return nil
 }
