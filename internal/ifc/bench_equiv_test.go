@@ -6,11 +6,15 @@ package ifc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
@@ -186,10 +190,10 @@ func TestScannerMatchesJSONText(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	check := func(v []byte) {
 		t.Helper()
-		var s scanner
-		s.reset(v)
-		raw, err := s.skip(0)
-		got := err == nil && s.atEnd()
+		var s Scanner
+		s.Reset(v)
+		raw, err := s.Value(0)
+		got := err == nil && s.AtEnd()
 		want := jsontext.Value(v).IsValid(decodeOptions...)
 		if got != want {
 			t.Fatalf("%q: scanner valid %v (%v), jsontext %v", v, got, err, want)
@@ -218,6 +222,41 @@ func TestScannerMatchesJSONText(t *testing.T) {
 		strings.Repeat(`{"":`, maxDepth+1) + `1` + strings.Repeat("}", maxDepth+1),
 	} {
 		check([]byte(v))
+	}
+	// Deep values of mixed containers, past the 64 the scanner keeps in a
+	// word, closed rightly or with one bracket swapped.
+	for range 2000 {
+		var open []byte
+		var b bytes.Buffer
+		for range 1 + rng.IntN(200) {
+			if rng.IntN(2) == 0 {
+				b.WriteString(`{"k":`)
+				open = append(open, '}')
+			} else {
+				b.WriteByte('[')
+				open = append(open, ']')
+			}
+		}
+		b.WriteString("1")
+		swap := -1
+		if rng.IntN(2) == 0 {
+			swap = rng.IntN(len(open))
+		}
+		for i := len(open) - 1; i >= 0; i-- {
+			c := open[i]
+			if i == swap {
+				c = '}' + ']' - c
+			}
+			if rng.IntN(3) == 0 { // another member or element first
+				if open[i] == '}' {
+					b.WriteString(`,"x":2`)
+				} else {
+					b.WriteString(`,2`)
+				}
+			}
+			b.WriteByte(c)
+		}
+		check(b.Bytes())
 	}
 }
 
@@ -265,7 +304,7 @@ func TestRowMatchesPlain(t *testing.T) {
 		skip := i%7 == 0
 		maxBytes := []int{-1, 1 << 20, 40, 8, 0}[i%5]
 		fast.buf, plain.buf = append(fast.buf[:0], "x"...), append(plain.buf[:0], "x"...)
-		gs, gerr := fast.row(row, skip, maxBytes, nil)
+		gs, gerr := fast.row(row, skip, maxBytes)
 		ws, werr := plain.row(row, skip, maxBytes, nil)
 		if errClass(gerr) != errClass(werr) {
 			t.Fatalf("%q skip %v max %d: fast %v, plain %v", row, skip, maxBytes, gerr, werr)
@@ -402,6 +441,22 @@ func TestMeasureMatchesPlainLarge(t *testing.T) {
 	}
 }
 
+// TestMeasureResultsOwnTheirMemory keeps every result while later calls
+// reuse Measure's pooled scratch, and only then compares them: nothing a
+// result holds may be scratch.
+func TestMeasureResultsOwnTheirMemory(t *testing.T) {
+	ins := equivInputs(rand.New(rand.NewPCG(29, 30)), 80)
+	got := make([]Result, len(ins))
+	for i, in := range ins {
+		got[i] = Measure(in)
+	}
+	for i, in := range ins {
+		if diff := cmp.Diff(plainMeasure(in), got[i], bytesEqual); diff != "" {
+			t.Fatalf("input %d, read after the others:\n%s", i, diff)
+		}
+	}
+}
+
 // TestLabelCacheConcurrent measures the same inputs from several
 // goroutines, sharing the process-wide readings, under -race.
 func TestLabelCacheConcurrent(t *testing.T) {
@@ -430,32 +485,42 @@ func TestLabelCacheConcurrent(t *testing.T) {
 	}
 }
 
-func TestHasSpecial(t *testing.T) {
+// TestSpecialMask checks that the lowest set bit of specialMask is the
+// first '"', '\\' or control byte of the word, exhaustively for one such
+// byte among ASCII letters and on random words.
+func TestSpecialMask(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	check := func(w []byte) {
+		t.Helper()
+		v := binary.LittleEndian.Uint64(w)
+		want := slices.IndexFunc(w, special)
+		got := -1
+		if m := specialMask(v); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("%q: first special byte at %d, want %d", w, got, want)
+		}
+	}
 	for pos := range 8 {
 		for c := range 256 {
 			w := []byte("abcdefgh")
 			w[pos] = byte(c)
-			v := uint64(0)
-			for i := 7; i >= 0; i-- {
-				v = v<<8 | uint64(w[i])
-			}
-			want := c == '"' || c == '\\' || c < 0x20
-			if got := hasSpecial(v); got != want {
-				t.Fatalf("byte %#x at %d: hasSpecial %v", c, pos, got)
-			}
+			check(w)
 		}
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
-	for range 100000 {
-		v := rng.Uint64()
-		want := false
-		for i := range 8 {
-			c := byte(v >> (8 * i))
-			want = want || c == '"' || c == '\\' || c < 0x20
+	w := make([]byte, 8)
+	for range 200000 {
+		binary.LittleEndian.PutUint64(w, rng.Uint64())
+		if rng.IntN(2) == 0 { // fewer special bytes, and some just past them
+			for i := range w {
+				if special(w[i]) && rng.IntN(4) != 0 {
+					w[i] = "\x20!#[]\x7f\x80\xff"[rng.IntN(8)]
+				}
+			}
 		}
-		if got := hasSpecial(v); got != want {
-			t.Fatalf("%#x: hasSpecial %v", v, got)
-		}
+		check(w)
 	}
 }
 
@@ -499,7 +564,7 @@ func FuzzRowMatchesPlain(f *testing.F) {
 		var fast emitter
 		var plain plainEmitter
 		fast.limit, plain.limit = 5, 5
-		gs, gerr := fast.row(row, false, maxBytes, nil)
+		gs, gerr := fast.row(row, false, maxBytes)
 		ws, werr := plain.row(row, false, maxBytes, nil)
 		if errClass(gerr) != errClass(werr) {
 			t.Fatalf("%q: fast %v, plain %v", row, gerr, werr)
@@ -513,6 +578,46 @@ func FuzzRowMatchesPlain(f *testing.F) {
 			t.Fatalf("%q: AppendJS fast %q %v, plain %q %v", row, g, gerr, w, werr)
 		}
 	})
+}
+
+// plainAppendJSString is appendJSString as first written, a byte at a
+// time.
+func plainAppendJSString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] < utf8.RuneSelf && strPlain[s[j]] {
+			j++
+		}
+		if j > i {
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
+		r, w := decodeRune(s[i:])
+		dst = appendRune(dst, r)
+		i += w
+	}
+	return append(dst, '"')
+}
+
+func TestAppendJSStringMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	pieces := []string{"a", "abcdefgh", "0123456", " ", "~", "\x7f", "\"", "\\", "\n", "\x00", "\x1f", "é", "😀", "\u2028", "\xff", "\xe2\x82", "\xed\xa0\x80"}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(3) != 0 {
+				p = pieces[rng.IntN(3)] // mostly plain
+			}
+			b.WriteString(p)
+		}
+		in := b.String()
+		if got, want := appendJSString([]byte("x"), in), plainAppendJSString([]byte("x"), in); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSString(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestUTF16LenBytes(t *testing.T) {

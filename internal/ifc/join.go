@@ -13,19 +13,41 @@ import (
 // the result is empty, which callers read as "nothing observed". The result
 // shares clause bytes with the inputs.
 func Join(lists ...Confidentiality) Confidentiality {
-	var out Confidentiality
-	seen := map[string]bool{}
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	if total == 0 {
+		return nil
+	}
+	out := make(Confidentiality, 0, min(total, 8))
+	var seen map[string]bool // once out is long; before, out is searched
 	for _, l := range lists {
 		for _, c := range l {
-			if seen[string(c)] {
+			switch {
+			case seen != nil:
+				if seen[string(c)] {
+					continue
+				}
+				seen[string(c)] = true
+			case slices.ContainsFunc(out, func(o Clause) bool { return string(o) == string(c) }):
 				continue
+			case len(out) == maxLinearJoin:
+				seen = make(map[string]bool, 4*maxLinearJoin)
+				for _, o := range out {
+					seen[string(o)] = true
+				}
+				seen[string(c)] = true
 			}
-			seen[string(c)] = true
 			out = append(out, c)
 		}
 	}
 	return out
 }
+
+// maxLinearJoin is how many distinct clauses Join finds by searching its
+// result before it keeps them in a map: labels have a handful.
+const maxLinearJoin = 16
 
 // promptSlotInfluence ends the type of atoms that record prompt-slot
 // influence, an integrity fact that never belongs in confidentiality.
@@ -39,11 +61,46 @@ const promptSlotInfluence = "PromptSlotInfluence"
 func JoinModelContext(prev, obs Confidentiality) Confidentiality {
 	var out Confidentiality
 	for _, c := range Join(prev, obs) {
-		if c, ok := dropPromptSlot(c); ok {
+		if c, ok := promptSlotReads.drop(c); ok {
 			out = append(out, c)
 		}
 	}
 	return Join(out)
+}
+
+// promptSlotRead is what dropPromptSlot does with one clause text.
+type promptSlotRead struct {
+	dropped bool
+	changed Clause // the clause left, when not the one given
+}
+
+// promptSlotCache keeps dropPromptSlot's decisions process-wide, by clause
+// text: a run's model-context label is folded on every call that admits a
+// row, and its clauses repeat.
+type promptSlotCache struct{ reads readCache[promptSlotRead] }
+
+var promptSlotReads promptSlotCache
+
+// drop is dropPromptSlot(c), read once per distinct clause text. A clause
+// left unchanged is c itself.
+func (p *promptSlotCache) drop(c Clause) (Clause, bool) {
+	r := p.reads.get(c, func() promptSlotRead {
+		out, ok := dropPromptSlot(c)
+		switch {
+		case !ok:
+			return promptSlotRead{dropped: true}
+		case len(out) == len(c) && (len(c) == 0 || &out[0] == &c[0]):
+			return promptSlotRead{}
+		}
+		return promptSlotRead{changed: out}
+	})
+	switch {
+	case r.dropped:
+		return nil, false
+	case r.changed != nil:
+		return r.changed, true
+	}
+	return c, true
 }
 
 // dropPromptSlot removes PromptSlotInfluence alternatives from c; it reports

@@ -1,6 +1,8 @@
 package ifc
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,6 +30,36 @@ func TestJoin(t *testing.T) {
 	}
 }
 
+// TestJoinMany crosses the number of clauses Join keeps in a list
+// before it uses a map, against the plain reading of its rule.
+func TestJoinMany(t *testing.T) {
+	plainJoin := func(lists ...Confidentiality) Confidentiality {
+		var out Confidentiality
+		seen := map[string]bool{}
+		for _, l := range lists {
+			for _, c := range l {
+				if !seen[string(c)] {
+					seen[string(c)] = true
+					out = append(out, c)
+				}
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 500 {
+		lists := make([]Confidentiality, rng.IntN(8))
+		for i := range lists {
+			for range rng.IntN(12) {
+				lists[i] = append(lists[i], Clause(fmt.Sprintf(`"c%d"`, rng.IntN(3*maxLinearJoin))))
+			}
+		}
+		if diff := cmp.Diff(plainJoin(lists...), Join(lists...)); diff != "" {
+			t.Fatalf("Join(%q) (-plain +got):\n%s", lists, diff)
+		}
+	}
+}
+
 func TestJoinModelContext(t *testing.T) {
 	const psi = `"https://cfc.example/cfc/atom/PromptSlotInfluence"`
 	psiObj := `{"type":"https://cfc.example/cfc/atom/PromptSlotInfluence","slot":"x"}`
@@ -48,8 +80,10 @@ func TestJoinModelContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, JoinModelContext(tt.prev, tt.obs)); diff != "" {
-				t.Errorf("JoinModelContext (-want +got):\n%s", diff)
+			for range 2 { // the second reads the clauses from the cache
+				if diff := cmp.Diff(tt.want, JoinModelContext(tt.prev, tt.obs)); diff != "" {
+					t.Errorf("JoinModelContext (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}

@@ -58,6 +58,12 @@ func AppendJS(dst []byte, v jsontext.Value) []byte {
 // was cut.
 func appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
 	var e emitter
+	return e.appendBounded(dst, v, limit)
+}
+
+// appendBounded is appendBounded with e's scratch. It leaves e.buf
+// pointing at dst's memory.
+func (e *emitter) appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
 	e.limit = limit
 	e.buf = dst
 	e.reset(v)
@@ -228,7 +234,19 @@ func appendRune(dst []byte, r rune) []byte {
 // appendJSString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func appendJSString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	for i := 0; i < len(s); {
+	// A run of printable ASCII, as most strings are whole, eight bytes at
+	// a time.
+	i := 0
+	for i+8 <= len(s) {
+		v := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if specialMask(v)|v&hiBits != 0 {
+			break
+		}
+		i += 8
+	}
+	dst = append(dst, s[:i]...)
+	for i < len(s) {
 		j := i
 		for j < len(s) && s[j] < utf8.RuneSelf && strPlain[s[j]] {
 			j++
@@ -380,7 +398,7 @@ func unquote(text string) string {
 // checked and searched for repeated names, but only the names of the
 // objects still open are kept.
 type emitter struct {
-	s       scanner
+	s       Scanner
 	buf     []byte
 	limit   int // string cut in UTF-16 units; < 0 means none
 	cut     bool
@@ -392,9 +410,10 @@ type emitter struct {
 
 type frame struct {
 	obj   bool
-	n     int // members written
-	start int // offset in buf of the opening byte
-	names int // index in emitter.names of this object's first name
+	n     int    // members written
+	start int    // offset in buf of the opening byte
+	names int    // index in emitter.names of this object's first name
+	seen  uint64 // a bit per nameBit of the object's names
 	set   map[string]struct{}
 }
 
@@ -505,7 +524,7 @@ func (e *emitter) value() error {
 // appendString writes the string value raw, the one the scanner just
 // read, cut at the limit.
 func (e *emitter) appendString(raw []byte) {
-	if e.s.plain && (e.limit < 0 || len(raw)-2 <= e.limit) {
+	if (e.limit < 0 || len(raw)-2 <= e.limit) && e.s.verbatim(raw) {
 		e.buf = append(e.buf, raw...) // already in the writer's form
 		return
 	}
@@ -516,7 +535,7 @@ func (e *emitter) appendString(raw []byte) {
 
 // appendName writes the member name raw, the one the scanner just read.
 func (e *emitter) appendName(raw []byte) {
-	if e.s.plain {
+	if e.s.verbatim(raw) {
 		e.buf = append(e.buf, raw...)
 		return
 	}
@@ -577,11 +596,17 @@ func (e *emitter) addName(fr *frame, start int) bool {
 		fr.set[string(name)] = struct{}{}
 		return true
 	}
-	for _, s := range e.names[fr.names:] {
-		if bytes.Equal(e.buf[s.lo:s.hi], name) {
-			return false
+	// Names almost never repeat: compare only when one of the object's
+	// names had the same nameBit.
+	bit := nameBit(name)
+	if fr.seen&bit != 0 {
+		for _, s := range e.names[fr.names:] {
+			if bytes.Equal(e.buf[s.lo:s.hi], name) {
+				return false
+			}
 		}
 	}
+	fr.seen |= bit
 	e.names = append(e.names, span{start, len(e.buf)})
 	if len(e.names)-fr.names > maxLinearNames {
 		fr.set = make(map[string]struct{}, 2*maxLinearNames)
@@ -592,9 +617,16 @@ func (e *emitter) addName(fr *frame, start int) bool {
 	return true
 }
 
+// nameBit is one bit of 64 chosen by a member name in the writer's form
+// (quotes included): names with different bits differ.
+func nameBit(name []byte) uint64 {
+	h := uint(len(name))*131 + uint(name[len(name)/2])*31 + uint(name[len(name)-2])
+	return 1 << (h & 63)
+}
+
 // rowScan is what one pass over a row yields.
 type rowScan struct {
-	ifc    []byte // the last own ifc member's raw value (aliases emitter scratch)
+	ifc    []byte // the last own ifc member's raw value, a slice of the row
 	hasIFC bool
 	over   bool // the value was not written: it would exceed maxBytes
 	cut    bool
@@ -605,7 +637,7 @@ type rowScan struct {
 // buf, strings cut at the emitter's limit; once more than maxBytes (>= 0)
 // have been written it stops writing, drops what it wrote, reports over and
 // only scans the remaining members for ifc.
-func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowScan, error) {
+func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 	r := rowScan{over: skip}
 	e.reset(row)
 	s := &e.s
@@ -651,7 +683,7 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowSc
 			if err != nil {
 				return r, err
 			}
-			r.ifc = append(ifcBuf[:0], v...)
+			r.ifc = v
 			r.hasIFC = true
 		case r.over:
 			if _, err := s.skip(1); err != nil {
@@ -660,11 +692,19 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int, ifcBuf []byte) (rowSc
 		default:
 			fr.n++
 			e.buf = append(e.buf, ':')
-			if maxBytes >= 0 {
-				e.stopAt = start + maxBytes
-			}
-			if err := e.value(); err != nil {
-				return r, err
+			if s.ws() == '"' { // most members: a string, written here
+				raw, err := s.str()
+				if err != nil {
+					return r, err
+				}
+				e.appendString(raw)
+			} else {
+				if maxBytes >= 0 {
+					e.stopAt = start + maxBytes
+				}
+				if err := e.value(); err != nil {
+					return r, err
+				}
 			}
 			if e.stopped || maxBytes >= 0 && len(e.buf)-start > maxBytes {
 				r.over = true

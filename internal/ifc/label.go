@@ -252,7 +252,7 @@ func ParseLabel(data []byte) (Label, error) {
 // are *LabelError.
 func ReadRowLabel(row jsontext.Value) (l Label, present bool, err error) {
 	var e emitter
-	r, err := e.row(row, true, -1, nil)
+	r, err := e.row(row, true, -1)
 	if err != nil {
 		if errors.Is(err, errNotObject) {
 			return Label{}, true, &LabelError{Reason: "row is not an object"}

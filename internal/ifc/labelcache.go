@@ -2,7 +2,6 @@ package ifc
 
 import (
 	"encoding/binary"
-	"slices"
 	"sync"
 )
 
@@ -70,18 +69,34 @@ func (c *readCache[V]) get(key []byte, read func() V) V {
 // disclosed returns the disclosure of l as AppendJSON writes it,
 // appendDisclosed(nil, Disclose(l)); callers must not modify it.
 func (c *labelCache) disclosed(l Label) []byte {
-	key := textKey(l)
+	var kb [keyBuf]byte
+	key := textKey(kb[:0], l)
 	return c.disclosures.get(key, func() []byte { return appendDisclosed(nil, Disclose(l)) })
 }
 
 // disclose returns a copy of disclose(l), read once per distinct label.
+// The copy is two allocations whatever the number of clauses: the outer
+// list, and one array that every clause's types and the integrity types
+// are capped slices of, so that appending to one never writes into
+// another.
 func (c *labelCache) disclose(l Label) Disclosed {
-	key := textKey(l)
+	var kb [keyBuf]byte
+	key := textKey(kb[:0], l)
 	d := c.disclosedValues.get(key, func() Disclosed { return disclose(l) })
-	out := Disclosed{Confidentiality: make([][]string, len(d.Confidentiality)), Integrity: slices.Clone(d.Integrity)}
-	for i, types := range d.Confidentiality {
-		out.Confidentiality[i] = slices.Clone(types)
+	n := len(d.Integrity)
+	for _, types := range d.Confidentiality {
+		n += len(types)
 	}
+	all := make([]string, 0, n)
+	out := Disclosed{Confidentiality: make([][]string, len(d.Confidentiality))}
+	for i, types := range d.Confidentiality {
+		start := len(all)
+		all = append(all, types...)
+		out.Confidentiality[i] = all[start:len(all):len(all)]
+	}
+	start := len(all)
+	all = append(all, d.Integrity...)
+	out.Integrity = all[start:len(all):len(all)]
 	return out
 }
 
@@ -111,7 +126,8 @@ func (c *labelCache) row(raw []byte) *labelRead {
 // given reads a Label value built in code (the query label). The reading
 // holds l itself.
 func (c *labelCache) given(l Label) *labelRead {
-	key := textKey(l)
+	var kb [keyBuf]byte
+	key := textKey(kb[:0], l)
 	lr := c.values.get(key, func() *labelRead { return newLabelRead(l, nil) })
 	if !sameLabel(lr.label, l) {
 		// Same text, other slices: keep the caller's.
@@ -124,7 +140,8 @@ func (c *labelCache) given(l Label) *labelRead {
 
 // ceiling compiles the clauses of a defined ceiling, as compileClauses.
 func (c *ceilingCache) ceiling(cs Confidentiality) []clauseInfo {
-	return c.clauses.get(appendTextKey(nil, cs), func() []clauseInfo { return compileClauses(cs) })
+	var kb [keyBuf]byte
+	return c.clauses.get(appendTextKey(kb[:0], cs), func() []clauseInfo { return compileClauses(cs) })
 }
 
 // sameLabel reports whether a and b share their lists' memory.
@@ -132,10 +149,15 @@ func sameLabel(a, b Label) bool {
 	return keyOf(a) == keyOf(b)
 }
 
-// textKey is the key of a Label value: its two lists' textKeys.
-func textKey(l Label) []byte {
-	return appendTextKey(appendTextKey(nil, l.Confidentiality), l.Integrity)
+// textKey appends the key of a Label value to dst: its two lists'
+// textKeys.
+func textKey(dst []byte, l Label) []byte {
+	return appendTextKey(appendTextKey(dst, l.Confidentiality), l.Integrity)
 }
+
+// keyBuf is the size of the stack buffers keys are built in; a longer key
+// goes to the heap as append grows it.
+const keyBuf = 256
 
 // appendTextKey appends an unambiguous key for a list of JSON texts: each
 // length-prefixed, after the list's length.

@@ -2,6 +2,7 @@ package ifc
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -85,30 +86,29 @@ func Measure(in Input) Result {
 	if r.Notice == "" {
 		r.Notice = Notice
 	}
+	m := measurers.Get().(*measurer)
+	defer m.put()
 	if in.Envelope != nil {
-		env, _, err := appendBounded(nil, in.Envelope, StringBound)
+		env, _, err := m.em.appendBounded(make([]byte, 0, len(in.Envelope)), in.Envelope, StringBound)
 		if err != nil {
 			env = []byte("{}")
 		}
 		r.Envelope = env
 	}
 	n := len(in.Rows)
-	size := utf16LenBytes(r.appendHead(nil, n, n, n, true)) + len("}") + LabelAllowance
+	m.head = r.appendHead(m.head[:0], n, n, n, true)
+	size := utf16LenBytes(m.head) + len("}") + LabelAllowance
 
-	m := measurer{
-		defined: in.Ceiling.defined,
-		cache:   map[string]*labelInfo{},
-		values:  make([]byte, 0, arenaSize(in.Rows)),
-	}
+	m.defined = in.Ceiling.defined
 	if m.defined {
 		m.ceiling = ceilingReads.ceiling(in.Ceiling.clauses)
 	}
+	m.values = make([]byte, 0, arenaSize(in.Rows))
 	m.em.limit = StringBound
 	m.unlabeled = m.infoOf(labelReads.given(in.Unlabeled))
 
 	// Entries end at the bound, well before 25k rows: start small.
 	r.Entries = make([]Entry, 0, min(n, 64))
-	observed := make([]Confidentiality, 0, min(n, 64))
 	for _, row := range in.Rows {
 		e, entrySize := m.entry(row, OutputBound-size)
 		if size+entrySize > OutputBound {
@@ -119,7 +119,7 @@ func Measure(in Input) Result {
 		if e.Admitted {
 			r.Admitted++
 			r.Truncated = r.Truncated || e.Truncated
-			observed = append(observed, e.Label.Confidentiality)
+			m.observed = append(m.observed, e.Label.Confidentiality)
 		} else {
 			r.Withheld++
 		}
@@ -129,7 +129,7 @@ func Measure(in Input) Result {
 	}
 	r.Omitted = n - len(r.Entries)
 	r.Truncated = r.Truncated || r.Omitted > 0
-	r.Observed = Join(observed...)
+	r.Observed = Join(m.observed...)
 	return r
 }
 
@@ -155,26 +155,72 @@ type labelInfo struct {
 	disclosedLen int
 }
 
+// measurer is the state of one Measure call. Measure takes it from a pool
+// and puts it back, so its scratch (the emitter's stacks, the label list,
+// the head) is reused between calls; nothing it returns points into the
+// scratch: admitted values go to values, an arena of the call's own.
 type measurer struct {
 	em        emitter
 	defined   bool
 	ceiling   []clauseInfo
-	cache     map[string]*labelInfo // by raw ifc text
-	unlabeled *labelInfo
-	values    []byte // arena for admitted values
-	ifcBuf    []byte
+	unlabeled labelInfo
+	labels    []rowLabel     // the labels read in this call, by raw ifc text
+	index     map[string]int // labels by raw ifc text, once there are many
+	values    []byte         // arena for admitted values
+	observed  []Confidentiality
+	head      []byte
 }
 
-// info is what one Measure call knows of l, read with err.
-func (m *measurer) info(l Label, err error) *labelInfo {
-	return m.infoOf(newLabelRead(l, err))
+// rowLabel is a label the call has read, with the raw text it was read
+// from (a slice of the row, or of the tree path's output).
+type rowLabel struct {
+	raw  []byte
+	info labelInfo
+}
+
+// maxLinearLabels is how many distinct labels a call looks up by a linear
+// search before it indexes them in a map.
+const maxLinearLabels = 16
+
+// Bounds of the scratch a measurer keeps when put back, in elements: a
+// call that needed more (deep or wide rows, many labels) leaves it to the
+// collector. None keeps more than 96 KiB.
+const (
+	maxPooledBytes  = 64 << 10
+	maxPooledFrames = 1 << 10
+	maxPooledSpans  = 4 << 10
+	maxPooledLabels = 1 << 10
+)
+
+var measurers = sync.Pool{New: func() any { return new(measurer) }}
+
+// put drops the call's references (inputs, results, the frames' name
+// sets) and returns m to the pool.
+func (m *measurer) put() {
+	m.em.buf, m.em.s.b = nil, nil
+	clear(m.em.frames[:cap(m.em.frames)])
+	m.em.frames = m.em.frames[:0]
+	clear(m.labels)
+	m.labels = m.labels[:0]
+	m.index = nil
+	m.values = nil
+	m.ceiling = nil
+	m.unlabeled = labelInfo{}
+	clear(m.observed)
+	m.observed = m.observed[:0]
+	if cap(m.head) > maxPooledBytes || cap(m.em.s.stack) > maxPooledBytes ||
+		cap(m.em.frames) > maxPooledFrames || cap(m.em.names) > maxPooledSpans ||
+		cap(m.labels) > maxPooledLabels || cap(m.observed) > maxPooledSpans {
+		return
+	}
+	measurers.Put(m)
 }
 
 // infoOf is what one Measure call knows of a label: its reading and
 // whether it fits the call's ceiling.
-func (m *measurer) infoOf(lr *labelRead) *labelInfo {
+func (m *measurer) infoOf(lr *labelRead) labelInfo {
 	if lr.unreadable {
-		return &labelInfo{unreadable: true}
+		return labelInfo{unreadable: true}
 	}
 	fits := true
 	if m.defined {
@@ -185,15 +231,34 @@ func (m *measurer) infoOf(lr *labelRead) *labelInfo {
 			}
 		}
 	}
-	return &labelInfo{label: lr.label, fits: fits, disclosedLen: lr.disclosedLen}
+	return labelInfo{label: lr.label, fits: fits, disclosedLen: lr.disclosedLen}
 }
 
-func (m *measurer) labelFor(raw []byte) *labelInfo {
-	if li, ok := m.cache[string(raw)]; ok {
-		return li
+// labelFor is what the call knows of the label read from raw, which must
+// stay unchanged until the call returns.
+func (m *measurer) labelFor(raw []byte) labelInfo {
+	if m.index != nil {
+		if i, ok := m.index[string(raw)]; ok {
+			return m.labels[i].info
+		}
+	} else {
+		for i := range m.labels {
+			if string(m.labels[i].raw) == string(raw) {
+				return m.labels[i].info
+			}
+		}
 	}
 	li := m.infoOf(labelReads.row(raw))
-	m.cache[string(raw)] = li
+	m.labels = append(m.labels, rowLabel{raw: raw, info: li})
+	switch {
+	case m.index != nil:
+		m.index[string(raw)] = len(m.labels) - 1
+	case len(m.labels) > maxLinearLabels:
+		m.index = make(map[string]int, 2*len(m.labels))
+		for i := range m.labels {
+			m.index[string(m.labels[i].raw)] = i
+		}
+	}
 	return li
 }
 
@@ -209,24 +274,22 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 	mark := len(m.values)
 	m.em.buf = m.values
 	maxBytes := 3 * max(room, 0) // a value of more bytes has more UTF-16 units than room
-	sc, err := m.em.row(row, false, maxBytes, m.ifcBuf)
+	sc, err := m.em.row(row, false, maxBytes)
 	m.values = m.em.buf[:mark]
-	if sc.ifc != nil {
-		m.ifcBuf = sc.ifc
-	}
-	var li *labelInfo
+	var li labelInfo
+	labeled := false // the row has its own ifc member
 	var value []byte
 	over, cut := sc.over, sc.cut
 	switch {
 	case err == errDuplicate:
-		li, value, cut = m.slowRow(row, mark)
+		li, labeled, value, cut = m.slowRow(row, mark)
 		over = false
 	case err != nil:
 		return Entry{ReasonCode: ReasonLabelReadFailed}, sizeWithheldRead
 	default:
 		li = m.unlabeled
 		if sc.hasIFC {
-			li = m.labelFor(sc.ifc)
+			li, labeled = m.labelFor(sc.ifc), true
 		}
 		if !over {
 			value = m.em.buf[mark:len(m.em.buf):len(m.em.buf)]
@@ -242,7 +305,7 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 	}
 	m.values = m.em.buf // keep the value
 	e := Entry{Admitted: true, Label: li.label, LabelSource: SourceQuery, Value: value, Truncated: cut}
-	if li != m.unlabeled {
+	if labeled {
 		e.LabelSource = SourceRow
 	}
 	size := len(admittedHead) + li.disclosedLen + len(labelSourceKey) + len(`""`) + len(e.LabelSource) +
@@ -255,17 +318,18 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 
 // slowRow handles a row that repeats a member name: it is parsed whole with
 // JavaScript's rule (first position, last value) and written from the tree.
-func (m *measurer) slowRow(row []byte, mark int) (*labelInfo, []byte, bool) {
+// It reports whether the row has its own label.
+func (m *measurer) slowRow(row []byte, mark int) (labelInfo, bool, []byte, bool) {
 	n, err := parseTree(row)
 	if err != nil || n.kind != jsontext.KindBeginObject {
-		return &labelInfo{unreadable: true}, nil, false
+		return labelInfo{unreadable: true}, false, nil, false
 	}
-	li := m.unlabeled
+	li, labeled := m.unlabeled, false
 	v := &node{kind: n.kind}
 	for i, k := range n.keys {
 		if k == `"ifc"` {
 			raw, _ := appendNode(nil, n.vals[i], -1)
-			li = m.labelFor(raw)
+			li, labeled = m.labelFor(raw), true
 			continue
 		}
 		v.keys = append(v.keys, k)
@@ -273,7 +337,7 @@ func (m *measurer) slowRow(row []byte, mark int) (*labelInfo, []byte, bool) {
 	}
 	buf, cut := appendNode(m.values[:mark], v, StringBound)
 	m.em.buf = buf
-	return li, buf[mark:len(buf):len(buf)], cut
+	return li, labeled, buf[mark:len(buf):len(buf)], cut
 }
 
 // appendHead writes the result object up to, not including, its entries.
@@ -309,10 +373,35 @@ func (r Result) appendHead(dst []byte, admitted, withheld, omitted int, truncate
 // counted, so with 11-character handles and an envelope of normal size the
 // output stays within OutputBound UTF-16 units.
 func (r Result) AppendJSON(dst []byte, handles []string) []byte {
+	// The disclosed labels first, to size the output and grow dst once.
+	// Entries of one Measure share label slices, so each is read once.
+	var dsBuf [64][]byte
+	ds := dsBuf[:0] // of the admitted entries, in order
+	var disclosed disclosures
+	n := r.headLen() + len(`,"entries":[`) + len("]}")
+	for i, e := range r.Entries {
+		if i > 0 {
+			n++
+		}
+		if !e.Admitted {
+			n += len(withheldHead) + len(e.ReasonCode) + len(`""}`)
+			continue
+		}
+		d := disclosed.of(e.Label)
+		ds = append(ds, d)
+		n += len(admittedHead) + len(d) + len(labelSourceKey) + len(e.LabelSource) + len(`""`) +
+			len(valueKey) + max(len(e.Value), len("null")) + len(truncatedMember) + len(`}`)
+		if k := len(ds) - 1; k < len(handles) {
+			n += len(handleKey) + len(handles[k]) + len(`""`)
+		}
+	}
+	if cap(dst)-len(dst) < n {
+		dst = append(make([]byte, 0, len(dst)+n), dst...)
+	}
+
 	dst = r.appendHead(dst, r.Admitted, r.Withheld, r.Omitted, r.Truncated)
 	dst = append(dst, `,"entries":[`...)
 	k := 0
-	disclosed := map[labelKey][]byte{} // entries of one Measure share label slices
 	for i, e := range r.Entries {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -327,16 +416,54 @@ func (r Result) AppendJSON(dst []byte, handles []string) []byte {
 		if ok {
 			handle = handles[k]
 		}
+		dst = appendEntry(dst, e, ds[k], handle, ok)
 		k++
-		key := keyOf(e.Label)
-		d, seen := disclosed[key]
-		if !seen {
-			d = labelReads.disclosed(e.Label)
-			disclosed[key] = d
-		}
-		dst = appendEntry(dst, e, d, handle, ok)
 	}
 	return append(dst, "]}"...)
+}
+
+// headLen is at least the length appendHead writes for r when its strings
+// need no escapes, which is what AppendJSON sizes its output with.
+func (r Result) headLen() int {
+	const fixed = len(`{"outputId":""`) + len(`,"status":"ok","kind":""`) + len(`,"notice":""`) +
+		len(`,"admitted":`) + len(`,"withheld":`) + len(`,"omitted":`) + len(`,"truncated":false`) +
+		len(`,"envelope":`) + 3*len("-9223372036854775808")
+	return fixed + len(r.OutputID) + len(r.Kind) + len(r.Notice) + len(r.Envelope)
+}
+
+// disclosures holds the disclosed labels of one AppendJSON call by label
+// memory: a short list, then a map.
+type disclosures struct {
+	keys  [16]labelKey
+	ds    [16][]byte
+	n     int
+	index map[labelKey][]byte
+}
+
+// of returns the disclosure of l as AppendJSON writes it.
+func (c *disclosures) of(l Label) []byte {
+	key := keyOf(l)
+	if c.index != nil {
+		if d, ok := c.index[key]; ok {
+			return d
+		}
+	}
+	for i := range c.n {
+		if c.keys[i] == key {
+			return c.ds[i]
+		}
+	}
+	d := labelReads.disclosed(l)
+	if c.n < len(c.keys) {
+		c.keys[c.n], c.ds[c.n] = key, d
+		c.n++
+		return d
+	}
+	if c.index == nil {
+		c.index = make(map[labelKey][]byte)
+	}
+	c.index[key] = d
+	return d
 }
 
 // labelKey identifies a label by the memory of its lists, which is enough

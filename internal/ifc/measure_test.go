@@ -1,6 +1,7 @@
 package ifc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -385,10 +386,9 @@ func TestEntrySizes(t *testing.T) {
 	m := measurer{
 		defined: true,
 		ceiling: compileClauses(conf(`"x\u2028"`)),
-		cache:   map[string]*labelInfo{},
 	}
 	m.em.limit = StringBound
-	m.unlabeled = m.info(Label{Confidentiality: conf(`"x\u2028"`)}, nil)
+	m.unlabeled = m.infoOf(newLabelRead(Label{Confidentiality: conf(`"x\u2028"`)}, nil))
 	for i, row := range rowsIn {
 		e, size := m.entry([]byte(row), OutputBound)
 		var js []byte
@@ -455,5 +455,23 @@ func TestMeasureConcurrent(t *testing.T) {
 				t.Errorf("concurrent Measure differs:\n%s", cmp.Diff(want, got))
 			}
 		})
+	}
+}
+
+// TestAppendJSONGrowsOnce checks that AppendJSON sizes its output before
+// writing it: one allocation for a result of plain strings.
+func TestAppendJSONGrowsOnce(t *testing.T) {
+	res := Measure(searchInput(60, 3))
+	if res.Admitted == 0 || res.Withheld == 0 {
+		t.Fatalf("want admitted and withheld entries, got %d and %d", res.Admitted, res.Withheld)
+	}
+	h := handlesFor(res.Admitted)
+	want := res.AppendJSON(nil, h) // reads the disclosures once
+	var got []byte
+	if n := testing.AllocsPerRun(20, func() { got = res.AppendJSON(nil, h) }); n != 1 {
+		t.Errorf("AppendJSON allocated %v times, want 1", n)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("AppendJSON differs between calls:\n%s\n%s", got, want)
 	}
 }

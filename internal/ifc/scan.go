@@ -3,21 +3,31 @@ package ifc
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
+	"unicode/utf8"
 )
 
-// scanner is the emitter's reader: a validating JSON tokenizer over one
-// byte slice, accepting exactly what jsontext accepts under decodeOptions
-// (RFC 8259 grammar, duplicate names and invalid UTF-8 allowed, escaped lone
-// surrogates allowed, at most maxDepth nested arrays and objects) but
-// without jsontext's per-token bookkeeping, which dominated measuring
-// small rows. Returned raw values are slices of the input, byte for byte.
-// TestScannerMatchesJSONText holds it to jsontext on generated and mutated
-// inputs.
-type scanner struct {
-	b     []byte
-	i     int
-	plain bool   // the last string read is its own JavaScript form
-	stack []byte // open containers of skip, '{' or '['
+// Scanner is a validating JSON reader over one byte slice, the one both
+// the gateway's payload reading (package loom's Interpret and Split) and
+// this package's row writer use. It accepts exactly what jsontext accepts
+// with AllowDuplicateNames and AllowInvalidUTF8 (RFC 8259 grammar,
+// duplicate names and invalid UTF-8 allowed, escaped lone surrogates
+// allowed, at most 10,000 nested arrays and objects, jsontext's limit) but
+// without jsontext's per-token bookkeeping and without copying: every raw
+// value it returns is a slice of the input, byte for byte.
+// TestScannerMatchesJSONText, here and in package loom, holds it to
+// jsontext on generated and mutated inputs.
+//
+// A Scanner reads forward only. Peek, Advance, Name and Value read the
+// tokens of one level; Value reads a whole value at once. The zero value
+// is a Scanner over no input; Reset points it at one. A Scanner is not
+// safe for concurrent use.
+type Scanner struct {
+	b       []byte
+	i       int
+	escaped bool   // the last string read has an escape
+	ascii   bool   // the last string read is ASCII
+	stack   []byte // open containers of skip beyond its innermost 64
 }
 
 // maxDepth is jsontext's nesting limit: a value may sit inside at most this
@@ -29,6 +39,53 @@ var (
 	errDepth  = errors.New("ifc: JSON nested too deeply")
 )
 
+// Reset makes s read b from its start.
+func (s *Scanner) Reset(b []byte) { s.reset(b) }
+
+// Peek skips whitespace and returns the next byte without reading it, or 0
+// at the end of the input (0 is never valid JSON either).
+func (s *Scanner) Peek() byte { return s.ws() }
+
+// Advance reads the byte Peek returned: a delimiter ('{', '[', ',', '}',
+// ']') the caller has checked. At the end of the input it does nothing.
+func (s *Scanner) Advance() {
+	if s.i < len(s.b) {
+		s.i++
+	}
+}
+
+// AtEnd reports whether only whitespace is left.
+func (s *Scanner) AtEnd() bool { return s.atEnd() }
+
+// Offset returns how many bytes of the input s has read: whitespace Peek
+// skipped included.
+func (s *Scanner) Offset() int { return s.i }
+
+// Name reads a member name and the colon after it and returns the name
+// raw, quotes and escapes included. It fails unless a string is next.
+func (s *Scanner) Name() ([]byte, error) {
+	if s.ws() != '"' {
+		return nil, errSyntax
+	}
+	raw, err := s.str()
+	if err != nil {
+		return nil, err
+	}
+	if s.ws() != ':' {
+		return nil, errSyntax
+	}
+	s.i++
+	return raw, nil
+}
+
+// Value reads one whole value that sits inside depth open arrays and
+// objects and returns it raw, without the whitespace around it, as
+// jsontext's ReadValue would; the result's capacity is its length.
+func (s *Scanner) Value(depth int) ([]byte, error) {
+	v, err := s.skip(depth)
+	return v[:len(v):len(v)], err
+}
+
 // strPlain marks the bytes a JSON string holds as they are: not '"', not
 // '\\', not a control character.
 var strPlain = func() (t [256]bool) {
@@ -38,80 +95,102 @@ var strPlain = func() (t [256]bool) {
 	return t
 }()
 
-func (s *scanner) reset(b []byte) {
+func (s *Scanner) reset(b []byte) {
 	s.b, s.i = b, 0
 	s.stack = s.stack[:0]
 }
 
 // ws skips whitespace and returns the next byte, or 0 at the end (0 is
 // never valid there either).
-func (s *scanner) ws() byte {
+func (s *Scanner) ws() byte {
 	for s.i < len(s.b) {
-		switch c := s.b[s.i]; c {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
+		c := s.b[s.i]
+		if c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return c
 		}
+		s.i++
 	}
 	return 0
 }
 
 // atEnd reports whether only whitespace is left.
-func (s *scanner) atEnd() bool {
+func (s *Scanner) atEnd() bool {
 	return s.ws() == 0 && s.i == len(s.b)
 }
 
-// str reads the string at s.i and returns it raw. It sets s.plain when
-// the string holds only printable ASCII other than '"' and '\\' (no
-// escapes), which is then its own JavaScript form.
-func (s *scanner) str() ([]byte, error) {
-	b, start := s.b, s.i
+// str reads the string at s.i and returns it raw, noting for verbatim
+// whether it has escapes and non-ASCII bytes.
+func (s *Scanner) str() ([]byte, error) {
+	start := s.i
+	if !s.scanStr() {
+		return nil, errSyntax
+	}
+	return s.b[start:s.i], nil
+}
+
+// scanStr is str for a caller that needs no raw value: it reads the
+// string at s.i and reports whether it is valid.
+func (s *Scanner) scanStr() bool {
+	b := s.b
 	i := s.i + 1
 	var seen uint64 // the bytes passed over, or-ed
-	s.plain = true
+	s.escaped = false
 	for {
-		// Eight bytes at a time while none of them ends the run.
-		for i+8 <= len(b) {
-			v := binary.LittleEndian.Uint64(b[i:])
-			if hasSpecial(v) {
+		// Eight bytes at a time while none of them ends the run, then
+		// straight to the first that does; a byte at a time near the end
+		// of the input.
+		for {
+			if i+8 > len(b) {
+				for i < len(b) && strPlain[b[i]] {
+					seen |= uint64(b[i])
+					i++
+				}
+				if i >= len(b) {
+					return false
+				}
+				break
+			}
+			v := binary.LittleEndian.Uint64(b[i : i+8])
+			if m := specialMask(v); m != 0 {
+				seen |= v & (m&-m - 1) // the bytes before the special one
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			seen |= v
 			i += 8
 		}
-		for i < len(b) && strPlain[b[i]] {
-			seen |= uint64(b[i])
-			i++
-		}
-		if i >= len(b) {
-			return nil, errSyntax
-		}
 		switch b[i] {
 		case '"':
 			s.i = i + 1
-			s.plain = s.plain && seen&hiBits == 0
-			return b[start:s.i], nil
+			s.ascii = seen&hiBits == 0
+			return true
 		case '\\':
-			s.plain = false
+			s.escaped = true
 			if i+1 >= len(b) {
-				return nil, errSyntax
+				return false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if _, ok := hex4(b[min(i+2, len(b)):]); !ok {
-					return nil, errSyntax
+					return false
 				}
 				i += 6
 			default:
-				return nil, errSyntax
+				return false
 			}
 		default: // a control character
-			return nil, errSyntax
+			return false
 		}
 	}
+}
+
+// verbatim reports whether raw, the string str just read, is its own
+// JavaScript form: no escapes and valid UTF-8 (JSON.stringify escapes
+// nothing else a JSON string may hold raw).
+func (s *Scanner) verbatim(raw []byte) bool {
+	return !s.escaped && (s.ascii || utf8.Valid(raw[1:len(raw)-1]))
 }
 
 const (
@@ -119,20 +198,22 @@ const (
 	hiBits = 0x8080808080808080
 )
 
-// hasSpecial reports whether one of the eight bytes of v is '"', '\\' or
-// a control character (below 0x20).
-func hasSpecial(v uint64) bool {
+// specialMask returns, for the eight bytes of v (the first lowest), a word
+// whose lowest set bit is the high bit of the first byte that is '"', '\\'
+// or a control character (below 0x20), and 0 when there is none. Bits above
+// the lowest may be set for bytes that are not special.
+func specialMask(v uint64) uint64 {
 	quote := v ^ ('"' * loBits)
 	bslash := v ^ ('\\' * loBits)
 	q := (quote - loBits) &^ quote
 	bs := (bslash - loBits) &^ bslash
 	ctl := (v - 0x20*loBits) &^ v
-	return (q|bs|ctl)&hiBits != 0
+	return (q | bs | ctl) & hiBits
 }
 
-// number reads the number starting at s.i and returns it raw.
-func (s *scanner) number() ([]byte, error) {
-	b, start := s.b, s.i
+// scanNumber reads the number at s.i and reports whether it is valid.
+func (s *Scanner) scanNumber() bool {
+	b := s.b
 	i := s.i
 	if i < len(b) && b[i] == '-' {
 		i++
@@ -146,12 +227,12 @@ func (s *scanner) number() ([]byte, error) {
 			i++
 		}
 	default:
-		return nil, errSyntax
+		return false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return nil, errSyntax
+			return false
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
@@ -163,18 +244,19 @@ func (s *scanner) number() ([]byte, error) {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return nil, errSyntax
+			return false
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
 		}
 	}
 	s.i = i
-	return b[start:i], nil
+	return true
 }
 
-// literal reads true, false or null starting at s.i and returns it raw.
-func (s *scanner) literal() ([]byte, error) {
+// scanLiteral reads true, false or null at s.i and reports whether it is
+// one of them.
+func (s *Scanner) scanLiteral() bool {
 	var lit string
 	switch s.b[s.i] {
 	case 't':
@@ -185,64 +267,87 @@ func (s *scanner) literal() ([]byte, error) {
 		lit = "null"
 	}
 	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return nil, errSyntax
+		return false
 	}
-	start := s.i
 	s.i += len(lit)
-	return s.b[start:s.i], nil
+	return true
 }
 
-// scalar reads the string, number or literal starting with c at s.i.
-func (s *scanner) scalar(c byte) ([]byte, error) {
+// scanScalar reads the string, number or literal starting with c at s.i
+// and reports whether it is valid.
+func (s *Scanner) scanScalar(c byte) bool {
 	switch {
 	case c == '"':
-		return s.str()
+		return s.scanStr()
 	case c == 't' || c == 'f' || c == 'n':
-		return s.literal()
+		return s.scanLiteral()
 	case c == '-' || '0' <= c && c <= '9':
-		return s.number()
+		return s.scanNumber()
 	}
-	return nil, errSyntax
+	return false
+}
+
+// scalar reads the string, number or literal starting with c at s.i and
+// returns it raw.
+func (s *Scanner) scalar(c byte) ([]byte, error) {
+	start := s.i
+	if !s.scanScalar(c) {
+		return nil, errSyntax
+	}
+	return s.b[start:s.i], nil
 }
 
 // skip reads one whole value inside depth open containers and returns it
 // raw, as jsontext's ReadValue would.
-func (s *scanner) skip(depth int) ([]byte, error) {
+func (s *Scanner) skip(depth int) ([]byte, error) {
 	c := s.ws()
 	start := s.i
-	base := len(s.stack)
+	// The containers open in the value: n of them, the innermost 64 in
+	// kinds (innermost lowest, 1 for an object), the outer ones beyond
+	// those in s.stack, so that most values need no memory.
+	var kinds uint64
+	n := 0
+	s.stack = s.stack[:0]
 	for {
 		// A value is expected; c, at s.i, is its first byte.
 		if c == '{' || c == '[' {
-			if depth+len(s.stack)-base >= maxDepth {
+			if depth+n >= maxDepth {
 				return nil, errDepth
 			}
 			s.i++
-			s.stack = append(s.stack, c)
-			if c = s.ws(); c != closer(s.stack[len(s.stack)-1]) {
-				if s.stack[len(s.stack)-1] == '{' {
-					if err := s.name(c); err != nil {
-						return nil, err
+			if n >= 64 {
+				s.stack = append(s.stack, byte(kinds>>63))
+			}
+			kinds <<= 1
+			if c == '{' {
+				kinds |= 1
+			}
+			n++
+			open := c
+			if c = s.ws(); c != closer(open) {
+				if open == '{' {
+					if !s.name(c) {
+						return nil, errSyntax
 					}
 					c = s.ws()
 				}
 				continue
 			}
 			s.i++ // an empty container
-			s.stack = s.stack[:len(s.stack)-1]
-		} else if _, err := s.scalar(c); err != nil {
-			return nil, err
+			kinds, n = s.pop(kinds, n)
+		} else if !s.scanScalar(c) {
+			return nil, errSyntax
 		}
 		// After a value.
 		for {
-			if len(s.stack) == base {
+			if n == 0 {
 				return s.b[start:s.i], nil
 			}
-			open := s.stack[len(s.stack)-1]
+			obj := kinds&1 == 1
 			c = s.ws()
-			if c == closer(open) {
+			if obj && c == '}' || !obj && c == ']' {
 				s.i++
-				s.stack = s.stack[:len(s.stack)-1]
+				kinds, n = s.pop(kinds, n)
 				continue
 			}
 			if c != ',' {
@@ -250,9 +355,9 @@ func (s *scanner) skip(depth int) ([]byte, error) {
 			}
 			s.i++
 			c = s.ws()
-			if open == '{' {
-				if err := s.name(c); err != nil {
-					return nil, err
+			if obj {
+				if !s.name(c) {
+					return nil, errSyntax
 				}
 				c = s.ws()
 			}
@@ -261,20 +366,25 @@ func (s *scanner) skip(depth int) ([]byte, error) {
 	}
 }
 
+// pop closes the innermost of skip's n open containers.
+func (s *Scanner) pop(kinds uint64, n int) (uint64, int) {
+	kinds >>= 1
+	n--
+	if n >= 64 {
+		kinds |= uint64(s.stack[len(s.stack)-1]) << 63
+		s.stack = s.stack[:len(s.stack)-1]
+	}
+	return kinds, n
+}
+
 // name reads a member name (c, at s.i, must be its '"') and the colon
-// after it.
-func (s *scanner) name(c byte) error {
-	if c != '"' {
-		return errSyntax
-	}
-	if _, err := s.str(); err != nil {
-		return err
-	}
-	if s.ws() != ':' {
-		return errSyntax
+// after it, and reports whether they are valid.
+func (s *Scanner) name(c byte) bool {
+	if c != '"' || !s.scanStr() || s.ws() != ':' {
+		return false
 	}
 	s.i++
-	return nil
+	return true
 }
 
 // closer returns the closing byte of an opening one: '{'+2 is '}' and

@@ -3,12 +3,13 @@ package loom
 import (
 	"bytes"
 	"errors"
-	"io"
 	"sort"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
 )
 
 // This file holds the JavaScript string and object semantics the reference
@@ -130,37 +131,29 @@ var (
 	errNotObject = errors.New("loom: not a JSON object")
 	errNotArray  = errors.New("loom: not a JSON array")
 	errTrailing  = errors.New("loom: data after the JSON value")
+	errSyntax    = errors.New("loom: invalid JSON")
 )
+
+// The readers below go over the bytes once with ifc.Scanner, which reads
+// the payload grammar (payloadOptions: duplicate names, invalid UTF-8 and
+// escaped lone surrogates allowed) and copies nothing. Stricter options are
+// checked by jsontext on the container alone, which it reads in place.
+// Their results and error classes (errNotObject or errNotArray, errTrailing,
+// any other error for invalid JSON) are those of the jsontext decoder they
+// replaced, which bench_members_test.go keeps and compares them with.
 
 // objectMembers returns the members of the JSON object data, in the order
 // written, duplicates included, and validates data under opts on the way:
 // it must be exactly one JSON object (surrounding whitespace allowed). A
-// value that is not an object returns errNotObject, anything else invalid a
-// syntax error. The values alias data.
+// value that is not an object returns errNotObject, anything after the
+// object errTrailing, anything else invalid another error. The values alias
+// data.
 func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
-	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	if tok.Kind() != '{' {
-		return nil, errNotObject
-	}
 	var ms []member
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		name := tok.String() // tok is valid only until the next read
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		end := int(d.InputOffset())
-		ms = append(ms, member{name: name, value: jsontext.Value(data[end-len(v) : end])})
-	}
-	if err := readEnd(d); err != nil {
+	first, err := walk(data, '{', func(name []byte, v jsontext.Value) {
+		ms = append(ms, member{name: nameString(name), value: v})
+	})
+	if err = underOptions(first, err, opts); err != nil {
 		return nil, err
 	}
 	return ms, nil
@@ -169,39 +162,118 @@ func objectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
 // arrayElements is objectMembers for an array: data must be exactly one
 // JSON array, valid under opts. The values alias data.
 func arrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, error) {
-	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	if tok.Kind() != '[' {
-		return nil, errNotArray
-	}
 	var vs []jsontext.Value
-	for d.PeekKind() != ']' {
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		end := int(d.InputOffset())
-		vs = append(vs, jsontext.Value(data[end-len(v):end]))
-	}
-	if err := readEnd(d); err != nil {
+	first, err := walk(data, '[', func(_ []byte, v jsontext.Value) { vs = append(vs, v) })
+	if err = underOptions(first, err, opts); err != nil {
 		return nil, err
 	}
 	return vs, nil
 }
 
-// readEnd reads the closing delimiter of the value d is in and requires
-// nothing but whitespace after it.
-func readEnd(d *jsontext.Decoder) error {
-	if _, err := d.ReadToken(); err != nil {
-		return err
+// walk reads data, which must be exactly one JSON object (open '{') or
+// array (open '[') in the payload grammar, surrounding whitespace allowed,
+// and calls f with each member's raw name (nil in an array) and value, in
+// order; both are slices of data. The errors are errNotObject or
+// errNotArray when the first token is valid but opens no such container,
+// errTrailing when something follows it, else errSyntax. first is what a
+// stricter reading must check: the container (when err is nil or
+// errTrailing), the first token when it is a scalar (errNotObject or
+// errNotArray), else nil.
+func walk(data []byte, open byte, f func(name []byte, v jsontext.Value)) (first jsontext.Value, err error) {
+	notKind := errNotObject
+	if open == '[' {
+		notKind = errNotArray
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return errTrailing
+	var s ifc.Scanner
+	s.Reset(data)
+	switch c := s.Peek(); {
+	case c == open:
+	case c == '{' || c == '[':
+		return nil, notKind
+	default:
+		v, err := s.Value(0) // a scalar or nothing valid
+		if err != nil {
+			return nil, errSyntax
+		}
+		return v, notKind
 	}
-	return nil
+	start := s.Offset()
+	s.Advance()
+	closing := open + 2 // '{'+2 is '}', '['+2 is ']'
+	c := s.Peek()
+	for c != closing {
+		var name []byte
+		if open == '{' {
+			if name, err = s.Name(); err != nil {
+				return nil, errSyntax
+			}
+		}
+		v, err := s.Value(1)
+		if err != nil {
+			return nil, errSyntax
+		}
+		f(name, v)
+		switch c = s.Peek(); c {
+		case ',':
+			s.Advance()
+			if c = s.Peek(); c == closing {
+				return nil, errSyntax // a trailing comma
+			}
+		case closing:
+		default:
+			return nil, errSyntax
+		}
+	}
+	s.Advance()
+	first = data[start:s.Offset()]
+	if !s.AtEnd() {
+		return first, errTrailing
+	}
+	return first, nil
+}
+
+// validPayload reports whether data is exactly one JSON value in the
+// payload grammar (payloadOptions), surrounding whitespace allowed.
+func validPayload(data []byte) bool {
+	var s ifc.Scanner
+	s.Reset(data)
+	_, err := s.Value(0)
+	return err == nil && s.AtEnd()
+}
+
+// underOptions is the error of a walk that returned first and err under
+// opts, which are at most as permissive as the payload grammar walk reads
+// (jsontext's defaults reject duplicate names and invalid UTF-8): where
+// walk found a valid container or first token that opts refuse, invalid
+// JSON, as a decoder with opts would have stopped there.
+func underOptions(first jsontext.Value, err error, opts []jsontext.Options) error {
+	if first != nil && !first.IsValid(opts...) {
+		return errSyntax
+	}
+	return err
+}
+
+// memberName returns the member name raw, read by ifc.Scanner, as a
+// comparison with a name in plain ASCII needs it: its bytes between the
+// quotes when it has no escape (invalid UTF-8 then matches no such name,
+// as its U+FFFD would not), else nameString's.
+func memberName(raw []byte) []byte {
+	if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	b, _ := jsontext.AppendUnquote(nil, raw)
+	return b
+}
+
+// nameString returns the member name raw, read by ifc.Scanner, as
+// jsontext's Token.String returns it: unquoted, invalid UTF-8 and lone
+// surrogates replaced by U+FFFD.
+func nameString(raw []byte) string {
+	if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return string(s)
+	}
+	b, _ := jsontext.AppendUnquote(nil, raw)
+	return string(b)
 }
 
 // jsKeyOrder returns the distinct member names of ms in the order

@@ -36,14 +36,27 @@ var payloadOptions = []jsontext.Options{
 func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
 	isObject := len(payload) > 0 && payload[0] == '{'
-	var ms []member
+	var ok, code, hasProfile, schemaVersion jsontext.Value
+	hasSchemaVersion := false
 	var valid bool
 	if isObject {
-		var err error
-		ms, err = objectMembers(payload, payloadOptions...) // validates as it goes
+		// One validating pass over the payload's bytes, which it does not
+		// copy; the last of repeated names wins, as in JavaScript.
+		_, err := walk(payload, '{', func(name []byte, v jsontext.Value) {
+			switch string(memberName(name)) {
+			case "ok":
+				ok = v
+			case "code":
+				code = v
+			case "hasProfile":
+				hasProfile = v
+			case "schemaVersion":
+				schemaVersion, hasSchemaVersion = v, true
+			}
+		})
 		valid = err == nil
 	} else {
-		valid = len(payload) > 0 && jsontext.Value(payload).IsValid(payloadOptions...)
+		valid = len(payload) > 0 && validPayload(payload)
 	}
 	if !valid {
 		switch {
@@ -53,21 +66,6 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 			return nil, ErrContested
 		}
 		return nil, ErrNotJSON
-	}
-
-	var ok, code, hasProfile, schemaVersion jsontext.Value
-	hasSchemaVersion := false
-	for _, m := range ms { // the last of repeated names wins, as in JavaScript
-		switch m.name {
-		case "ok":
-			ok = m.value
-		case "code":
-			code = m.value
-		case "hasProfile":
-			hasProfile = m.value
-		case "schemaVersion":
-			schemaVersion, hasSchemaVersion = m.value, true
-		}
 	}
 
 	if isObject && ok.Kind() == 'f' {

@@ -1,0 +1,434 @@
+package loom
+
+// The plain reading: objectMembers, arrayElements and Interpret as first
+// written, a jsontext decoder reading every token of a copy of the input,
+// kept as the reference the readers over ifc.Scanner (jstext.go,
+// outcome.go) are tested against on generated and mutated inputs, and a
+// benchmark of Interpret against it.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
+)
+
+// plainObjectMembers is objectMembers as first written.
+func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '{' {
+		return nil, errNotObject
+	}
+	var ms []member
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String() // tok is valid only until the next read
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		end := int(d.InputOffset())
+		ms = append(ms, member{name: name, value: jsontext.Value(data[end-len(v) : end])})
+	}
+	if err := plainReadEnd(d); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// plainArrayElements is arrayElements as first written.
+func plainArrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, error) {
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '[' {
+		return nil, errNotArray
+	}
+	var vs []jsontext.Value
+	for d.PeekKind() != ']' {
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		end := int(d.InputOffset())
+		vs = append(vs, jsontext.Value(data[end-len(v):end]))
+	}
+	if err := plainReadEnd(d); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// plainReadEnd reads the closing delimiter of the value d is in and
+// requires nothing but whitespace after it.
+func plainReadEnd(d *jsontext.Decoder) error {
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return errTrailing
+	}
+	return nil
+}
+
+// plainInterpret is Interpret as first written, over plainObjectMembers.
+func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
+	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
+	isObject := len(payload) > 0 && payload[0] == '{'
+	var ms []member
+	var valid bool
+	if isObject {
+		var err error
+		ms, err = plainObjectMembers(payload, payloadOptions...) // validates as it goes
+		valid = err == nil
+	} else {
+		valid = len(payload) > 0 && jsontext.Value(payload).IsValid(payloadOptions...)
+	}
+	if !valid {
+		switch {
+		case personLookup && out.ExitCode == 1:
+			return nil, ErrNotFound
+		case personLookup && out.ExitCode == 3:
+			return nil, ErrContested
+		}
+		return nil, ErrNotJSON
+	}
+
+	var ok, code, hasProfile, schemaVersion jsontext.Value
+	hasSchemaVersion := false
+	for _, m := range ms { // the last of repeated names wins, as in JavaScript
+		switch m.name {
+		case "ok":
+			ok = m.value
+		case "code":
+			code = m.value
+		case "hasProfile":
+			hasProfile = m.value
+		case "schemaVersion":
+			schemaVersion, hasSchemaVersion = m.value, true
+		}
+	}
+
+	if isObject && ok.Kind() == 'f' {
+		e := &HostRefusedError{}
+		if code.Kind() == '"' {
+			if s, err := unquote(code); err == nil {
+				e.HostCode, e.HasHostCode = s, true
+			}
+		}
+		return nil, e
+	}
+	if out.ExitCode != 0 {
+		fallback := tool == Profile && out.ExitCode == 1 && isObject && hasProfile.Kind() == 'f'
+		if !fallback {
+			return nil, &ExitError{Code: out.ExitCode}
+		}
+	}
+	if tool == Search && hasSchemaVersion && !isNumberOne(schemaVersion) {
+		return nil, ErrSchemaVersion
+	}
+	return payload, nil
+}
+
+// readerErrClass names the errors of the readers whose difference could
+// matter to a caller: the message of a syntax error may differ (jsontext's
+// own against errSyntax), its class may not.
+func readerErrClass(err error) string {
+	switch {
+	case err == nil:
+		return "nil"
+	case errors.Is(err, errNotObject):
+		return "not object"
+	case errors.Is(err, errNotArray):
+		return "not array"
+	case errors.Is(err, errTrailing):
+		return "trailing"
+	}
+	return "invalid"
+}
+
+// readerOptions are the option sets the package reads JSON with: the
+// payload's, PersonLookup's and parseInput's, and jsontext's defaults
+// (configuration and ceiling record).
+var readerOptions = []struct {
+	name string
+	opts []jsontext.Options
+}{
+	{"payload", payloadOptions},
+	{"duplicates", []jsontext.Options{jsontext.AllowDuplicateNames(true)}},
+	{"default", nil},
+}
+
+// membersEqual compares members by name and value bytes.
+var membersEqual = cmp.Options{
+	cmp.AllowUnexported(member{}),
+	cmp.Comparer(func(a, b jsontext.Value) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
+}
+
+// checkReaders holds objectMembers and arrayElements to the plain ones on
+// data under every option set, and walk alone, which Interpret reads
+// payloads with and which no jsontext check follows, to the plain ones
+// under payloadOptions.
+func checkReaders(t *testing.T, data []byte) {
+	t.Helper()
+	for _, open := range []byte{'{', '['} {
+		var ms []member
+		_, err := walk(data, open, func(name []byte, v jsontext.Value) {
+			m := member{value: v}
+			if name != nil {
+				m.name = nameString(name)
+			}
+			ms = append(ms, m)
+		})
+		var pms []member
+		var perr error
+		if open == '{' {
+			pms, perr = plainObjectMembers(bytes.Clone(data), payloadOptions...)
+		} else {
+			var vs []jsontext.Value
+			vs, perr = plainArrayElements(bytes.Clone(data), payloadOptions...)
+			for _, v := range vs {
+				pms = append(pms, member{value: v})
+			}
+		}
+		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
+			t.Fatalf("walk(%q, %c): %s (%v), plain %s (%v)", data, open, g, err, w, perr)
+		}
+		if perr != nil {
+			ms = nil
+		}
+		if diff := cmp.Diff(pms, ms, membersEqual); diff != "" {
+			t.Fatalf("walk(%q, %c) (-plain +scanner):\n%s", data, open, diff)
+		}
+	}
+	for _, o := range readerOptions {
+		ms, err := objectMembers(data, o.opts...)
+		pms, perr := plainObjectMembers(bytes.Clone(data), o.opts...)
+		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
+			t.Fatalf("objectMembers(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
+		}
+		if diff := cmp.Diff(pms, ms, membersEqual); diff != "" {
+			t.Fatalf("objectMembers(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
+		}
+		vs, err := arrayElements(data, o.opts...)
+		pvs, perr := plainArrayElements(bytes.Clone(data), o.opts...)
+		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
+			t.Fatalf("arrayElements(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
+		}
+		if diff := cmp.Diff(pvs, vs, membersEqual); diff != "" {
+			t.Fatalf("arrayElements(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
+		}
+	}
+}
+
+var interpretTools = []Tool{Search, Profile, People, CalendarList, PageRead}
+
+// checkInterpret holds Interpret to the plain one on stdout for every tool,
+// exit code and person lookup.
+func checkInterpret(t *testing.T, stdout []byte) (ok int) {
+	t.Helper()
+	for _, tool := range interpretTools {
+		for _, code := range []int{0, 1, 2, 3, -1} {
+			for _, lookup := range []bool{false, true} {
+				out := Output{Stdout: stdout, ExitCode: code}
+				got, err := Interpret(tool, lookup, out)
+				want, perr := plainInterpret(tool, lookup, Output{Stdout: bytes.Clone(stdout), ExitCode: code})
+				if !bytes.Equal(got, want) || (got == nil) != (want == nil) || !reflect.DeepEqual(err, perr) {
+					t.Fatalf("Interpret(%s, %v, exit %d, %q) = %q, %#v; plain %q, %#v", tool, lookup, code, stdout, got, err, want, perr)
+				}
+				if err == nil {
+					ok++
+				}
+			}
+		}
+	}
+	return ok
+}
+
+// genStdout writes a random loom stdout: mostly an object with the members
+// Interpret reads (spelled plainly, with escapes, repeated, or almost),
+// sometimes any JSON value, a byte order mark or invalid UTF-8, and now and
+// then damaged.
+func genStdout(rng *rand.Rand) []byte {
+	var b bytes.Buffer
+	if rng.IntN(12) == 0 {
+		b.WriteString("\xef\xbb\xbf")
+	}
+	if rng.IntN(4) == 0 {
+		b.WriteString([]string{" ", "\n", "\t\r\n"}[rng.IntN(3)])
+	}
+	if rng.IntN(5) == 0 {
+		genJSON(rng, &b, 3)
+	} else {
+		names := []string{`"ok"`, `"code"`, `"hasProfile"`, `"schemaVersion"`, `"\u006fk"`, `"c\u006fde"`, `"hasProfil\u0065"`,
+			`"schemaVersion "`, `"OK"`, `"ok\ud800"`, "\"o\xffk\"", `"hits"`, `"x"`, `""`}
+		values := []string{`false`, `true`, `null`, `"E_BUSY"`, `"\u0045_X"`, `"\ud800"`, "\"\xff\"", `1`, `1.0`, `0.1e1`, `1e0`,
+			`2`, `-1`, `"1"`, `{}`, `[]`, `{"ok":false}`, `[false]`}
+		b.WriteByte('{')
+		for i := range rng.IntN(7) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(names[rng.IntN(len(names))])
+			if rng.IntN(6) == 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteByte(':')
+			if rng.IntN(4) == 0 {
+				genJSON(rng, &b, 2)
+			} else {
+				b.WriteString(values[rng.IntN(len(values))])
+			}
+		}
+		b.WriteByte('}')
+	}
+	if rng.IntN(4) == 0 {
+		b.WriteString([]string{" ", "\n", "\r\n "}[rng.IntN(3)])
+	}
+	p := b.Bytes()
+	for range rng.IntN(3) { // damage it
+		if rng.IntN(3) != 0 || len(p) == 0 {
+			break
+		}
+		i := rng.IntN(len(p))
+		switch rng.IntN(5) {
+		case 0:
+			p = p[:i]
+		case 1:
+			p = append(p[:i:i], p[i+1:]...)
+		case 2:
+			p[i] = `{}[],:"\ 0-.eE+tfnux`[rng.IntN(20)]
+		case 3:
+			p = append(p, []string{" ", "}", "1", " {}", "\n{}", "\x00", ","}[rng.IntN(7)]...)
+		case 4:
+			p = append(p[:i:i], append([]byte{"\xff\xe2\x82\xed\xa0\x80"[rng.IntN(6)]}, p[i:]...)...)
+		}
+	}
+	return p
+}
+
+func TestReadersMatchPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	n := 30000
+	if testing.Short() {
+		n = 3000
+	}
+	seen := map[string]int{}
+	for i := range n {
+		var p []byte
+		switch i % 3 {
+		case 0:
+			p = genStdout(rng)
+		case 1:
+			p = genListPayload(rng, []Tool{Search, CalendarList, PageRead}[rng.IntN(3)])
+		default:
+			var b bytes.Buffer
+			genJSON(rng, &b, 4)
+			p = b.Bytes()
+		}
+		checkReaders(t, p)
+		_, err := objectMembers(p)
+		seen["object "+readerErrClass(err)]++
+		_, err = arrayElements(p, payloadOptions...)
+		seen["array "+readerErrClass(err)]++
+	}
+	for _, v := range []string{
+		"", " ", "{", "[", "{}", "[]", " {} ", "{}}", "[]]", "{} x", "[] 1", "{},", "[1,]", `{"a":1,}`, `{"a" 1}`, `{,}`,
+		"1", "1x", "truex", "-", "01", `"a"`, `"a" x`, "\"\xff\"", `"\ud800"`, "\"\xff\" {}", `"\ud800" x`, "nul", "]", "}",
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"\ud800":1,"\udbff":2}`, "{\"\xff\":1,\"\xfe\":2}", "{\"a\":\"\xff\"} x",
+		`{"a":"\ud800"} x`, `[{"a":1,"a":2}] x`, "[\"\xff\"]", `{"a":[1,{"b":null,"b":2}]}`, "\ufeff{}",
+		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
+		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+		`{"a":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`,
+		`{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
+	} {
+		checkReaders(t, []byte(v))
+	}
+	// Every class under the strict options as well as the payload's.
+	for _, class := range []string{"object nil", "object not object", "object trailing", "object invalid", "array nil", "array not array", "array trailing", "array invalid"} {
+		if seen[class] == 0 {
+			t.Errorf("no generated input gave %s: %v", class, seen)
+		}
+	}
+}
+
+func TestInterpretMatchesPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	n := 6000
+	if testing.Short() {
+		n = 600
+	}
+	ok, refused := 0, 0
+	for range n {
+		p := genStdout(rng)
+		ok += checkInterpret(t, p)
+		_, err := Interpret(Search, false, Output{Stdout: p})
+		if _, isRefusal := errors.AsType[*HostRefusedError](err); isRefusal {
+			refused++
+		}
+	}
+	total := n * len(interpretTools) * 10
+	if ok < total/20 || ok > total*9/10 || refused == 0 {
+		t.Errorf("%d of %d readings succeeded, %d refused: the generator should give every outcome", ok, total, refused)
+	}
+	for _, p := range [][]byte{
+		searchBenchPayload(2000), []byte(`{"ok":false,"code":"E"}`), []byte(`{"ok":false,"c\u006fde":"E","ok":true}`),
+		[]byte(`{"hasProfile":false}`), []byte(`{"schemaVersion":0.1e1}`), []byte(`{"schemaVersion":"1"}`),
+		[]byte("\xef\xbb\xbf{\"ok\":false,\"code\":\"\xff\"}"), []byte(`{"ok":false,"code":"\ud800"}`), []byte("[1,2] "), []byte(" 1 "),
+		[]byte(`{"ok":false,}`), []byte(`{"ok":false,,"code":"E"}`), []byte(`{"ok" false}`), []byte(`{"ok":false}{}`), []byte(`[1,]`),
+		[]byte(`{"ok":false`), []byte(`{"ok":[false}`), []byte(`{"ok":false] `), []byte(`{,"ok":false}`), []byte(`{"ok":false "code":"E"}`),
+	} {
+		checkInterpret(t, p)
+	}
+}
+
+// FuzzInterpretMatchesPlain holds Interpret, objectMembers and
+// arrayElements to the plain readings on arbitrary stdout.
+func FuzzInterpretMatchesPlain(f *testing.F) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for range 100 {
+		f.Add(genStdout(rng))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		checkReaders(t, p)
+		checkInterpret(t, p)
+	})
+}
+
+// BenchmarkInterpret compares Interpret with the plain reading on a
+// search payload of 48 hits (10 KB) and one of 25k hits (5 MB).
+func BenchmarkInterpret(b *testing.B) {
+	for _, hits := range []int{48, 25000} {
+		p := searchBenchPayload(hits)
+		for _, c := range []struct {
+			name      string
+			interpret func(Tool, bool, Output) ([]byte, error)
+		}{{"scanner", Interpret}, {"plain", plainInterpret}} {
+			b.Run(fmt.Sprintf("hits-%d/%s", hits, c.name), func(b *testing.B) {
+				b.SetBytes(int64(len(p)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.interpret(Search, false, Output{Stdout: p}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
