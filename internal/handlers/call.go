@@ -204,7 +204,7 @@ func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.
 			ce = store.CallEntry{
 				Status:      "admitted",
 				LabelSource: e.LabelSource,
-				Label:       ifc.Disclose(e.Label),
+				Label:       ifc.DiscloseShared(e.Label), // AppendCall keeps a copy
 				Handle:      handles[h],
 				Truncated:   e.Truncated,
 			}

@@ -533,6 +533,9 @@ func TestDiscloseMatchesPlain(t *testing.T) {
 			continue
 		}
 		seen++
+		if diff := cmp.Diff(disclose(l), DiscloseShared(l)); diff != "" {
+			t.Fatalf("DiscloseShared %v:\n%s", l, diff)
+		}
 		for range 2 { // the second comes from the cache
 			got := Disclose(l)
 			if diff := cmp.Diff(disclose(l), got); diff != "" {

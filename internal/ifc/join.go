@@ -197,6 +197,16 @@ func Disclose(l Label) Disclosed {
 	return labelReads.disclose(l)
 }
 
+// DiscloseShared is Disclose without the copy: the value is shared by every
+// caller of the same label, so neither it nor its lists may be modified.
+// It is for a disclosure that is only read or copied, such as a call log
+// entry that the store copies when it keeps it.
+func DiscloseShared(l Label) Disclosed {
+	var kb [keyBuf]byte
+	key := textKey(kb[:0], l)
+	return labelReads.disclosedValues.get(key, func() Disclosed { return disclose(l) })
+}
+
 // disclose is Disclose without the process-wide readings.
 func disclose(l Label) Disclosed {
 	d := Disclosed{Confidentiality: [][]string{}, Integrity: []string{}}
