@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -132,6 +133,9 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 		return killGroup(cmd.Process.Pid)
 	}
 	cmd.WaitDelay = c.opts.WaitDelay
+	if null := devNull(); null != nil {
+		cmd.Stdin, cmd.Stderr = null, null
+	}
 	stdout := &capWriter{limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 	cmd.Stdout = stdout
 
@@ -164,6 +168,18 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	// stdout open; what was read by then is the output.
 	return Output{Stdout: stdout.Bytes(), ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
 }
+
+// devNull is the null device, opened once for reading and writing and
+// handed to every command as its stdin and stderr, so that starting one
+// opens nothing. Nil when it cannot be opened: exec.Cmd then opens the null
+// device itself for each command.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // acquire takes a process slot, waiting up to QueueWait.
 func (c *CLI) acquire(ctx context.Context) error {
