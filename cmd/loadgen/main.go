@@ -114,6 +114,7 @@ type target struct {
 	agentURL string
 	runs     []runToken
 	stop     func()
+	logPath  string // the gateway's JSON log, when it is a process
 }
 
 type runToken struct{ id, token string }
@@ -230,6 +231,12 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		b := stats(bare.lat)
 		fmt.Fprintf(w, "  p50 ratio bare/direct:    %.3f (the floor)       overhead p50 %s\n", float64(b.p50)/float64(d.p50), b.p50-d.p50)
 		fmt.Fprintf(w, "  p50 ratio gateway/bare:   %.3f                    gateway's own p50 %s\n", float64(g.p50)/float64(b.p50), g.p50-b.p50)
+	}
+
+	if tg.logPath != "" {
+		if err := logSplit(w, tg.logPath, c.n); err != nil {
+			fmt.Fprintf(w, "  (no split from the gateway's log: %v)\n", err)
+		}
 	}
 
 	// Throughput: alternating rounds of equal length.
@@ -501,7 +508,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 			return nil, fmt.Errorf("gateway listens on %q, not loopback", addr)
 		}
 	}
-	tg := &target{agentURL: "http://" + a[0], stop: stop}
+	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath}
 	for i := range c.clients + 1 {
 		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
 		if err != nil {
