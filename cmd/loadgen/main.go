@@ -239,6 +239,16 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		}
 	}
 
+	if c.rounds <= 0 {
+		fmt.Fprintf(w, "\nsummary: p50 ratio %.3f (<= 1.15: %v); throughput not measured (--rounds 0)\n", p50ratio, p50ratio <= 1.15)
+		if c.ownCost {
+			if err := ownCost(ctx, c, dir, loomPath, d.p50, 0, w); err != nil {
+				return fmt.Errorf("own cost: %w", err)
+			}
+		}
+		return nil
+	}
+
 	// Throughput: alternating rounds of equal length.
 	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
 	for r := range c.rounds {
@@ -305,8 +315,11 @@ func ownCost(ctx context.Context, c config, dir, loomPath string, directP50 time
 	}
 	fmt.Fprintf(w, "\ngateway's own cost (in process, loom answered without a process, %d calls):\n", c.n)
 	fmt.Fprintf(w, "  %-22s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "HTTP call, no loom:", s.p50, s.p90, s.p99, s.mean)
-	fmt.Fprintf(w, "  p50 is %.1f%% of the direct os/exec p50; %d clients: %.0f calls/s, %.1fx the direct executions' rate\n",
-		100*float64(s.p50)/float64(directP50), c.clients, rate(n, t), rate(n, t)/directRate)
+	fmt.Fprintf(w, "  p50 is %.1f%% of the direct os/exec p50; %d clients: %.0f calls/s", 100*float64(s.p50)/float64(directP50), c.clients, rate(n, t))
+	if directRate > 0 {
+		fmt.Fprintf(w, ", %.1fx the direct executions' rate", rate(n, t)/directRate)
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 
