@@ -47,7 +47,9 @@ func LoadSpec(tag string) (*openapi3.T, error) {
 }
 
 // validator checks every request against the listener's part of the
-// contract; a violation answers its problem through writeProblem.
+// contract; a violation answers its problem through writeProblem. A POST
+// that the compiled check of its operation accepts (fastvalid.go) skips
+// kin-openapi; every other request, and every refusal, is kin-openapi's.
 //
 // Authentication is done before validation (agentAuth, hostAuth), so the
 // filter only checks shapes: the spec's security requirements are dropped
@@ -59,7 +61,8 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 			op.Security = &openapi3.SecurityRequirements{}
 		}
 	}
-	return middleware.OapiRequestValidatorWithOptions(spec, &middleware.Options{
+	fast := fastOps(spec)
+	kin := middleware.OapiRequestValidatorWithOptions(spec, &middleware.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc:  func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 			SkipSettingDefaults: true,
@@ -71,6 +74,20 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 			writeProblem(w, r, d.logger(), validationError(err, opts.StatusCode))
 		},
 	})
+	return func(next http.Handler) http.Handler {
+		checked := kin(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				if rc := chi.RouteContext(r.Context()); rc != nil {
+					if op := fast[rc.RoutePattern()]; op != nil && op.accepts(r) {
+						next.ServeHTTP(w, r)
+						return
+					}
+				}
+			}
+			checked.ServeHTTP(w, r)
+		})
+	}
 }
 
 // validationError classifies a validator error without reading its text.
