@@ -138,7 +138,6 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	})
-	const loomSleep = 60 * time.Second
 	e.behave(t, "slow-b", map[string]any{"sleep": loomSleep.String(), "grandchild": loomSleep.String()})
 	e.behave(t, "slow-a", map[string]any{"sleep": loomSleep.String(), "grandchild": loomSleep.String()})
 	e.behave(t, "quick", map[string]any{"stdout": `{"hits":[]}`})
@@ -159,24 +158,7 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 			t.Fatalf("processes under replica A: %v", procs)
 		}
 
-		deleted := time.Now()
-		status, body := do(t, "DELETE", a.host+"/host/v1/runs/"+rn.id, e.hostToken, nil)
-		expect(t, "A: delete run", status, body, http.StatusNoContent, nil)
-		var res callResult
-		select {
-		case res = <-call:
-		case <-time.After(15 * time.Second):
-			t.Fatal("B's call did not end within 15s of the delete through A")
-		}
-		if res.err != nil {
-			t.Fatal(res.err)
-		}
-		took := time.Since(deleted)
-		wantCancelled(t, "B's call", res, rn.id+":loom_search:1")
-		if took > 5*time.Second {
-			t.Errorf("B's call ended %v after the delete, want promptly (the loom sleeps %v)", took, loomSleep)
-		}
-		t.Logf("B's call answered %v after the DELETE through A was sent", took)
+		deleteAndAwait(t, e, a, rn, call, "B's call")
 		noLoomProcesses(t, e.dir, a.cmd.Process.Pid, b.cmd.Process.Pid)
 		if !gone(grandchild) {
 			t.Errorf("the grandchild of B's loom (pid %d) survived the delete", grandchild)
@@ -199,24 +181,7 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 		rn := e.newRun(t, b)
 		call := a.callAsync(rn, "loom_search", `{"query":"case=slow-a"}`)
 		grandchild := e.waitLoomCall(t, "slow-a")
-		deleted := time.Now()
-		status, body := do(t, "DELETE", a.host+"/host/v1/runs/"+rn.id, e.hostToken, nil)
-		expect(t, "A: delete run", status, body, http.StatusNoContent, nil)
-		var res callResult
-		select {
-		case res = <-call:
-		case <-time.After(15 * time.Second):
-			t.Fatal("A's call did not end within 15s of the delete through A")
-		}
-		if res.err != nil {
-			t.Fatal(res.err)
-		}
-		took := time.Since(deleted)
-		wantCancelled(t, "A's call", res, rn.id+":loom_search:1")
-		if took > 5*time.Second {
-			t.Errorf("A's call ended %v after the delete, want promptly", took)
-		}
-		t.Logf("A's call answered %v after the DELETE through A was sent", took)
+		deleteAndAwait(t, e, a, rn, call, "A's call")
 		noLoomProcesses(t, e.dir, a.cmd.Process.Pid, b.cmd.Process.Pid)
 		if !gone(grandchild) {
 			t.Errorf("the grandchild of A's loom (pid %d) survived the delete", grandchild)
@@ -256,4 +221,33 @@ func gone(pid int) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// loomSleep is how long the slow fake loom of TestDeleteAcrossReplicas
+// sleeps (and its grandchild with it).
+const loomSleep = 60 * time.Second
+
+// deleteAndAwait deletes run rn through replica via and requires that
+// call, its loom_search in flight (the loom sleeping loomSleep), answers
+// 499 cancelled promptly.
+func deleteAndAwait(t *testing.T, e *env, via *replica, rn run, call <-chan callResult, who string) {
+	t.Helper()
+	deleted := time.Now()
+	status, body := do(t, "DELETE", via.host+"/host/v1/runs/"+rn.id, e.hostToken, nil)
+	expect(t, via.name+": delete run", status, body, http.StatusNoContent, nil)
+	var res callResult
+	select {
+	case res = <-call:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not end within 15s of the delete through %s", who, via.name)
+	}
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	took := time.Since(deleted)
+	wantCancelled(t, who, res, rn.id+":loom_search:1")
+	if took > 5*time.Second {
+		t.Errorf("%s ended %v after the delete, want promptly (the loom sleeps %v)", who, took, loomSleep)
+	}
+	t.Logf("%s answered %v after the DELETE through %s was sent", who, took, via.name)
 }
