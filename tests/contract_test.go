@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/loom-gateway/gateway/internal/contracttest"
 )
 
 var (
@@ -104,29 +105,10 @@ func httpClient(t testing.TB) *http.Client {
 // body shape all fail); a route the contract does not have must answer a
 // Problem. Every error answer must also be a consistent problem.
 func checkResponse(req *http.Request, resp *http.Response, body []byte) error {
-	route, params, err := contractRoute.FindRoute(req)
+	route, err := contracttest.ValidateResponse(contractRoute, req, resp.StatusCode, resp.Header, body)
 	switch {
-	case err == nil:
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{
-				Request:    req,
-				PathParams: params,
-				Route:      route,
-				Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-			},
-			Status: resp.StatusCode,
-			Header: resp.Header,
-			Body:   io.NopCloser(bytes.NewReader(body)),
-			Options: &openapi3filter.Options{
-				IncludeResponseStatus: true,
-				MultiError:            true,
-				// The contract's body is YAML text declared as a string,
-				// which a YAML decoder reads as a document; its bytes are
-				// compared with api/openapi.yaml by TestContractServed.
-				ExcludeResponseBody: route.Path == "/openapi.yaml",
-			},
-		}
-		if err := openapi3filter.ValidateResponse(req.Context(), in); err != nil {
+	case route != nil:
+		if err != nil {
 			return err
 		}
 	case errors.Is(err, routers.ErrPathNotFound), errors.Is(err, routers.ErrMethodNotAllowed):

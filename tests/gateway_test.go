@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/tests/procs"
 )
 
 // gwOptions says how to start a gateway.
@@ -419,23 +420,7 @@ func (g *gateway) waitPid(t testing.TB, file string) int {
 // gone (or a zombie nobody reaps); a survivor is killed and reported.
 func (g *gateway) processGone(t testing.TB, file string) bool {
 	t.Helper()
-	pid := g.waitPid(t, file)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return true
-		}
-		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				return true
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return procs.Gone(g.waitPid(t, file))
 }
 
 // wantEnv is the environment the fake loom must get from g: the

@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/loom-gateway/gateway/api"
+	"github.com/loom-gateway/gateway/internal/contracttest"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
@@ -368,24 +368,10 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 	vreq := req.Clone(context.Background())
 	vreq.Host = "gateway"
 	vreq.URL = &url.URL{Scheme: "http", Host: "gateway", Path: req.URL.Path}
-	route, params, err := fz.contract.FindRoute(vreq)
+	route, err := contracttest.ValidateResponse(fz.contract, vreq, resp.StatusCode, resp.Header, body)
 	switch {
-	case err == nil:
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{
-				Request: vreq, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-			},
-			Status: resp.StatusCode,
-			Header: resp.Header,
-			Body:   io.NopCloser(bytes.NewReader(body)),
-			Options: &openapi3filter.Options{
-				IncludeResponseStatus: true,
-				MultiError:            true,
-				ExcludeResponseBody:   route.Path == "/openapi.yaml",
-			},
-		}
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+	case route != nil:
+		if err != nil {
 			return err
 		}
 	case resp.StatusCode < 400:

@@ -19,15 +19,7 @@ import (
 // own, or skips the test.
 func internalRedis(t *testing.T) (*Redis, *redis.Client) {
 	t.Helper()
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set")
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
+	c := redis.NewClient(testRedisOptions(t))
 	prefix := fmt.Sprintf("loom-gateway-itest:%d:", time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -38,6 +30,21 @@ func internalRedis(t *testing.T) (*Redis, *redis.Client) {
 		c.Close()
 	})
 	return NewRedis(c, RedisOptions{Prefix: prefix}), c
+}
+
+// testRedisOptions returns the options of the test server's URL
+// (LOOM_GATEWAY_TEST_REDIS), or skips t when there is none.
+func testRedisOptions(t *testing.T) *redis.Options {
+	t.Helper()
+	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
+	if url == "" {
+		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
 }
 
 // colliding returns two referents of the run whose first tokens collide,

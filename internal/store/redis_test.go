@@ -140,10 +140,10 @@ func TestRedisKeysExpire(t *testing.T) {
 	}
 }
 
-// TestRedisUnavailable points a store at a closed port: every method and
-// Ping answer ErrStoreUnavailable, and the context's error when the caller
-// went away.
-func TestRedisUnavailable(t *testing.T) {
+// closedPortClient returns a client of a loopback port nobody listens on,
+// trying each connection once.
+func closedPortClient(t *testing.T) *redis.Client {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +152,14 @@ func TestRedisUnavailable(t *testing.T) {
 	ln.Close()
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: 1})
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestRedisUnavailable points a store at a closed port: every method and
+// Ping answer ErrStoreUnavailable, and the context's error when the caller
+// went away.
+func TestRedisUnavailable(t *testing.T) {
+	c := closedPortClient(t)
 	s := store.NewRedis(c, store.RedisOptions{MaxRuns: 10})
 	ctx := context.Background()
 
@@ -615,14 +623,7 @@ func TestRedisDeleteMessage(t *testing.T) {
 // fails with ErrStoreUnavailable, none subscribes, the failures are spaced
 // by the backoff, and WatchDeletes returns when its context ends.
 func TestRedisWatchUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: 1})
-	t.Cleanup(func() { c.Close() })
+	c := closedPortClient(t)
 	s := store.NewRedis(c, store.RedisOptions{})
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -102,15 +101,8 @@ func TestRedisWatchIdle(t *testing.T) {
 // (CLIENT KILL): the watch reports the failure, subscribes again, and
 // receives the deletes made after that.
 func TestRedisWatchReconnects(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set")
-	}
+	opt := testRedisOptions(t)
 	_, admin := internalRedis(t)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	name := fmt.Sprintf("loom-gateway-watch-test-%d", time.Now().UnixNano())
 	opt.ClientName = name
 	c := redis.NewClient(opt)
@@ -263,15 +255,8 @@ func (p *stallProxy) unstall() {
 // subscribe again (failing while the stall lasts), and once the network
 // is back it receives again.
 func TestRedisWatchDeadConnection(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set")
-	}
+	opt := testRedisOptions(t)
 	_, admin := internalRedis(t)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	proxy := newStallProxy(t, opt.Addr)
 	opt.Addr = proxy.ln.Addr().String()
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second

@@ -7,6 +7,7 @@ package procs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,5 +111,26 @@ func WaitNone(t testing.TB, list func() []Proc) {
 			return
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// Gone waits up to 5s for pid to be gone (or a zombie nobody reaps); one
+// still alive then is killed and Gone reports false.
+func Gone(pid int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/tests/procs"
 )
 
 // setUpFakeLoom is setUp with tests/fakeloom as the loom: its scenario
@@ -21,20 +22,7 @@ import (
 // e.dir, where behaviour files decide what each invocation does.
 func setUpFakeLoom(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	e := &env{dir: dir, gateway: gatewayBin, hostToken: "host-" + randomHex(16)}
-	cfg, _ := json.Marshal(map[string]any{
-		"cliPath":   fakeloomBin,
-		"transport": map[string]any{"kind": "direct", "instanceDir": dir, "runId": "replicas"},
-	})
-	e.config = filepath.Join(dir, "loom-retrieval.json")
-	e.tokenFile = filepath.Join(dir, "host-token")
-	for path, data := range map[string][]byte{e.config: cfg, e.tokenFile: []byte(e.hostToken)} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return e
+	return setUpWith(t, t.TempDir(), fakeloomBin)
 }
 
 // behave writes the fake loom's behaviour for the calls whose argv holds
@@ -160,7 +148,7 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 
 		deleteAndAwait(t, e, a, rn, call, "B's call")
 		noLoomProcesses(t, e.dir, a.cmd.Process.Pid, b.cmd.Process.Pid)
-		if !gone(grandchild) {
+		if !procs.Gone(grandchild) {
 			t.Errorf("the grandchild of B's loom (pid %d) survived the delete", grandchild)
 		}
 		if log := b.logText(); !strings.Contains(log, `"msg":"calls cancelled: run deleted through another replica","runId":"`+rn.id+`","calls":1`) {
@@ -183,7 +171,7 @@ func TestDeleteAcrossReplicas(t *testing.T) {
 		grandchild := e.waitLoomCall(t, "slow-a")
 		deleteAndAwait(t, e, a, rn, call, "A's call")
 		noLoomProcesses(t, e.dir, a.cmd.Process.Pid, b.cmd.Process.Pid)
-		if !gone(grandchild) {
+		if !procs.Gone(grandchild) {
 			t.Errorf("the grandchild of A's loom (pid %d) survived the delete", grandchild)
 		}
 		// A cancelled it as the DELETE's server, not from its own message.
@@ -200,26 +188,6 @@ func wantCancelled(t *testing.T, what string, res callResult, outputID string) {
 	_ = json.Unmarshal(res.body, &p)
 	if res.status != 499 || p.Code != "cancelled" || p.OutputID != outputID {
 		t.Errorf("%s = %d %s, want 499 cancelled with outputId %s", what, res.status, res.body, outputID)
-	}
-}
-
-// gone waits up to 5s for pid to be gone (or a zombie nobody reaps).
-func gone(pid int) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return true
-		}
-		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				return true
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

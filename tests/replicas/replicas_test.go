@@ -66,13 +66,20 @@ func TestMain(m *testing.M) {
 func setUp(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{dir: dir, gateway: gatewayBin, hostToken: "host-" + randomHex(16)}
 	loom := filepath.Join(dir, "loom")
-	if err := os.Symlink(e.gateway, loom); err != nil {
+	if err := os.Symlink(gatewayBin, loom); err != nil {
 		t.Fatal(err)
 	}
+	return setUpWith(t, dir, loom)
+}
+
+// setUpWith writes, in dir, a direct-transport host config for the loom at
+// cliPath (its instanceDir is dir) and a host token.
+func setUpWith(t *testing.T, dir, cliPath string) *env {
+	t.Helper()
+	e := &env{dir: dir, gateway: gatewayBin, hostToken: "host-" + randomHex(16)}
 	cfg, _ := json.Marshal(map[string]any{
-		"cliPath":   loom,
+		"cliPath":   cliPath,
 		"transport": map[string]any{"kind": "direct", "instanceDir": dir, "runId": "replicas"},
 	})
 	e.config = filepath.Join(dir, "loom-retrieval.json")
