@@ -39,6 +39,17 @@ func (g *gateway) loomProcesses(match string) []procs.Proc {
 	return out
 }
 
+// running drops the zombies from ps.
+func running(ps []procs.Proc) []procs.Proc {
+	var out []procs.Proc
+	for _, p := range ps {
+		if p.State != 'Z' {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // noLoomProcesses waits up to 5s for g to have no loom process matching
 // match; survivors fail t and are killed.
 func (g *gateway) noLoomProcesses(t testing.TB, match string) {
