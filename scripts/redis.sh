@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# A throwaway Redis for the tests: Debian's redis-server on a loopback port,
-# in memory only (no RDB, no AOF), under a pid file in a temporary directory.
+# Throwaway Redis servers for the tests: Debian's redis-server on loopback
+# ports, in memory only (no RDB, no AOF), each under a pid file in a
+# temporary directory. One plain server, and a Redis Cluster of three
+# masters (no replicas) holding all 16384 slots.
 #
-#   eval "$(scripts/redis.sh start)"   # installs redis-server if missing, starts it,
+#   eval "$(scripts/redis.sh start)"   # installs redis-server if missing, starts both,
 #                                      # prints: export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:PORT/0
-#   scripts/redis.sh stop              # stops the server started above (by its pid)
+#                                      #         export LOOM_GATEWAY_TEST_REDIS_CLUSTER='redis://127.0.0.1:P1?addr=127.0.0.1:P2&addr=127.0.0.1:P3'
+#   scripts/redis.sh stop              # stops the servers started above (by their pids)
+#
+# A second start leaves running servers as they are and prints the same
+# lines. If a server does not start or the cluster does not form, start
+# prints the log tails on stderr, stops the cluster's nodes, exits 1 and
+# prints only `false` on stdout, so that the eval fails too.
 #
 # Environment: LOOM_GATEWAY_REDIS_PORT (first port tried, default 6399; the
-# next free one up to +20 is taken), LOOM_GATEWAY_REDIS_DIR (state directory,
-# default ${TMPDIR:-/tmp}/loom-gateway-redis). Everything but the export line
-# goes to stderr.
+# next free one up to +20 is taken; the cluster takes the next three free
+# ones after it, up to +40, each with its bus port, +10000, free too),
+# LOOM_GATEWAY_REDIS_DIR (state directory, default
+# ${TMPDIR:-/tmp}/loom-gateway-redis; the cluster's is its cluster/,
+# wiped when a start finds no node running). Everything but the export
+# lines goes to stderr.
 set -euo pipefail
 
 dir=${LOOM_GATEWAY_REDIS_DIR:-${TMPDIR:-/tmp}/loom-gateway-redis}
 pidfile=$dir/redis.pid
+cdir=$dir/cluster
+nodes=3
 
 log() { printf 'redis.sh: %s\n' "$*" >&2; }
 
@@ -27,20 +40,38 @@ install_redis() {
   apt-get install -y -qq -o DPkg::Lock::Timeout=600 redis-server >&2
 }
 
-running_pid() {
-  [ -f "$pidfile" ] || return 1
+# pid_of FILE prints the pid in FILE if that process is alive and is a
+# redis-server (a pid file left from before a reboot may name another).
+pid_of() {
+  [ -f "$1" ] || return 1
   local pid
-  pid=$(cat "$pidfile")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+  pid=$(cat "$1")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ ! -r "/proc/$pid/comm" ] || [ "$(cat "/proc/$pid/comm")" = redis-server ] || return 1
+  echo "$pid"
 }
 
-start() {
-  install_redis
-  mkdir -p "$dir"
+running_pid() { pid_of "$pidfile"; }
+
+# kill_pid PID stops a server: SIGTERM, then SIGKILL after 5s.
+kill_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 50); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$1" 2>/dev/null || true
+}
+
+version() { redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'; }
+
+pong() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+
+start_single() {
   if pid=$(running_pid); then
     port=$(cat "$dir/port")
     log "already running (pid $pid, port $port)"
-    echo "export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
+    single="export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
     return
   fi
   local first=${LOOM_GATEWAY_REDIS_PORT:-6399} port=
@@ -52,10 +83,10 @@ start() {
   redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
     --daemonize yes --pidfile "$pidfile" --dir "$dir" --logfile "$dir/redis.log" >&2
   for _ in $(seq 100); do
-    if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && running_pid >/dev/null; then
+    if pong "$port" && running_pid >/dev/null; then
       echo "$port" >"$dir/port"
-      log "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$port (pid $(cat "$pidfile"))"
-      echo "export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
+      log "redis-server $(version) on 127.0.0.1:$port (pid $(cat "$pidfile"))"
+      single="export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
       return
     fi
     sleep 0.1
@@ -65,21 +96,152 @@ start() {
   exit 1
 }
 
+# cluster_pids prints the pids of the live cluster nodes.
+cluster_pids() {
+  local i
+  for i in $(seq "$nodes"); do pid_of "$cdir/node$i/redis.pid" || true; done
+}
+
+stop_cluster() {
+  local pids pid
+  pids=$(cluster_pids)
+  for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+  for pid in $pids; do kill_pid "$pid"; done
+  rm -f "$cdir"/node*/redis.pid "$cdir/ports"
+  [ -z "$pids" ] || log "cluster stopped (pids $(echo $pids))"
+}
+
+# cluster_url prints the go-redis cluster URL of the nodes
+# (redis.ParseClusterURL): the first in the authority, the others as addr
+# parameters.
+cluster_url() {
+  local ports p url sep=?
+  read -r -a ports <"$cdir/ports"
+  url=redis://127.0.0.1:${ports[0]}
+  for p in "${ports[@]:1}"; do
+    url+="${sep}addr=127.0.0.1:$p"
+    sep='&'
+  done
+  echo "$url"
+}
+
+# cluster_failed reports why the cluster did not form, with each node's
+# log tail, stops the nodes and exits.
+cluster_failed() {
+  log "$1; node logs:"
+  local i
+  for i in $(seq "$nodes"); do
+    echo "--- node$i ($cdir/node$i/redis.log)" >&2
+    tail -20 "$cdir/node$i/redis.log" >&2 2>/dev/null || true
+  done
+  stop_cluster
+  exit 1
+}
+
+# cluster_ok PORT reports whether the node on PORT sees a healthy cluster
+# of every node with every slot assigned.
+cluster_ok() {
+  local info
+  info=$(redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | tr -d '\r') || return 1
+  grep -qx 'cluster_state:ok' <<<"$info" &&
+    grep -qx 'cluster_slots_assigned:16384' <<<"$info" &&
+    grep -qx 'cluster_slots_ok:16384' <<<"$info" &&
+    grep -qx "cluster_known_nodes:$nodes" <<<"$info"
+}
+
+# all_ok PORT... reports whether every node on the ports is cluster_ok.
+all_ok() {
+  local p
+  for p in "$@"; do cluster_ok "$p" || return 1; done
+}
+
+start_cluster() {
+  local live p
+  live=$(cluster_pids | wc -w)
+  if [ "$live" -eq "$nodes" ] && [ -f "$cdir/ports" ] && all_ok $(cat "$cdir/ports"); then
+    log "cluster already running (pids $(echo $(cluster_pids)), ports $(cat "$cdir/ports"))"
+    cluster="export LOOM_GATEWAY_TEST_REDIS_CLUSTER='$(cluster_url)'"
+    return
+  fi
+  # Part of an earlier cluster, or its nodes.conf, would not form a new one.
+  [ "$live" -eq 0 ] || { log "cluster: $live of $nodes nodes running but no healthy cluster; starting it again"; stop_cluster; }
+  rm -rf "$cdir"
+  mkdir -p "$cdir"
+
+  local first=$(($(cat "$dir/port") + 1)) last=$((${LOOM_GATEWAY_REDIS_PORT:-6399} + 40)) ports=() i
+  for p in $(seq "$first" "$last"); do
+    if port_free "$p" && port_free $((p + 10000)); then ports+=("$p"); fi
+    [ "${#ports[@]}" -lt "$nodes" ] || break
+  done
+  [ "${#ports[@]}" -eq "$nodes" ] || { log "cluster: no $nodes free ports (and bus ports) in $first..$last"; exit 1; }
+  echo "${ports[*]}" >"$cdir/ports"
+
+  for i in $(seq "$nodes"); do
+    p=${ports[i - 1]}
+    mkdir -p "$cdir/node$i"
+    redis-server --bind 127.0.0.1 --port "$p" --save '' --appendonly no \
+      --cluster-enabled yes --cluster-config-file nodes.conf \
+      --daemonize yes --pidfile "$cdir/node$i/redis.pid" --dir "$cdir/node$i" \
+      --logfile "$cdir/node$i/redis.log" >&2 || cluster_failed "cluster: node$i did not start"
+  done
+  for i in $(seq "$nodes"); do
+    p=${ports[i - 1]}
+    for _ in $(seq 100); do
+      pong "$p" && break
+      sleep 0.1
+    done
+    pong "$p" || cluster_failed "cluster: node$i did not answer PING on port $p"
+  done
+
+  local addrs=()
+  for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done
+  local out
+  if ! out=$(TERM=dumb redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes 2>&1); then
+    printf '%s\n' "$out" >&2
+    cluster_failed "cluster: redis-cli --cluster create failed"
+  fi
+  # create returns once the nodes agree on the slots; each node then
+  # declares the cluster ok on its own.
+  local deadline=$((SECONDS + 30))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if all_ok "${ports[@]}"; then
+      log "redis-server $(version) cluster on 127.0.0.1:${ports[*]} (pids $(echo $(cluster_pids)))"
+      cluster="export LOOM_GATEWAY_TEST_REDIS_CLUSTER='$(cluster_url)'"
+      return
+    fi
+    sleep 0.1
+  done
+  for p in "${ports[@]}"; do
+    echo "--- CLUSTER INFO of 127.0.0.1:$p" >&2
+    redis-cli -h 127.0.0.1 -p "$p" cluster info >&2 2>&1 || true
+  done
+  cluster_failed "cluster: not cluster_state:ok with 16384 slots on every node within 30s"
+}
+
+start() {
+  install_redis
+  mkdir -p "$dir"
+  local single= cluster=
+  # On any failure stdout holds only `false`: eval "$(... start)" then
+  # fails as well (an empty eval would succeed, and the tests would skip).
+  trap '[ $? -eq 0 ] || echo false' EXIT
+  start_single
+  start_cluster
+  echo "$single"
+  echo "$cluster"
+}
+
 stop() {
   local pid
   if ! pid=$(running_pid); then
     log "not running"
     rm -f "$pidfile" "$dir/port"
-    return
+  else
+    kill_pid "$pid"
+    rm -f "$pidfile" "$dir/port"
+    log "stopped (pid $pid)"
   fi
-  kill "$pid"
-  for _ in $(seq 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  rm -f "$pidfile" "$dir/port"
-  log "stopped (pid $pid)"
+  stop_cluster
 }
 
 case ${1:-} in

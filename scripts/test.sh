@@ -35,9 +35,11 @@ go vet ./...
 step "contract lint (Spectral, spectral:oas)"
 (cd tools/lint && npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity error ../../api/openapi.yaml)
 
-step "redis-server for the Redis store and replica tests"
-eval "$(scripts/redis.sh start)"
+step "redis-server and a three-node Redis Cluster for the Redis store and replica tests"
 trap 'scripts/redis.sh stop' EXIT
+# Not eval "$(...)": that would succeed, with no Redis, when start fails.
+redis_env=$(scripts/redis.sh start)
+eval "$redis_env"
 
 step "go test -race"
 go test -race -count=1 -timeout 20m ./...

@@ -467,26 +467,39 @@ func TestRedisSizing(t *testing.T) {
 		usage(prefix+"calls:*")/calls, (usedMemory()-before)/calls)
 }
 
-// TestRedisCluster runs the suite on a Redis Cluster, whose scripts refuse
-// keys of two slots: LOOM_GATEWAY_TEST_REDIS_CLUSTER is a go-redis cluster
-// URL (redis://host:port?addr=host:port&addr=...). CI has no cluster; it
-// skips there.
-func TestRedisCluster(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS_CLUSTER")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS_CLUSTER is not set")
+// redisClusterURL returns the Redis Cluster the tests may use, a go-redis
+// cluster URL (redis://host:port?addr=host:port&addr=...; scripts/redis.sh
+// start prints one for a cluster of three shards), or skips the test.
+func redisClusterURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("LOOM_GATEWAY_TEST_REDIS_CLUSTER")
+	if u == "" {
+		t.Skip("LOOM_GATEWAY_TEST_REDIS_CLUSTER is not set (eval \"$(scripts/redis.sh start)\")")
 	}
+	return u
+}
+
+// redisClusterClient returns a client of the test cluster, closed at
+// cleanup.
+func redisClusterClient(t *testing.T, url string) *redis.ClusterClient {
+	t.Helper()
+	opt, err := redis.ParseClusterURL(url)
+	if err != nil {
+		t.Fatalf("redis.ParseClusterURL(%q) = %v", url, err)
+	}
+	c := redis.NewClusterClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestRedisCluster runs the suite on a Redis Cluster, whose scripts refuse
+// keys of two slots and whose runs spread over the shards.
+func TestRedisCluster(t *testing.T) {
+	url := redisClusterURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
-		opt, err := redis.ParseClusterURL(url)
-		if err != nil {
-			t.Fatalf("redis.ParseClusterURL: %v", err)
-		}
-		c := redis.NewClusterClient(opt)
-		var b [6]byte
-		rand.Read(b[:])
-		prefix := "loom-gateway-test:" + hex.EncodeToString(b[:]) + ":"
+		c := redisClusterClient(t, url)
+		prefix := "loom-gateway-test:" + randomHex(t, 6) + ":"
 		t.Cleanup(func() {
-			defer c.Close()
 			ctx := context.Background()
 			err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 				it := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
@@ -523,26 +536,12 @@ func TestRedisWatch(t *testing.T) {
 // TestRedisCluster): the delete script publishes on the run's shard, and
 // the watch listens on the node of the channel's slot.
 func TestRedisClusterWatch(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS_CLUSTER")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS_CLUSTER is not set")
-	}
+	url := redisClusterURL(t)
 	storetest.RunWatch(t, func(t *testing.T) (a, b storetest.Watcher) {
-		var b6 [6]byte
-		rand.Read(b6[:])
-		prefix := "loom-gateway-test:" + hex.EncodeToString(b6[:]) + ":"
-		var stores [2]storetest.Watcher
-		for i := range stores {
-			opt, err := redis.ParseClusterURL(url)
-			if err != nil {
-				t.Fatalf("redis.ParseClusterURL: %v", err)
-			}
-			c := redis.NewClusterClient(opt)
-			t.Cleanup(func() { c.Close() })
-			stores[i] = store.NewRedis(c, store.RedisOptions{Prefix: prefix})
-		}
+		prefix := "loom-gateway-test:" + randomHex(t, 6) + ":"
 		// Every run of the suite is deleted: no key is left to drop.
-		return stores[0], stores[1]
+		return store.NewRedis(redisClusterClient(t, url), store.RedisOptions{Prefix: prefix}),
+			store.NewRedis(redisClusterClient(t, url), store.RedisOptions{Prefix: prefix})
 	})
 }
 

@@ -113,11 +113,9 @@ func (e *env) newRun(t *testing.T, r *replica) run {
 // when its loom would have finished (60s), and kills the loom's process
 // group; a DELETE served by the replica running the call does so as it
 // always did. The loom is tests/fakeloom, sleeping with a grandchild.
-func TestDeleteAcrossReplicas(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set (eval \"$(scripts/redis.sh start)\")")
-	}
+func TestDeleteAcrossReplicas(t *testing.T) { eachStore(t, testDeleteAcrossReplicas) }
+
+func testDeleteAcrossReplicas(t *testing.T, url string) {
 	e := setUpFakeLoom(t)
 	// Registered first, so run last, after the gateways are killed: a
 	// failed test leaves no sleeping loom behind.

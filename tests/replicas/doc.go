@@ -4,10 +4,12 @@
 // one run split across both keep one output sequence and one token per row,
 // a replica killed mid-run loses nothing, and a run deleted through one
 // replica has its calls in flight on another cancelled at once, their loom
-// processes killed (with tests/fakeloom as the loom). It needs a Redis:
+// processes killed (with tests/fakeloom as the loom). The two-replica
+// scenarios run once on a Redis and once on a Redis Cluster of three
+// shards:
 //
-//	eval "$(scripts/redis.sh start)"   # sets LOOM_GATEWAY_TEST_REDIS
+//	eval "$(scripts/redis.sh start)"   # sets LOOM_GATEWAY_TEST_REDIS and LOOM_GATEWAY_TEST_REDIS_CLUSTER
 //	go test ./tests/replicas/
 //
-// and skips without LOOM_GATEWAY_TEST_REDIS.
+// Each variant skips when its variable is not set.
 package replicas

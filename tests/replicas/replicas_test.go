@@ -36,8 +36,30 @@ type env struct {
 // once by TestMain (when a Redis is set).
 var gatewayBin, fakeloomBin string
 
+// stores are the Redis deployments the scenarios of eachStore run on: the
+// variable holding each one's --store URL (scripts/redis.sh start sets
+// both).
+var stores = []struct{ name, env string }{
+	{"redis", "LOOM_GATEWAY_TEST_REDIS"},
+	{"cluster", "LOOM_GATEWAY_TEST_REDIS_CLUSTER"}, // three shards
+}
+
+// eachStore runs scenario as one subtest per entry of stores, skipping
+// those whose variable is not set.
+func eachStore(t *testing.T, scenario func(t *testing.T, url string)) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			url := os.Getenv(s.env)
+			if url == "" {
+				t.Skip(s.env + " is not set (eval \"$(scripts/redis.sh start)\")")
+			}
+			scenario(t, url)
+		})
+	}
+}
+
 func TestMain(m *testing.M) {
-	if os.Getenv("LOOM_GATEWAY_TEST_REDIS") == "" {
+	if os.Getenv("LOOM_GATEWAY_TEST_REDIS") == "" && os.Getenv("LOOM_GATEWAY_TEST_REDIS_CLUSTER") == "" {
 		os.Exit(m.Run()) // every test skips
 	}
 	dir, err := os.MkdirTemp("", "loom-replicas-bin-")
@@ -350,11 +372,13 @@ var mix = []call{
 	{"loom_people", map[string]any{"query": "ada@example.com"}},
 }
 
-func TestReplicas(t *testing.T) {
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		t.Skip("LOOM_GATEWAY_TEST_REDIS is not set (eval \"$(scripts/redis.sh start)\")")
-	}
+// TestReplicas runs two gateways on one store, on a Redis and on a Redis
+// Cluster: a run created on A is called on B, handles minted on A resolve
+// on B, concurrent calls split across both keep one sequence and one token
+// per row, and B (then a new C) carries on when A is killed mid-run.
+func TestReplicas(t *testing.T) { eachStore(t, testReplicas) }
+
+func testReplicas(t *testing.T, url string) {
 	e := setUp(t)
 	a := e.start(t, "replica A", url)
 	b := e.start(t, "replica B", url)
