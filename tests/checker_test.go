@@ -35,6 +35,14 @@ func TestContractChecker(t *testing.T) {
 		{"route outside the contract", "GET", "/secrets", 200, "application/json", `{}`, false},
 		{"problem outside the contract", "GET", "/secrets", 404, "application/problem+json", strings.NewReplacer("busy", "route_not_found", "429", "404").Replace(problem), true},
 		{"204 with a body", "DELETE", "/host/v1/runs/r", 204, "", "x", false},
+		{"405 without Allow", "GET", "/v1/runs/r/loom_search", 405, "application/problem+json", strings.NewReplacer("busy", "method_not_allowed", "429", "405").Replace(problem), false},
+		{"HEAD of a GET route", "HEAD", "/host/v1/runs", 200, "application/json", "", true},
+		{"HEAD of a GET route as text", "HEAD", "/host/v1/runs", 200, "text/plain", "", false},
+		{"HEAD with a body", "HEAD", "/host/v1/runs", 200, "application/json", `{"runs":[]}`, false},
+		{"HEAD with an undeclared status", "HEAD", "/healthz", 500, "application/json", "", false},
+		{"HEAD of a problem", "HEAD", "/host/v1/runs/r", 404, "application/problem+json", "", true},
+		{"HEAD of a problem as JSON", "HEAD", "/host/v1/runs/r", 404, "application/json", "", false},
+		{"HEAD of a POST route", "HEAD", "/v1/runs/r/loom_search", 200, "application/json", "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

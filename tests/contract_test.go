@@ -124,10 +124,22 @@ func checkResponse(req *http.Request, resp *http.Response, body []byte) error {
 	if resp.StatusCode == http.StatusNoContent && len(body) > 0 {
 		return fmt.Errorf("204 with a body")
 	}
+	if req.Method == http.MethodHead && len(body) > 0 {
+		return fmt.Errorf("HEAD answer with a body")
+	}
+	if resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+		return fmt.Errorf("405 without Allow (RFC 9110 15.5.6)")
+	}
 	// An error answer that the operation does not declare by its status
 	// (it falls to default), or of a route outside the contract, is a
 	// problem; /readyz declares its own 503.
 	if resp.StatusCode >= 400 && (route == nil || route.Operation.Responses.Status(resp.StatusCode) == nil) {
+		if req.Method == http.MethodHead { // no body to read: the header says problem
+			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/problem+json" {
+				return fmt.Errorf("HEAD error answer with Content-Type %q, want application/problem+json", resp.Header.Get("Content-Type"))
+			}
+			return nil
+		}
 		return checkProblem(resp, body)
 	}
 	return nil

@@ -16,10 +16,11 @@ import (
 )
 
 // TestSlowClients: a client that sends its headers slower than
-// --read-header-timeout (slowloris), or its body slower than
-// --read-timeout, is cut off on both listeners while other clients are
-// served; a body over --max-request-bytes answers 413, whether its length
-// is declared or chunked; headers over 64 KiB are refused.
+// --read-header-timeout (slowloris) is cut off on both listeners, and one
+// whose body is slower than --read-timeout, or stalls, is answered 408
+// request_timeout and cut off, while other clients are served; a body
+// over --max-request-bytes answers 413, whether its length is declared or
+// chunked; headers over 64 KiB are refused.
 func TestSlowClients(t *testing.T) {
 	t.Parallel()
 	const headerTimeout, readTimeout = time.Second, 2 * time.Second
@@ -93,23 +94,9 @@ func TestSlowClients(t *testing.T) {
 				if took < readTimeout-200*time.Millisecond || took > readTimeout+6*time.Second {
 					t.Errorf("cut off after %v, want about --read-timeout (%v)", took, readTimeout)
 				}
-				// What was answered, if anything, is a problem, never a
-				// result.
-				if len(got) > 0 {
-					resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
-					if err != nil {
-						t.Fatalf("unreadable answer %q: %v", got, err)
-					}
-					b, _ := io.ReadAll(resp.Body)
-					if resp.StatusCode < 400 || resp.Header.Get("Content-Type") != "application/problem+json" {
-						t.Errorf("a slow body was answered %d %s", resp.StatusCode, b)
-					}
-					for _, m := range markers {
-						if bytes.Contains(got, []byte(m)) {
-							t.Errorf("the answer carries %s", m)
-						}
-					}
-				}
+				// The client is still there: the server gave up
+				// reading, 408 request_timeout, not 499 cancelled.
+				wantRequestTimeout(t, got)
 				for _, c := range g.loomCalls(t) {
 					if strings.Contains(strings.Join(c.Argv, " "), "sss") {
 						t.Errorf("a body that never arrived ran loom: %q", c.Argv)
@@ -128,6 +115,33 @@ func TestSlowClients(t *testing.T) {
 			}
 		}
 	})
+
+	// A body shorter than its Content-Length, then silence (the sender
+	// stalled): 408 request_timeout at --read-timeout on both listeners.
+	for name, target := range map[string]struct{ base, path, token string }{
+		"agent": {g.AgentURL, "/v1/runs/" + r.ID + "/loom_search", r.Token},
+		"host":  {g.HostURL, "/host/v1/runs", g.HostToken},
+	} {
+		t.Run("stalled body on the "+name+" listener", func(t *testing.T) {
+			t.Parallel()
+			conn := dial(t, target.base)
+			start := time.Now()
+			head := "POST " + target.path + " HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer " + target.token +
+				"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}"
+			if _, err := conn.Write([]byte(head)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case got := <-closedAfter(conn):
+				if took := time.Since(start); took < readTimeout-200*time.Millisecond || took > readTimeout+6*time.Second {
+					t.Errorf("answered after %v, want about --read-timeout (%v)", took, readTimeout)
+				}
+				wantRequestTimeout(t, got)
+			case <-time.After(20 * time.Second):
+				t.Fatal("a stalled body still connected after 20s")
+			}
+		})
+	}
 
 	t.Run("others are served meanwhile", func(t *testing.T) {
 		t.Parallel()
@@ -206,6 +220,26 @@ func TestSlowClients(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wantRequestTimeout checks the raw answer to a body that did not arrive
+// in time: 408 request_timeout with Connection: close, carrying no marker.
+func wantRequestTimeout(t *testing.T, got []byte) {
+	t.Helper()
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+	if err != nil {
+		t.Fatalf("unreadable answer %q: %v", got, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	wantProblemCode(t, resp.StatusCode, b, http.StatusRequestTimeout, "request_timeout", "")
+	if resp.Header.Get("Content-Type") != "application/problem+json" || !resp.Close {
+		t.Errorf("408 with Content-Type %q, Connection %q; want a problem and close", resp.Header.Get("Content-Type"), resp.Header.Get("Connection"))
+	}
+	for _, m := range markers {
+		if bytes.Contains(got, []byte(m)) {
+			t.Errorf("the answer carries %s", m)
+		}
+	}
 }
 
 // dial opens a raw TCP connection to the listener of base (http://host:port),

@@ -173,12 +173,25 @@ var agentRoutes = map[string]bool{
 //
 // The proxy call carries the host token as X-Host-Token (Authorization
 // holds the run token, which is forwarded as is).
+//
+// It also routes GET of the public files, which Public answers before the
+// router is reached, so that the router knows their paths: another method
+// on one of them answers 405 with Allow, as on every route.
 func (c *Console) Mount(r chi.Router) {
 	r.Get("/console/contract.json", func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(c.contract)
 	})
 	r.Post("/console/agent/v1/runs/{runId}/{tool}", c.forward)
+	files := c.Public(http.NotFoundHandler())
+	r.Method(http.MethodGet, "/console", files)
+	r.Method(http.MethodGet, "/console/", files)
+	_ = fs.WalkDir(c.files, ".", func(name string, _ fs.DirEntry, err error) error {
+		if err == nil && c.isFile(name) {
+			r.Method(http.MethodGet, "/console/"+name, files)
+		}
+		return nil
+	})
 }
 
 // validRunID is the contract's run id pattern, less the dot segments a

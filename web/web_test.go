@@ -127,6 +127,33 @@ func TestStaticIsPublicDataIsNot(t *testing.T) {
 	}
 }
 
+// TestConsoleMethods: the console's files answer HEAD as GET, without the
+// host token, and another method with the host token 405 with Allow, as
+// every route of the host listener; a name that is no file is 404.
+func TestConsoleMethods(t *testing.T) {
+	srv := hostServer(t, http.NotFoundHandler())
+	auth := map[string]string{"Authorization": "Bearer " + hostToken}
+	for _, p := range []string{"/console/", "/console/app.js", "/console/codes.json"} {
+		get, getBody := do(t, "GET", srv.URL+p, "", nil)
+		head, headBody := do(t, "HEAD", srv.URL+p, "", nil)
+		if head.StatusCode != 200 || headBody != "" || head.Header.Get("Content-Length") != get.Header.Get("Content-Length") || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q %v; GET: %d (%d bytes) %v", p, head.StatusCode, headBody, head.Header, get.StatusCode, len(getBody), get.Header)
+		}
+		for _, m := range []string{"POST", "PUT", "DELETE"} {
+			res, body := do(t, m, srv.URL+p, "", auth)
+			if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD" || !strings.Contains(body, `"code":"method_not_allowed"`) {
+				t.Errorf("%s %s: %d Allow %q %s, want 405 with Allow GET, HEAD", m, p, res.StatusCode, res.Header.Get("Allow"), body)
+			}
+		}
+	}
+	if res, body := do(t, "POST", srv.URL+"/console/nope.js", "", auth); res.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /console/nope.js: %d %s, want 404", res.StatusCode, body)
+	}
+	if res, body := do(t, "GET", srv.URL+"/console/agent/v1/runs/r/loom_search", "", auth); res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "POST" {
+		t.Errorf("GET on the proxy route: %d Allow %q %s, want 405 with Allow POST", res.StatusCode, res.Header.Get("Allow"), body)
+	}
+}
+
 func TestProxyForwardsAsTheAgentSeesIt(t *testing.T) {
 	var got *http.Request
 	var gotBody string

@@ -122,6 +122,7 @@ const (
 	MethodNotAllowed      ProblemCode = "method_not_allowed"
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
+	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
@@ -164,6 +165,8 @@ func (e ProblemCode) Valid() bool {
 	case NotConfigured:
 		return true
 	case NotFound:
+		return true
+	case RequestTimeout:
 		return true
 	case RequestTooLarge:
 		return true
@@ -384,7 +387,7 @@ type Problem struct {
 	HostCode *string `json:"hostCode,omitempty"`
 	OutputId *string `json:"outputId,omitempty"`
 
-	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name).
+	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
 	Status    int     `json:"status"`
@@ -416,7 +419,11 @@ type ResultWritten struct {
 // ResultWrittenStatus defines model for ResultWritten.Status.
 type ResultWrittenStatus string
 
-// RunId defines model for RunId.
+// RunId A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+// `..` alone (a path segment no client can send: URL resolution
+// removes it). The pattern cannot say so (the validator's regular
+// expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+// those two with `invalid_input` at `/runId`.
 type RunId = string
 
 // SearchInput defines model for SearchInput.
@@ -1804,75 +1811,81 @@ func (sh *strictHandler) WriteResult(w http.ResponseWriter, r *http.Request, run
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fzrc9s4kv9XunBblaSOejnPUb5sLsnUZi+bzSXe27qxfCJEtiSMSYABQNsan/73KzTAl0TbspPJ5MN+",
-	"4wtAo/Hrd0tXLFF5oSRKa9j0ihVc8xwtarr7VMp3qbtI0SRaFFYoyabseI2wVsYOhDElpqBLCSIdsojh",
-	"Jc+LDNmU6VIOnrOICTeg4HbNIiZ5Hl69S1nENH4phcaUTa0uMWImWWPO3XJ/0rhkU/Zvo4a4kX9rRp6m",
-	"7XbrJjCFkgaJ1o9aLTLM3WWipEVp3SUvikwk3BE+KvwX//6rcbu4aoh1I1JHmZDnPBPpXMiitCxiKVou",
-	"srBjRy4aC6lCA1JZyLlN1mDXCG5BzRPrWFAoIS1qNmWjTOTCho2isY6VbDz565v/mvzP0S+PWcSM5bY0",
-	"bPpkPI6YFZY4984TARURdlO4x2trCzMdjTKl8sGKW7zgm2GK59W2zKhL/fZQhlaMI5Z2D/qVBNRa6Qi4",
-	"gU8/v4afnjx9DmFB8NwxcCHsGjg4OlNwnBy6xY+Vyj6hKTN7w5H0HAVPc2GtQ8UkYiitFu58T67YmsuU",
-	"GJQs19Pz6fOzL0c5i1jGF5iFJZYiRWkFz4TdsOnJSYdpw7DIaMkTtKMLpc/Y6alDqMWV9iNOt2HCz6rU",
-	"CYFVXbQOqqEuYuc8K4liI0VRoGVT9p8iOVPLJeTqHFOwCo7XpTYp3zhgVOf7ymbcwFn4VCqLhm230RXT",
-	"yI2Srz0Uk2UyT1BkQq7meJkgprRoTYhj+hqzlG1PHZvOMVMFUfOlRL1hU/al5NqizjZQZFxKIVfuVM6E",
-	"dCg0yHVCIqmsoH1+QsdpR/Z7pXII5wXCQCmtLo3FFPDSopY8g5Rb7rakqqMaR0yVtig9xkn2p47nc7/Q",
-	"dNImXZ05buhSJpwGL3lmMGp2NJ0cjN0WyHrg66TWKpU9MKDpo5eA56g3oNUFVCfp4SusATp4UBoqSipk",
-	"+4OpoF0TR2rnldz8dwWEXeHZwF8///0DEFDAHWJhQZZZ5lh3OVipQRBtJwXDT/zib2gMX6E7p9c8Q5ly",
-	"/V4Y+47kmUQjFW5ynn3UqkBtSTQC+4rWoyvGM5KJsMBCqQy5dBMvtcpv4+obbokIqw77clsrKbX4FRN7",
-	"wPYcvC7vtzN7KyjwktSfRk7GC2WZs+kJu1ijRhYxnlhx7uT9tKbbWB0ExAiZ4KErlNKK7LCPt217d+Jp",
-	"O70z34jf0yuW88v3KFd2zaaTccRyIdu3BbdOUNmU/e/JePDT6dWT7cBfHDUXf2I9u39DCF7gX0jX3ud4",
-	"rDpDuUPi0dNnXRr3Vt7hjp9kjz2OQGGSTBlM31dqf0foghSn1XfOcnGrcjJPBpTMSBl3id4zHVdMWMxN",
-	"52KPWeEB15pv+u5bhuXwaXY4sUtZe9Y+/ryVVm/6dFGj75xN3cBD4lMELWsXeU0Vgbe0j5wq5I0yVBLh",
-	"YWOjHu2zsbLQV20Eemt9cvT4ydNnz1/8xBdJisvV+tezXBZftLHnF5eb306vnvYDsrbuN2qhLih2bXij",
-	"Abwx9xayT/jbFrgZdY0pdo9pnbkT5vmSiwzTfp0SLF8zZcuNqM1e38iWlexT5rULchN3agu1i61AVh+M",
-	"vPy/aWPoauewz6S6kP1k3fPQGg/iqu9olqiDB7lDCLk0DW9TlZS5+/L0OjzdHRimHnGbN0KxSZfPRGA9",
-	"R5eGPubXKvRmJVmzqxoRhTPpm/MjX6HjuDpHfR+1vstk51/QN8FuhSvDyGf3moou3Pjeg6DYaHrFlkrn",
-	"zqY7xfbsCYuc4RC5W+Xp2Js2f9cYDdKAqO/jdzg2HHO9wnu5HpZG3sveh6F3t/gfURX3s8QhEDjMkzFr",
-	"XnQkwpR5zrU7xoTrPuW0s8Fd2Tl4f03YvmOT10ok/rJry35WGjqhLigJXIKjPKJw3MfPYQJnpg634cmO",
-	"7t/NCJSSl3attPiNlLcu5VwqO1+qkmRcq9Ji9wkFHp1H7prs+qrUWD2oXlLgZWw9O14KQ2IVJqrvvbGd",
-	"kxw5C5SsaUyOdq1SWo9nmbrAtElAzK1S88whkXZiyqJQ2mI6zzEVfE68cC+cOZoHYx6xRWk2gZjdxRIu",
-	"E8wyuqash+TZnDIGtJM857I2jBFbK+MGL0vjQ1mC4PwctRFKznNhKKFCGiBzWgHTecE3meK0VDDApeTn",
-	"XGR8QbQZqzR2nvXpmiqNs+8sLsUlpmDQBbsJQoGaoryXIF2gSEkucIHKsM83cW8rX2Hv5Y3GrM4R3Yrt",
-	"CLgPIsMQsIogrpZLlKmQK1gKcs6W9Hih0g08VJpu6lweSJ57f63HrNapqaubHJdd1VunM66VqX1m/+PT",
-	"O0eJI5rIC2kk93lE3mXF/h5Kd9Wph6qnoaYziG+v/dNqKe6nR5cazbrP0bm7+fGpivsQ8XWenh/dxxdP",
-	"0T+180Z7nLzKl7oGA5mQZ9e82vd51dntVqQ+yGbhapVe6qv8dDsePnqxG2y24+FXg1/44Lfx4KfhfHB6",
-	"NYkmRy/6I4/PlLm6z1kd4Noc3ebaRKxAHZKjh9jvOxl7zeVZx/vFBGWyIZ2sNH59XsS7uubQz+1vv0/C",
-	"5Y7SSeP2VbJG9DYAXlnInUV4Oh7DP45/HkyekbqCUgprIpDKFwJUBsmaa55Y1CaCnG+oXGAs19anFONB",
-	"PPRwqFBa+brXp0h8Rv1dxwtvpVidnLi7gq9wngZPv/NQSFN4PjTPKA1VPSBPs7pLQgJynglTj0l82q4e",
-	"4ZVqL1666f+dFF6d4u/THHXOv5U0uem4fcqjx5drZ8X7xdfXnfbUym6wU3PY8WzYYi7dN3yl28DSmpsV",
-	"I4eBkQ0Pb2JflZfv8yxuYt6NbseBOvnWtEOTqb/qi8muCVJr3R7i4bDFqDcZ0myzTU0Djn1r4PaHSamF",
-	"3Xx2yAgpKWXscRVP91cxgaJneBgPBlTUpNuBO5n40UuoNgMXa5Tkt9AYd5goUYMwcPz6Y0QSrvwHpRSX",
-	"YFRyhuQ3Ek6Jg8g1waZV0SN1XMobSNSlDBSGautiA/HHv38+hpGjZHQ+GelSmviApbaUlFyqqiDHExLO",
-	"UJZtFxYh50JaLiRqd2Klzm6oQLK9wssn5OlAyWzji0na15Z4BkulwXCZLpTzu/nKCfIQ3DbpumGr82+1",
-	"mUnHTxSrtW1NYpXKTARxGpLVIVSJgcuUDsCHSnChhUUdwRluMJ3JxQZ4T9maRoWgznj22jW37u0DA56R",
-	"/gCI0Jnsnn+ikVs0NEvQBMaNNUN4W9eassCFUksDwsxkjty44A/4igvpMOhP+oGBnYwvhMAHFrhUGkFY",
-	"yJCfo3FDZjIcw7SnnNWkwH1KnPYZcrt+QxEoPZM3VbtmcibfunjOANcI8XXl9BgeVuXhR916cOzmiYcz",
-	"ebzGTQirEq71pgmu4KGxKWodQcHt2kSAl5j4wrN5NJxJcgETlAZbaH1VuCB0cDQc7+Hz4uJiyOn1UOnV",
-	"KIw1o/fvXr/98PktjWkCmA7uWcRCPMqmbDIc+y9VgZIXgk3Z4+F4+Jg0vV2TfhmtkWd27RyYbcQ6Etnz",
-	"aHRFvQ/b3U6Lk34L13xSdT2cXjfjKOFZZn6HeT1efo+Z1cKgPics/R7T68b5uPfE4eCHG55n4Tided9U",
-	"x7275o5GosWV6XEqP2GhtDVw4TQNh9gXSeKg6EkaSQ8J0iVAyW8DVk1Jsp0BjbxudLrQ6yvPTkxB2Kgp",
-	"Z/s0s9dO1bMHviI2k1QSG8IHEsqQOCtxCK8CHUEpNR0va5U5fWkuSDfHlG6eAgVBsRdU51vRkVIjQLec",
-	"SHJzn6Oo0xT/odLN3bpJQi690zNycHdBXzV02/VwnAe524l0NB7fjchQSvHe6DfvZ9lrzNhB6fQx65ZX",
-	"Qo9IXUe5piWmum0HIU314n4c3687XdPW0XpS5b68jfbOyJIH2e9brD6sVutTVCe8G9TW1tL5UXxlqO6x",
-	"osrStk/6e+Km6xVAKQ3E5BdUI8ingMHA29MQJw6WWuXxKB4MrIohJVfDGe14MOBZFk8pb+ZcjAI14DlK",
-	"O4S/3eBceGfi5UzWXT19cuu8tnYHyh8hub5RhR2Nj54NJkeD8YT5hpT6yePJ4bjab6c5XI5vhlC7A+mr",
-	"kUfeckUrBM4fDr0QWR4EOv8tUE/M/1UdMRX6pgQZF7A5Z5pTE0UA2nAmY8oFeXc7poxMDCsVEFtNFftW",
-	"i14wzmQXjXA7GJug+Xvj0HcRNU1DdSqsBc3j8YvpeDwdj3+5AyTbLVA/MBprzh+Mw24K6hA0uhFQjQgg",
-	"hMEgUTIRBgMcEy6VFAnPIBSbHQBn0peb4SNfOdXoTcHPIkN4zRdCovWlBd/04pSk+7Adm90WjoXwy4E9",
-	"5xtIVI6w4MlZ3RgznEnPch8jXdcueQ2y24X5PwLewdi36vchfX00PryDeK+54MfFs6MVWgy/G6qrXN/B",
-	"oA4DYFaOx48T3wVA13gdzB2BD8xMVhq6pXoPsey361K3wLtWzvJ7e+ShiYJ9DJAbUUP0iC9UaYd5yu4E",
-	"u3Yzxw8Ouobnd8Nc1cZ6GODIXF+LthbGQGl4E1x8MCFMNDP57cH2KWTE/4W074S0wPDDYeZrFQdhjD4N",
-	"AKOiYx++WqaaqpiQcF05kTNJ6IppcAx5aSxQrJUpdVYWU2rlybnIIuBQrB0cZZkvUEcQh4A1jmYy9jNP",
-	"4wjilVZlMY19v2rsO6ZGnsQPPEdPYX3sMaUZG3zP5FcBvKrzfHd4Vz/04Cn/c3g8TFTO6mYu37l1OMhb",
-	"nWY/MMArfh+O7lBmOwje/tsumjUalZ2jHji3D1PwSRm76UZF30ZdBlr/kHib2lwomXeX3441bTU/MGhq",
-	"th6MmpDQOgQ0/lM42VOKp91sjgPESpyjhKXI3LH5AKaqC3XDlLWwQ/iAmJpaVSoNQevF3ySA4abV3k+B",
-	"lN70FYHgK8Kbz03p/DvjOYQxT6ObfhFX9cK0W2Cq3hVGRij8Pu9QgWh3Df248lCfyiHi0Cqk9ErCZ6u0",
-	"L0f6Iu4DA8bqMrEESD96CK/Atxf4YoUwgJc8sRnVZAl+OzWQh86YS4ivZuzPmZBnMzb1b7Yx+JL/I1ig",
-	"A7NDsfsCrAI+k1XaGnIhHUyXWuWhoqsuXvraCk1kXHAmUmpENOQOhy6VzUxK7uY1lm+oQvkSuNzcWBRZ",
-	"0i9h3buLtcpwJqn4HHJinY7a2PGCivr8DIMB8TzqEaF/ulnC2f8BMtT8xLVK9nd/e9vA6niN0P1ha89v",
-	"YLcHi1G7UfIgMZrcbWOtvsZJ3cY46f5G9Y7EVj2U1xQsqp4E7mClNKbfolJB8Gjp+j256xPxVqMMwahp",
-	"Pzk5dWihMmKAWHcf3R6NTt19OhpNjp4Px8PxcDJ9MX4xZttod3i3ceIhNdQsVCk9Sl5/9NISunD8d49u",
-	"XGRC6A4b7Oud6RJcGc2EZxn1IIigtuoWm2HzJwWeXfubON7tAPLtK15sSWf5HpQ11xKNac3oRvVM+Bdq",
-	"IIgocBduSAQ5Wi0SU89V/b0ACGswW7bmVIVh29Pt/wcAAP//",
+	"7Fzrc9w2kv9XunhbZauO85LtxBl/WZ3tJN7zZn22clsXj07EkD0ziEiAAUBJE53+96tugK8RJY+UxPGH",
+	"/UZSeDQav3736CpKdVFqhcrZaH4VlcKIAh0afntfqTcZPWRoUyNLJ7WK5tHxBmGjrRtJayvMwFQKZDaO",
+	"4ggvRVHmGM0jU6nR11EcSZpQCreJ4kiJIvzpTRbFkcFfKmkwi+bOVBhHNt1gIWi7vxhcRfPo3yYtcRP/",
+	"VzvxNF1fX9MCttTKItP6zuhljgU9plo5VI4eRVnmMhVE+KT0I/79Z0unuGqJpRkZUSbVuchldipVWbko",
+	"jjJ0QubhxEQuWgeZRgtKOyiESzfgNgi0oRGpIxaUWiqHJppHk1wW0oWDonXEymg6+9ur/5r9z+FPT6I4",
+	"sk64ykbzp9NpHDnpmHNvPBFQE+G2JX3eOFfa+WSSa12M1sLhhdiOMzyvj2Unfeqv92VozThmaf+ijxSg",
+	"MdrEICy8//YlfPP02dcQNgTPHQsX0m1AANGZAXFyTJsfa52/R1vl7o4rGbgKkRXSOULFLI5QOSPpfj9e",
+	"RRuhMmZQutrMz+dfn/1yWERxlIsl5mGLlcxQOSly6bbR/OPHHtPGYZPJSqToJhfanEUnJ4RQh2vjZ5xc",
+	"hwU/6MqkDFZ90bmolro4Ohd5xRRbJcsSXTSP/lOmZ3q1gkKfYwZOw/GmMjYTWwJGfb9HLhcWzsJQpR3a",
+	"6Po6vooMCqvVSw/FdJWepihzqdaneJkiZrxpQwgxfYN5Fl2fEJvOMdclU/NLhWYbzaNfKmEcmnwLZS6U",
+	"kmpNt3ImFaHQojApi6R2ks/5HonTRPZbrQsI9wXSQqWcqazDDPDSoVEih0w4QUfS9VVN40hXrqw8xln2",
+	"58TzU7/RfNYlXZ8RN0ylUsGTVyK3GLcnms/2xm4HZAPwJal1WuePLBge9ALwHM0WjL6A+iY9fKWzwBcP",
+	"2kBNSY1sfzE1tBviWO0cqe1/10DYFZ4t/O3DP34ABgrQJZYOVJXnxLrL0VqPgmiTFIzfi4u/o7VijXRP",
+	"L0WOKhPmrbTuDcszi0YmaXGRvzO6RONYNAL7ys6nq0jkLBNhg6XWOQpFC6+MLj7F1VfCMRFO7zfyulFS",
+	"evkzpm6P4xG8Lh92MvdJUOAlqz+Dgo0XqqqI5h+jiw0ajOJIpE6ek7yfNHRbZ4KAWKlS3HeHSjmZ7zf4",
+	"umvvPnraTu7NN+b3/CoqxOVbVGu3ieazaRwVUnVfS+FIUKN59L8fp6NvTq6eXo/8w2H78Jdo4PSvGMFL",
+	"/J517UOux+kzVDskHj77qk/jjZ13uOMXucEeIlDaNNcWs7e12t8RuiDFWT2OLJdwumDzZEGrnJVxn+gb",
+	"puMqkg4L23u4wazwQRgjtkPvHcOy/zI7nNilrLvqEH9eK2e2Q7qo1XdkU7fwmPkUQ8faxV5TxeAt7QGp",
+	"QtEqQ60QHrc26uAmG2sLfdVFoLfWHw+fPH321dfPvxHLNMPVevPzWaHKX4x15xeX219Prp4NA7Kx7ndq",
+	"oT4odm14qwG8MfcWckj4uxa4nXWLKabPvM8pCfPpSsgcs2GdEixfu2THjWjM3tDMjpUcUuaNC3IXdxoL",
+	"tYutQNYQjLz8v+pi6Grnss+UvlDDZD3w0loP4mroalZogge5Qwi7NC1vM51WBY08uQ1P9weGbWZ8yhvh",
+	"2KTPZyawWaNPwxDzGxV6t5Js2FXPiMOdDK35TqyROK7P0TxEre8ymfwLHhPsVniyEfvsXlPxA80fvAiO",
+	"jeZX0Uqbgmw6KbavnkYxGQ5Z0C7Ppt60+bfWaLAGRPMQv4PYcCzMGh/kejie+SB7H6be3+K/Q10+zBKH",
+	"QGA/T8ZuRNmTCFsVhTB0jakwQ8pp54C7srP3+dqwfccmb7RM/WPfln2rDfRCXdAKhAKiPOZw3MfPYQEy",
+	"U/vb8HRH9+9mBColKrfRRv7KyttU6lRpd7rSFcu40ZXD/hcOPHqf6Jnt+royWH+o/8iBl3XN6ngpLYtV",
+	"WKh598b2lOWILFC64TkFuo3OeD+R5/oCszYBcepkgbpy3S9an+aETT6brcpSG4fZaYGZFKfMHfoDGajT",
+	"YN7jaFnZbSBvd/tUqBTznJ85D6JEfso5BD5bUQjVmMo42mhLk1eV9cEtg/L0HI2VWp0W0nKKhXVCTnoC",
+	"s9NSbHMteKtgkislzoXMxZJps04b7H0b0j51Yuem+7iSl5iBRQp/U4QSDcd9L0BR6MhpL6DQZTzkrdBf",
+	"a+/hxh/vNG9N1uiTaI9B+LAyTAGnGfR6tUKVSbWGlWR3bcWflzrbwmNt+KXJ7oESBR6M4WhJJ4WLDap2",
+	"tPTpLdpkDEdQYLEMM4DMB8wOn8Ny69DG3kO0uCZ7C06c0fa8UaCtFNbBs9lhPR5VZkE6EI6HoSIXgCb5",
+	"GPmx8PRIol1w9qGm6mCQ4Z3M2tVdfteu5WiyMbeqhJvI+PH9G2JCc8SQBaPhMTvHNVYGKN21Bl6uPA0N",
+	"nUH7DJpvo1fyYWZgZdBuhvy0+1tPn2l5CBG/zVH1s4f44in6pyFnesBHrV3BWzCQS3V2y59uuuz67NNG",
+	"sLnIduN6l0Hqh9PrRyGhPocZCTeJW44UT9kYMrmWzsaQjJMYktOEJDAZJTEsK8dSm4zp20Il43ECIueg",
+	"TUAp3KaRU6UhzSU9pUKRqsvm8OP7t2DQ6rwiIhbKYKHPkWT1YAzHrDo4oqMptI0VW7AaHjfmVjhtOM+2",
+	"rnJhFgovS4OW9LiN4Tv9yFJYeY60ea71mdigyA5eQPLuHx+OYUKKc3I+m5hK2QS8RbAL5TbaIrgL7TNx",
+	"SU8RJqRFkglXE5LxQnnXsckxHD7fzTl00yJHo5/E6Nfp6Jvx6ejkahbPDp8PB6AfOIH5EMzv4eEefsrD",
+	"jaMSTciR7+PG3cvnM0Kd9YIgTFGlWzbE2uBvT4/5iMfuO9z9+sfk3e6p5XjeTTtsEL3hhyMHBbkBz6ZT",
+	"+PH429HsK1b7UCkWTRIvrZzROaQbYUTqJbcQWxZQ64RxAc+jZNxHbR3y3J4p84WVN71grJNpJ31Db6VY",
+	"42kWAr7eR6ls6fnQfuNsZP2BA476LQ156NNc2mZO6rO3zQxvnAbx0q8C7WRym0rPkAZuSj+d3Nld1+0z",
+	"XwMufbc4Miy+vvx4Qz3vxrwNh4ln4w5z+b3lK78GljbcrBk5DoxseXgX++ryzJA7eRfz7vQ197Rtn8w+",
+	"tQWbq6HQ/JZcRWMjQ1okHDEezIm1x+xS04LjplWl82FaGem2HwgZITOprTuu0yrDxWzgJAo8TkYjrm3z",
+	"64huJjl4AfVhWleZ59BlokJDnurxy3cxS7j2AyolL8Hq9Aw5WGCcMgdRGIZNp7DL6rhSd5BILoGnMBTd",
+	"l9tB47nHVtecm17pui4rUhbOUJ3v1pehEFI5IRUaurHK5HcUoqMb9bf3KLKRVvnW1xSNLzGKHFbagBUq",
+	"W2oKtsSaBNm7GfzcspWCGsOOAALK9cZ1FnFa5+QJZaFmEeLTBITK+AJ8xAwXRjo0MZzhFrOFWm5BDHQv",
+	"8KwQ21vPXg5BTKUeWfCM9BfAhC5U//5Tg8Kh5VWCJrA0147hdVNyzAMXKqMsSLtQBQpbGWaBkMr6oMjv",
+	"uJP4hxDtwhJX2iDFUDkK8tAcEROuYT5Q1WwrIb4ywucMKX5/oJgdxruKngu1UK8piLcgDEJyW1dFAo/r",
+	"LoGDfltAQuuQl3a8wW2IpVNhzLaNqOGxdRkaE7O3SsHiJaa+/8AeeBKYk9+9PgbS3bw9iNxqEMpeoLHw",
+	"/eujV4GE2WwK34yfjA8P5szV714fP7IL5bUPM4E8ULbMSnOE6XNHlsLcGge8hY+B3UYT34i0hWpaQJw4",
+	"w2b3p9NnkNzMvySBEwqSI/qShJ29y5rLFJXFjgAelSLd4OhwPL0hchcXF2PBfx5rs56EuXby9s3L1z98",
+	"eM1z2ti2J8pRHIW8SjSPZuOpH6lLVKKU0Tx6Mp6On7DxchtWmZMNitxtyCe7jqOekhn4NLliP/x6t4fo",
+	"47DRbofU/Twnt604SUWe2z9gXS8Cf8TKemnRnDN4/ojlTetPPXjhcPHjrSjycJ3ksWzr697dc0fJ8uba",
+	"DvjJ77HUxlm4IOUpIPHlvyTYLlYwrFolq0fgso4Fp+esrMgniL26J/XuVbBnJ2YgXdw2avgCile49bdH",
+	"vta7UFzsHcMPrGdCjFohSbKnI+jZtpdro/OsFuSFSriQMgeO60Js2agcbnHpF8pZbh5yFU0G6z90tr1f",
+	"n1SoEvW6ofbumxmq81/3nTZyind77A6n0/sRGYqE3sH+3Tu1brQc7aB0/iTqFw5D91NTIbyl2at+7cZV",
+	"bV3uYRy/WVG9pWGp86XO4Xq3w/tXKxFkf2iz5rI6TX1xU8ppUds4AOQairXlit6aa6bXQ9I/EArergAq",
+	"ZSFhV6eewW4SjEbeRQih72hldJFMktHI6QQy9p44cTUaiTxP5pxSJa+pRAN4jsqN4e93+EveP3qxUE2/",
+	"2pDckiPa7a36MyTXt2BFh9PDr0azw9F0FvlWq+bLk9n+uLrZKLa/HN8NoW5v3W9GHgcANa0QOL8/9EKw",
+	"vBfo/Fjgbq//q3u9avR5Z5C8QIoPBLcHBaCNFyrh9JaPIBJOMiWwrpOP9VKJbyIaBONC9dEInwZjmwf4",
+	"3Dj0/XFtO1yT3etA83j6fD6dzqfTn+4ByW5z3xeMxobze+Own1XbB400A+oZAYQwGqVapdJigGMqlFYy",
+	"FTmENgoC4EL5Rgp4J9akGr0p+FbmCC/FUip0vurk27lISdLAbrj5qQgzRJQE9kJsIdUFwlKkZ03L13ih",
+	"PMt92HdbI/AtyO62nPwZ8A7GvtOZEjLyh9P9e+NvtM18uXgmWqHD8Puhuk5f7g3qMAEW1XT6JPX9LfyM",
+	"t8GcCKQYvNbQHdW7j2X/tC6lDd500rCf2yMP7UHRuwC5Cbf6T8RSV25cZNG9YNdtU/rCQdfy/H6Yqxu0",
+	"9wMcm+tb0dbBGGgDr4KLDzaEiXahfn+wvQ9J/n8h7TMhLTB8f5j58steGOOhAWBcRx3CV8dUc2EWUmFq",
+	"J3KhGF0JT06gqKwDjrVyrc+qcs5NaoWQeQwCyg3BUVXFEk0MSQhYk3ihEr/yPIkhWRtdlfPE99kkvhdw",
+	"4kn8QRToKWyuPeH0ZIvvhfpNAK9LV58d3vVPmEQm/ho+j1NdRE2bou9J3B/knR7KLxjgNb/3R3eoHO4F",
+	"bz+2j2bu+DhHMyK3DzPwSRm37UdFv4+6DLT+KfE2d0BxMu8+v4psO66+YNA0bN0bNSGhtQ9o/FD4eEMp",
+	"nvSzOQSItTxHBSuZ07X5AKYudfXDlI10Y/gBMbONqtQGgtZLfpcARtjOD1c4kDLboboW/Ibw5kPbDfCZ",
+	"8RzCmGfxXb/1rNt7ul09dTtOxEYo/PJ0X4HoNkJ9ufLQ3Mo+4tAppAxKwgenja+w+rr0IwvWmSp1DEg/",
+	"ewxH4DsmmpZVvBSpy7nMzPDbqYE8JmOuILlaRH/NpTpbRHP/l+sEfBfDASyRwEwophHgNIiFqtPWUEhF",
+	"MF0ZXYQitb544WsrvJCl4Exm3KNq2R0OjTfbhVKC1rVObLno+gKE2t5ZFFnxb7zpbxcbneNCcT095MR6",
+	"neEJ8YL7FMQZBgPieTQgQv+kVcLd/wky1P54u072939V3sLqeIPQ/8n2wK+7r/cWo24P7V5iNLvfwTot",
+	"r7Omw3XW//X1PYmt22tvKVjUbRaCYKUNZr9HpYLh0dH1N+RuSMQ7vT8Mo7aj5uMJoYXLiAFi/XP02056",
+	"dff5ZDI7/Ho8HU/Hs/nz6fNpdB3vTu/3gjzmHqGlrpRHyct3XlpCY5Efd3DnJjNGdzjgUDtQn+DaaKYi",
+	"z7mtQga11XQNjdt/v+HZdfMQx7tNTb4jx4st6yzfVrMRRqG1nRVp1sCC33MDQcyBu6QpMRTojExts1b9",
+	"jzNAOov5qrOmLm10fXL9/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

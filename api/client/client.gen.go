@@ -251,6 +251,7 @@ const (
 	MethodNotAllowed      ProblemCode = "method_not_allowed"
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
+	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
@@ -293,6 +294,8 @@ func (e ProblemCode) Valid() bool {
 	case NotConfigured:
 		return true
 	case NotFound:
+		return true
+	case RequestTimeout:
 		return true
 	case RequestTooLarge:
 		return true
@@ -520,11 +523,13 @@ type CallRecord struct {
 	DurationMs int64   `json:"durationMs"`
 
 	// Entries Each entry's status, reason code, disclosed label and handle; never the value.
-	Entries   *[]CallEntry     `json:"entries,omitempty"`
-	ExitCode  *int             `json:"exitCode,omitempty"`
-	HostCode  *string          `json:"hostCode,omitempty"`
-	Omitted   int              `json:"omitted"`
-	OutputId  string           `json:"outputId"`
+	Entries  *[]CallEntry `json:"entries,omitempty"`
+	ExitCode *int         `json:"exitCode,omitempty"`
+	HostCode *string      `json:"hostCode,omitempty"`
+	Omitted  int          `json:"omitted"`
+	OutputId string       `json:"outputId"`
+
+	// StartedAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	StartedAt time.Time        `json:"startedAt"`
 	Status    CallRecordStatus `json:"status"`
 	Tool      string           `json:"tool"`
@@ -571,9 +576,15 @@ type CreateRunInput struct {
 	// MaxConfidentiality A conjunction of clauses.
 	MaxConfidentiality *Confidentiality      `json:"maxConfidentiality,omitempty"`
 	ModelContextLabel  *ConfidentialityLabel `json:"modelContextLabel,omitempty"`
-	RunId              *RunId                `json:"runId,omitempty"`
-	Tools              *[]ToolId             `json:"tools,omitempty"`
-	TtlSeconds         *int64                `json:"ttlSeconds,omitempty"`
+
+	// RunId A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+	// `..` alone (a path segment no client can send: URL resolution
+	// removes it). The pattern cannot say so (the validator's regular
+	// expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+	// those two with `invalid_input` at `/runId`.
+	RunId      *RunId    `json:"runId,omitempty"`
+	Tools      *[]ToolId `json:"tools,omitempty"`
+	TtlSeconds *int64    `json:"ttlSeconds,omitempty"`
 }
 
 // Date defines model for Date.
@@ -707,7 +718,7 @@ type Problem struct {
 	HostCode *string `json:"hostCode,omitempty"`
 	OutputId *string `json:"outputId,omitempty"`
 
-	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name).
+	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
 	Status    int     `json:"status"`
@@ -771,12 +782,17 @@ type ResultWrittenStatus string
 
 // RunCreated defines model for RunCreated.
 type RunCreated struct {
+	// ExpiresAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	ExpiresAt time.Time `json:"expiresAt"`
 	RunId     string    `json:"runId"`
 	Token     string    `json:"token"`
 }
 
-// RunId defines model for RunId.
+// RunId A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+// `..` alone (a path segment no client can send: URL resolution
+// removes it). The pattern cannot say so (the validator's regular
+// expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+// those two with `invalid_input` at `/runId`.
 type RunId = string
 
 // RunList defines model for RunList.
@@ -789,8 +805,12 @@ type RunSummary struct {
 	Calls int `json:"calls"`
 
 	// Ceiling The run's ceiling before the read-ceiling record; null when none.
-	Ceiling           *[]Clause            `json:"ceiling"`
-	CreatedAt         time.Time            `json:"createdAt"`
+	Ceiling *[]Clause `json:"ceiling"`
+
+	// CreatedAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpiresAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	ExpiresAt         time.Time            `json:"expiresAt"`
 	Handles           int                  `json:"handles"`
 	HasResult         bool                 `json:"hasResult"`

@@ -87,6 +87,7 @@ const (
 	MethodNotAllowed      ProblemCode = "method_not_allowed"
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
+	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
@@ -129,6 +130,8 @@ func (e ProblemCode) Valid() bool {
 	case NotConfigured:
 		return true
 	case NotFound:
+		return true
+	case RequestTimeout:
 		return true
 	case RequestTooLarge:
 		return true
@@ -265,11 +268,13 @@ type CallRecord struct {
 	DurationMs int64   `json:"durationMs"`
 
 	// Entries Each entry's status, reason code, disclosed label and handle; never the value.
-	Entries   *[]CallEntry     `json:"entries,omitempty"`
-	ExitCode  *int             `json:"exitCode,omitempty"`
-	HostCode  *string          `json:"hostCode,omitempty"`
-	Omitted   int              `json:"omitted"`
-	OutputId  string           `json:"outputId"`
+	Entries  *[]CallEntry `json:"entries,omitempty"`
+	ExitCode *int         `json:"exitCode,omitempty"`
+	HostCode *string      `json:"hostCode,omitempty"`
+	Omitted  int          `json:"omitted"`
+	OutputId string       `json:"outputId"`
+
+	// StartedAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	StartedAt time.Time        `json:"startedAt"`
 	Status    CallRecordStatus `json:"status"`
 	Tool      string           `json:"tool"`
@@ -300,9 +305,15 @@ type CreateRunInput struct {
 	// MaxConfidentiality A conjunction of clauses.
 	MaxConfidentiality *Confidentiality      `json:"maxConfidentiality,omitempty"`
 	ModelContextLabel  *ConfidentialityLabel `json:"modelContextLabel,omitempty"`
-	RunId              *RunId                `json:"runId,omitempty"`
-	Tools              *[]ToolId             `json:"tools,omitempty"`
-	TtlSeconds         *int64                `json:"ttlSeconds,omitempty"`
+
+	// RunId A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+	// `..` alone (a path segment no client can send: URL resolution
+	// removes it). The pattern cannot say so (the validator's regular
+	// expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+	// those two with `invalid_input` at `/runId`.
+	RunId      *RunId    `json:"runId,omitempty"`
+	Tools      *[]ToolId `json:"tools,omitempty"`
+	TtlSeconds *int64    `json:"ttlSeconds,omitempty"`
 }
 
 // DisclosedLabel A label disclosed as atom types only.
@@ -349,7 +360,7 @@ type Problem struct {
 	HostCode *string `json:"hostCode,omitempty"`
 	OutputId *string `json:"outputId,omitempty"`
 
-	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name).
+	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
 	Status    int     `json:"status"`
@@ -392,12 +403,17 @@ type ResultRecord struct {
 
 // RunCreated defines model for RunCreated.
 type RunCreated struct {
+	// ExpiresAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	ExpiresAt time.Time `json:"expiresAt"`
 	RunId     string    `json:"runId"`
 	Token     string    `json:"token"`
 }
 
-// RunId defines model for RunId.
+// RunId A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+// `..` alone (a path segment no client can send: URL resolution
+// removes it). The pattern cannot say so (the validator's regular
+// expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+// those two with `invalid_input` at `/runId`.
 type RunId = string
 
 // RunList defines model for RunList.
@@ -410,8 +426,12 @@ type RunSummary struct {
 	Calls int `json:"calls"`
 
 	// Ceiling The run's ceiling before the read-ceiling record; null when none.
-	Ceiling           *[]Clause            `json:"ceiling"`
-	CreatedAt         time.Time            `json:"createdAt"`
+	Ceiling *[]Clause `json:"ceiling"`
+
+	// CreatedAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpiresAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	ExpiresAt         time.Time            `json:"expiresAt"`
 	Handles           int                  `json:"handles"`
 	HasResult         bool                 `json:"hasResult"`
@@ -1435,71 +1455,78 @@ func (sh *strictHandler) GetResult(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"vFt7cxs3kv8qqLmtil03fMlK4tD/nE5xNso6a6+sbNVG0pHQTJNEhAHGAIYUo+J3v2oA8+KAFGk5/o8z",
-	"g0ej0f3rJx+jRGa5FCCMjsaPUU4VzcCAsk+XhbhI8UcKOlEsN0yKaBxdLYAspDY9pnUBKVGFICztR3EE",
-	"DzTLOUTjSBWi930URwwn5NQsojgSNPOfLtIojhR8KpiCNBobVUAc6WQBGcXt/qZgFo2j/xrUxA3cVz1w",
-	"NG02G1xA51JosLR+UPKOQ4Y/EykMCIM/aZ5zllAkfJC7Ef/9h8ZTPNbE4owUKWNiSTlLJ0zkhYniKAVD",
-	"GfcnRnJBG5JK0ERIQzJqkgUxCyC4oaKJQRbkkgkDKhpHA84yZvxBQRtkZTQc/fLjv0b/Ofn9VRRH2lBT",
-	"6Gh8OhzGkWHGcu7CEUFKIsw6x9cLY3I9Hgy4lFlvTg2s6LqfwrI8lh60qd8cytCScZal7Ys+EwSUkiom",
-	"VJPLn87JD6fffk/8hsRxR5MVMwtCCdKZEuRkP9pUu9u7ORPrf1NeQFeUzsSa/PLx/T/JEr8TeEggN0QU",
-	"nCMvH3pz2fPnx1vrX9LVr6A1nQOe78xIe99UrN/PovH1Y8krbRQT82gTP0a5kjkow5yQuO+dcZumMF67",
-	"r7cV5+XdH5CYaHPbYQ/h9A44oUZmMaHELUdemHXOEsr5mlDy2+XFSyIVoYK4dUp2+cFT3GR6wGHPKedv",
-	"hVFrq6atUy2oSHnoXHFkCXxKAn5kOuFSQ/rOji6nfZSFSsLLKqBainOrNYHPpVw/RiCKDFlK04wZA6j2",
-	"eP4F8LTB4XqmUYVIKA6s172TkgMVnWvyu3QvyjHrHdOmyyu8F/uDGcj0U5zBdS4hkSq1xLltqFJ03aHG",
-	"LbyLGL9Ih5yKL/VxET7moHBmMku6U+SdBrUsL+upA0gxYykIwyhnZl1d8BKUZh4G3RWNatIrCraOWE4K",
-	"HTLZJQtpoSz8/mqJn0mVUeP2+O40igOHBmGUP2pb3d7SZEHw6/obTdzlx8RJooWdmKSlIJeKKVLilOMN",
-	"EbAEZdHaQg1q3MEi4PSuIwFo75jZ0oLGSdBG7tQRue/iZWHywlyku7RLGUjPTIuhKTXQMyyDKD5EIeU9",
-	"mmsE97AeSsmDm+9V0IZyB461JU3VGf1uFZVxEC1qjjWJcDrSkrImg4LqyGmh4Ti74UceiBrWLm3iKGPi",
-	"wo0fdUVntyl62uwkba0miT0SmqA7qsDaI7Q508cbR/lNNCbX+FbfbqZEoiJQIqSALDdrwpk2hxig9qYB",
-	"W450/VGIBJ+JnHmy9OGq5m4moGdBGLPwmTLcjfIPjfuaUa4h3gb+LvlHAGcX7re+ByVNATWADqv1yI6j",
-	"N6MP588kOY4ymQI/R3f4wTzLXqgyEjjANXf6fLiRvZKSX3QNbBwVgn0qwKsQxgg4xPCPkEiRhs1JRh9Y",
-	"hgh38u0PJ0N0qzMm3JtR0L51Lm3LGQpIubMtta2h2mkcLqWJFHxt44CnpK/iTfWjC7ZBzKif7UHU9npP",
-	"LPOEIDdXDQn1jzIpMh9dtc/I0s93QX8qOK+ETVeO52Fisyxji72gXMYg2wxgaEX8luVaJdUhBtSkdp3L",
-	"Zyts+EYPMTZf9JJ/tk5T2IN2DtXh6n0JM1AoME8RWS4cIui9dXqtif8cMOWfj31bRO6Wi0YCYksqFpIl",
-	"IYf2J6lIK2gnUmCgiD5aXLqqLCV+gZYdfRIrSoe8dPi2cxuFoIVZSMX+tG6UKsRESDOZyULYZ1kYaL8B",
-	"XXDTeoW/rWjNCwXli/KjzcJoU60OD0wbXS9UPbt7n9hsyUQBTRZ2TgZmIVO7H+VcriCtUykTI+WEUzUH",
-	"exJd5LlEl2+SQcroxPICP6DnOPHhcRzdFXrtidneLKEiAc7tb5u/EZRPnHuMJ8kyKtLJjDI3Ah37iYJZ",
-	"oe2jE6CJD48mGdM2NWTNEUcTBekkp2suqd0KGGdiPikEXVLG6Z2lTRupoPUu5JaXCamuUZqxB0iJBmFA",
-	"JEByUDYmKuMepJigF9APhQf7A5V9sUiV7XpSttE7tZkeP4UYaUVczmYgUibmZMaAp+g34us7ma7JC+ki",
-	"tiorSQTN4GXwDI0k296MRDfY8om3nTrVZfZvlxdICRJtyfMJMRweEylq9gcoDeWaShoaIZBV3xDMVHDa",
-	"wZl7JtKmxqelpQ5J0vFWeSsnVO6i5CqKo08FqHVwo2ONuZH3IIK38Twz79aNHZd2Gvz2McP8R/Talc8p",
-	"eX64eaz8qQCGH39JChJguTlqzvP4WvKvPnlNxT436rIQLj4KcBEecqZAH5PhqAKUQCojLFBb5yirEqWc",
-	"1DTsoN5tl9GHdyDmZhGNRyevbbhRPcdRTg3akmgc/d/1We932vtz2PuhP+ndPo7i0cnrzd9CR7ksRNjz",
-	"UoU4wu0qxMciy2gocdU9ut51ynKN3YnUQNrSWbhw4UgV4htN/BByBzOpwKKoApr2yvfK6tcbWwkgqwUI",
-	"m674jEwCLmDNqS8yddwkJ4PHiNpnSGfDZw6kCal2oBJOqX35GD6Y7Xt2vL5LoWoON1lXS0nohCVJsRez",
-	"moNNdoVE1hPXMFBcymyigSrrkdmnnM5hggG8XIJqvWRC57hS8x0KZvUCZG4NtX1KKAeRUjXhqK/lS3eQ",
-	"aoaSMxZ059A4QlJgEPYRWevDK6nNVQlZ4borsRhFXkx7PVuGtY893GX68g0p78CpjSnnIIkgQBGmydX5",
-	"h9iWMKUbUAj2QLRM7sH6h/airRQCVZZBjRqkl6Q9JKpCeAp9ffhuTaYf3n+8IgOkZLAcDRBxpgdstbEh",
-	"8UyWVV2aWCXxheRmKZRklAlDmQCFQlIovqdmGnUqnZcIPlLwNXknZUYUGMVgSTmZSUU0FemdRP+azlET",
-	"+gSPaX/XbEU/VukbgfwENl+YxiJWmGMydXvegQ9JprZA4bAPBZqsFDOgYnIPa0hvxN2a0ECh3c7ywZt2",
-	"7DULajyyOka6C7CE3oj2/Tt91HYVL+4a5+o+ebsEtSZKrgj3XCiU0ITpG5EB1RjkETqnTKAM1li+nY1u",
-	"YzszhANdgsYpN8Jfw5iUSX5XEGVGB8s31Bdw3IFiItWNKGsCZSm1UQPq34gb8RbjNk2oAjLd1QAwJS/K",
-	"gvbLdgV7iutM+zfiagFrHz4lVKl1HUSRF9qkoFRMcmoWOibwAIkrleuX/Rt0HzhLQLgyg5fWsxyDzd5J",
-	"f9iRz9Vq1af2c1+q+cDP1YN3F+dv//nxrZ1TByotuY8atbxo1B+6kTIHQXMWjaNX/WH/VWQ9kYXFl8EC",
-	"KDeLP6Px4yaOWhqJn+dgwlrN2dJeuI6J5CloQ2ZMaWNbA7R1Ehho8sKX2fCytA3U0GdweZs0Gkfo2Fzi",
-	"VlvdGyfD4Z7OjUDHhqP3uvJDThpux3VL8ft+1mBGEzCDlVT3CMYNwx+dDE++641OesOTq9HJeDgcD4e/",
-	"t6xVe8irekhl2F+17LhPQgVNdydJeAC5tfWuGmu8zd5t36zZut3cbo7orLF+Z6ARZI8A9B2Yzqh3YEI7",
-	"VFfdaDapjZ+9xobZu77d3MaRLh1PKzP17nh0OrcnxzmWN7nUAak9L4HO4qaFO4RRbbGmCZPkhV7IlSBS",
-	"JPDSgbtFthtRQhnTZNrrZfSht3V7U5KBb+mYdis20zcOrGRhCDCz8AVoSw6inybgEBdoik6qwz0HIG29",
-	"qUpJdQ7sf2W6Pk5nQiWlg3TlQDl+hpi2CzuvvhsODxbbrSrbpu2H+rLRFtiMjmPcAUDQPbeV5ejVp5Pe",
-	"96t//ysfrf8xTN++zi6/fbgSP9y9S071z7Nf/vyN/n35nn2AX+//Ex2jqWXsvENZUcRWVHtjn/71Suro",
-	"cbrWVdFtSzN4tPzaOKXlYAJpth/te11rDHoDnFvt1YYaeEMs9hMmyIxbj4sKvQJFplU2d9q1QG7ZUpNa",
-	"UnG6259lmsxtAPpX89GRt4uP8W777Hwxv9AbMvXQNUXSkYUzTuc1WOGbjAo2AzTh+6PwLg//DibIwCNt",
-	"uDfdw4bpxnD9i9vm4TNs88GYdpSdrTIzO7W3vsu/XuYw+Nktcc2W4Ovw9vWQsgfgdpfGD6q8UVCSbY8X",
-	"8pe4ssM36MYbNqOJiQkTCS/SMus+TWbJlPwhmYthXTjm3E8NrlrW9T3PfTrhiwjudbN/76Rq1+s06H2m",
-	"x1f59aOtNrrTUaNL7rru/4yS2WK8HH9//+kkixrZ4+7+BxBw2ypGWz1oVQB84r8srNSc2MSPrf5QZMuk",
-	"LHrBQwKQuqpZObNq8UKprDvqho0euWGzDOX0cNxQvvGo1fXVAY2RR4RqS9v95nrcthyTRn+bB4q6pW10",
-	"hDNddaDuUHEUIcLl/Gs7040UrKfgK+h8I/0Z1nrrBduQXvnyVp0VcJ3haP1nBVKMQohYQDImDIKBVCmo",
-	"sLr/XGUNn6fw1QGuyzJbXV3bq2iHeNcHqVn5uCWt3stsK35V0NGC5TkyPPoHS+7lbEYyuYSUGEmuFoXS",
-	"KbWtSmVe4cxwqsm9HyqkAR1tjpD5RtfIDqkvczkY7HxNWW/u+xXkXdbdKp1/1Ry+/K641gbjNkGGxk83",
-	"MnHWp+n5BHSpKasFSxalF2jrtH42pwYUKYR9gpQoudLE0Hvo6tJZmjY6cJ4Tg36mrriklYskDhPGTsfQ",
-	"QYHh6T52Y0CFLP8a8dQv6NdQIV3SQEr+jfZUMOE7JwK3fXjkNVBVyWl3SAFacsQLCyiuIwlBF1JSVXtj",
-	"HzXYgu9WPrskuU9Oh6dlkEHLZDfTNt9tQIQDDEffc5G7UZC/di2K+KpnXYje6MuD9w6griD5Caz94vQ0",
-	"GgK+zIK1cakaO/6HM3G/xdjNNhC3DxywQ4erdqsFY1cIZcd8TRvjhdnv/GWtjM/n99c04z5xj4H6uszi",
-	"byv3VqFpx6hADXPfQF/X3DOkXVd9amBZa31qnM0Q7hvkarL7Rvga7J4hXlPDIyqs7EhGXQn1goGRn7/f",
-	"tlC2y4WtEtB4MBidfN8f9of90fj18PXQxlDt6e0a3gtb272ThXBKdP7B+cu+IOzGvdy7ych6GF5GQ+jf",
-	"JrgsDtqoIaHKVntMs9rbr//ha6cGDnG1XYx2yXaH/fZPks58LKgSoHVjRatD3QV/tm6B/RdYynBKTDIw",
-	"iiW6Wqv8by7GEsBnjTVlrlG9/j8AAP//",
+	"zFx7c9s4kv8qKN5Wxa6jnnY2ifLP+RxPktnMJus4W7Vj+ySIbEkYgwADgJYVl777VQPgS6RkOc6k5j+R",
+	"xKPR6MevH/Z9EMkklQKE0cHoPkipogkYUPbpPBPvY/wRg44USw2TIhgFFwsgC6lNh2mdQUxUJgiLu0EY",
+	"wB1NUg7BKFCZ6LwIwoDhhJSaRRAGgib+0/s4CAMFXzOmIA5GRmUQBjpaQEJxu78pmAWj4L96JXE991X3",
+	"HE3r9RoX0KkUGiytn5ScckjwZySFAWHwJ01TziKKhPdSN+K//9B4ivuSWJwRI2VM3FLO4jETaWaCMIjB",
+	"UMb9iZFc0IbEEjQR0pCEmmhBzAIIbqhoZJAFqWTCgApGQY+zhBl/UNAGWRn0B7+++dfgP8Pfj4Iw0Iaa",
+	"TAej434/DAwzlnPvHREkJ8KsUny9MCbVo16PS5l05tTAkq66Mdzmx9K9OvXrfRmaM86ytH7RJ4KAUlKF",
+	"hGpy/sspeXX8/AXxGxLHHU2WzCwIJUhnTJCT3WBd7G7v5kSs/k15Bk1ROhEr8uvnj/8kt/idwF0EqSEi",
+	"4xx5edeZy44/P95a95wufwOt6RzwfCdG2vumYvVxFowu73NeaaOYmAfr8D5IlUxBGeaExH1vjFtXhfHS",
+	"fb0uOC+nf0BkgvV1gz2E0ylwQo1MQkKJW44cmFXKIsr5ilDy5fz9IZGKUEHcOjm7/OAJbjLZ47CnlPMz",
+	"YdTKqmntVAsqYt52rjCwBD4kAW+YjrjUEH+wo/Npn2WmovZlFVAtxanVmpbPuVzfByCyBFlK44QZA6j2",
+	"eP4F8LjC4XKmUZmIKA4s151KyYGKxjX5XZoX5Zj1gWnT5BXei/3BDCT6Ic7gOucQSRVb4tw2VCm6alDj",
+	"Ft5GjF+kQU7Bl/K4aD7moHBmNIuaU+RUg7rNL+uhA0gxYzEIwyhnZlVc8C0ozbwZdFc0KEkvKNg4Yj6p",
+	"7ZDRNlmIM2XN72+W+JlUCTVuj78fB2HLoUEY5Y9aV7czGi0Ifl0908RdfkicJFqzE5I4F+RcMUVMnHK8",
+	"JgJuQVlrbU0NatzeIuD0riEB6O+Y2dCCyknQR27VEbnr4mVm0sy8j7dplzIQn5gmi75cnIbESHvMhHHO",
+	"NERSxOQAjffR0dGr18Qoyjhanm+gpCZyZgfP0H0xKQhVQGIl0xTiQ+RRcWExNdAxLIEg3Efh5Q3CAXQe",
+	"7XouJW893E4DUDEeLWzbkNaCh363gsqw1RqVN1IlwulgTYqrF9Cq7pxmGh7nl/zIPa2S9XvrMEiYeO/G",
+	"D5qiud3VPezWorrVIJE9Erq4KcoH+jv0aZP7K0f5VTAil/hWX68nRKKiUSKkgCQ1K8KZNvs4uPqmLVgB",
+	"6fojE05Q5cyTpfdXZXczLXrcaiateY4Z7kb5p8p9zSjXEG46lib5jzDMTXey8b1V0hRQAwiILeJ7HL0J",
+	"vTt9IslhkMgY+CnC7TvzJH+k8khjD+jv9Hl/J34hJX/fdOBhkAn2NQOvQhiD4BDDP1ub2e6uEnrHErRw",
+	"w+evhn2E7QkT7s2g1X82Lm0DbLVIufNdpS+j2mkcLqWJFHxl44yHpK/gTfGjaWxbbUb5bA+iNtd7YJkH",
+	"BLm6aptQv5FRlvjorX5GFn8/xP0l47wQNl0A2/3E5jaPXXYa5TzG2WQAQy/it8zXyqluY0BJahO8Pllh",
+	"2290H2fzQy/5nQVl7QjdAbb91fscZqBQYB4iMl+4jaCPFlRbF/89xpR/v+3bIHK7XFQSHBtSsZAsagPM",
+	"v0hFakkBggBPEMRoYQ6FWUz8AjU/+qCtyAF/Dvg2cyeZoJlZSMW+WRilMjEW0oxnMhP2WWYG6m9AZ9zU",
+	"XuFvK1rzTEH+Iv9oszzaFKvDHdNGlwsVz+7exzYbM1ZAo4Wdk4BZyNjuRzmXS4jLVM0Yga7MTPWNlGNO",
+	"1Rzs2XSWphJB4DiBmNGx5Q5+QCw59gF5GEwzvfLkbW4fUREB5/a3zRgJyscOMOPZkoSKeDyjzI3AUGKs",
+	"YJZp++hEauwDsnHCtE1GWQfF0WlBPE7piktqtwKL+MeZoLeUcTq1tGkjFdTetQH1PAXWdFMzdgcx0SAM",
+	"iAhICspGYXmkhRQTxAXdtoBhd2i0K/op8msPSjviVZtb8lPywEjOZiBiDIFmDHich0BTGa/IgXQxYpEH",
+	"JYImcNglJ1M8KVkuQJSjmUsE4iZdckISSKZ+hgPBg+FLMl0Z0KFNARENc3RtxNAb3N5u5GlLqTbk+WCY",
+	"jwcRa8IMocYOA4FgACe5RNkBdfQwpJ0apCSn6rCV4ZUc5M6ETTMW9XnJrSahKRlfzt8jE4oj+nwhDg+J",
+	"FKWstFDalorLaahEcNb6tFnJwhs0zOQNE3HVYMU50GgT+8eDio2UWb6LkssgDL5moFatGz0Wixh5A6L1",
+	"Np6GUty6oePSVrxSP2Y7/9H4bkt35Tzf37sXcLDFBT3+khREwFLzqDlP42vOv/LkJRW7UOB5Jlx418JF",
+	"uEuZAv1XSgAV8VtLpqddYDf4lBeFcjksz7iFO22FqRNfihqRATIBzS8HY0DpkMRszowOyaQ7CclkPLEJ",
+	"jM4kJNPMWCs+6eK7KzHpdieEcrRTB5Sk1CwKuy0kiTjDXxEV6PriEfly/oEo0JJnSMSVUJDIW0Dbfdgl",
+	"F9aVIAUCp+A2mq6IluSggF/USPVMEwXzjFN1JeAuVaDRr+uQvJXPdEgW9BZwcy7lDV0AjQ9fk8mnj58v",
+	"SA8dae920FOZ0BPiEIK+EmYhNRCzlK7cMKk5xgl6lUnPsnzSvRIurv0AYm4WwWgwfGmj2uI5DPwRglHw",
+	"f5cnnd9p51u/86o77lzfD8LB8OX6b20icZ6JdoCPpO6P7jPxOUsS2pZ/bYqQ3iYt+Rrb6wEt2XcHm9rr",
+	"nyoTzzTxQ8gUZlKBVSQFNO7k75W1g69tQcthByEFfEfCChewGM3XShto3NmKv5JJ+AtaqUpo2ZKtp9o5",
+	"r/bM849PdbUmxZ+c1tpmWEsJqV5NKeVtJ8xJCr2alByssqtN5TxxFSDEpUzGGqiyYYp9SukcxjHTEYLl",
+	"2ksmdIorVd+hYhUvQKYWENqniHIQMVVjjvYmf+kOUsxQcsZaYxwEYRBlipnVZ2Stz0JIbS5y19Xe/kCs",
+	"ryIHk07HdkPYxw7uMjl8TfI7KEMGOwdJBAEKEfvF6afQuh7pBmSC3REtoxuwQZO9aCuFQJVlUKUVwEvS",
+	"DhLRFToKfZvGdNXqNPbYam0zRzOZN1fQyCqJ7+eodiSQhDJhKBOgUEgyxXe0LgSNhoNzNJ5S8BX5IGVC",
+	"FBjF4JZyMpOKaCriqcSgk85RE5x7tb9LtmJwp6wDBAJsvjCVRawwh2Ti9pyCj9Mntk7obDcKNFkqZkCF",
+	"5AZWEF+J6YrQln4XO8vnOLRjrw3FnGdwjHQXYAm9EvX7d/qo7Spe3DXO1V1ydgtqRZRcosO3XMiU0ITp",
+	"K5EA1ZmyLKBMaBccel+0WbSp+yZmCAeKyMQgMf4aRiSvhTmgwIxuraJSX0d1BwotUMpLZ3lHQ6UU270S",
+	"V+JMKam0NdWTbX04E2fzXx0/f3FYbySZ4DqITi4WsPI5hYgqtSozC+RAmxiUCi1Kw6D5DiLXsaIPHQmW",
+	"k2/PLgj6fOpcB9eSUKGXoDR5d3byxpMwGPTJq+5Rd3g4slx9e3bxTF8JF3K6UjLQ2GJJIW2k7XJoGsP9",
+	"XA7sFi4XYBYS+YakXYmiacjQGyh2P+4/J5NmHmriOSHI5ATfTPzODqpxFoFwBUavgCcpjRbQGXb7DZVb",
+	"Lpddaj93pZr3/Fzd+/D+9Oyfn8/snDLGr6lyUOkSCAbdvhspUxA0ZcEoOOr2u0eBBYcLazJ7C6DcLL4F",
+	"o/t1GNSMDH6eg2k3VJzdWhnWIZE8Bm3IjCltbNORtriNgSYHvoCP8qetzy+u1DZWIdY8x602+sKG/f6O",
+	"nrCWXjBH72UBDYcVJHhZs2VdP6s3oxGY3lKqG/QvFSwWDPvDv3cGw05/eDEYjvr9Ub//e80B14cclUMK",
+	"rHJUgyY+/dyKRhrlgT3ILQFJ0bLnYch2l2098fX6ev2Inj0bCrS0mO0QgK7zDzPqMVnbDsVVV9rYSn9u",
+	"r7HiyS+v19dhoPNYwMpMuTsenc7tyXGO5U0qdYvUnua227oCa8HRM2hrPquWnxzohVwKIkUEPhy0xvpK",
+	"5NaZaTLpdBJ619m4vQmaEB+9NWu1k9fO/srMEGBm4VtbLDlo0DUB50SAxhg3OFPuDEhdb4oicpnr/l8Z",
+	"rx6nM23F5L10ZU85foKY1ku6R3/v9/cW2436+roOrX3BeMPYDB7HuD0MQfPcVpaDo6/Dzovlv/+VDlb/",
+	"6MdnL5Pz53cX4tX0Q3Ss381+/faFvr39yD7Bbzf/CR6jqXnaaYuyoogtqfb4Jf7zldTR43StqaKbnqZ3",
+	"b/m1dkrLwbRkqN/Y97rUGAQ4nFvtRXcPr4m1/YQJMuMWRDqPTSZF1WbS9EBu2VyTalJxvB2iM03mNifw",
+	"Z/PRkbeNj+F2/+zgpV/oNZl40zXJiw4zTuelsbIxPRVsBujCdydGmjx8C6aVgY/04d519yuuW2Sc/3Df",
+	"3H+Cb97bpj3KzxbJsq3aW97lny9zGM9tl7jqHxtctm9fDsm7f663aXyvSOW1SrLtHkX+EldefIaRiWEz",
+	"GpmQMBHxLM4LVpNoFk3IH5K5sNxFmA5+anB18ib2PPUZkh8iuJfVzuBh0QjcaP39TsRX4PrBRoPu8aDS",
+	"f3tZdpYH0Wwxuh29uPk6TIJK4aW5/x4EXNfaUKwe1IpnvmaW1yRLTqzD+1rnObJlnBe34S4CiF11PJ9Z",
+	"NHeiVJa9uv1K922/Wm52ejiqKN9oUOv3bBiNgbcIxZa279V1t24Ak0pnqzcUZTPr4BFguuht36LiKEKE",
+	"y/nPBtOVrLin4CfofCWj2671FgXbLIXyleEy0eFK6ej9ZxlSjEKItoAkTBg0BlJh1N2q7u+KROjTFL44",
+	"wGVeoS4L0zsVbR90vZea5Y8b0upRZl3xi1qoFixNkeHBP1h0I2czkshbiImR5GKRKR1T26SY5xVODKea",
+	"3PihQhrQwfoRMl/pF9si9Xl6CoOdnynr1X1/grzLsk+t8fd6+y+/La61wbjN+aHz05XkosU0HZ9TzzVl",
+	"uWDRIkeBtsXBz+bUgCKZsE8QEyWX2ma+mrp0EseV3runxKDfqSsuaeUiif2EsdEruFdgeLyL3RhQIct/",
+	"Rjz1K+IaKqRLGkjJn2lPBRN5Ta552/tHXj1VVNG2hxSgJUd7YQ1K6AuBwkBMikaJ0EcNtldiI0Wfk9wl",
+	"x/3jPMigef6eaZvCNyDaAwxH31Mtd6WX5dI1J+OrjoUQncGPN95bDHVhkh+wtT+cnkovzY9ZsHQuRU/U",
+	"/3AmbjYYu940xPUDt/ih/VW71r20LYSyY36mj/HC7Hf+sV7G5/O7K5pwn7jHQH2VZ/E3lXujdrZlVEtZ",
+	"dtdAX6rdMaReKn5oYF4+fmiczRDuGuTKzLtG+LLyjiFeU9tHFLayIRllcdcLBkZ+/n7rQlmvgNZKQKNe",
+	"bzB80e13+93B6GX/Zd/GUPXp9bLkgS1XT2UmnBKdfnJ42de43bjDnZsMLMLwMtpm/esE5/VOGzVEVNlq",
+	"j6kWsLvl/w6wU1sOcbFZX3fJdmf77Z9fO/exoEqA1pUVrQ41F3xnYYH9+9KY4ZSQJGAUi3SxVv5X/xhL",
+	"AJ9V1pSpRvX6/wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -81,7 +81,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
-	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it the body read fails and the connection is closed")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it a body still unread answers 408 request_timeout and the connection is closed")
 	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only), or `redis://[user:pass@]host:port/db` (rediss:// for TLS; ?addr=host:port, then &addr=host:port, per further node for Redis Cluster) shared by replicas")
 	fs.BoolVar(&o.demo, "demo", false, "start with the built-in sample Loom and a demo run, and print curl lines to try it")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")

@@ -74,6 +74,12 @@ func FuzzAgentRouter(f *testing.F) {
 	f.Add(http.MethodPost, uint8(0x00), "result", "", "application/json", []byte(`{"value":{"a":"cfh:v:22222"}}`))
 	f.Add(http.MethodPost, uint8(0x00), "loom_search", "", "text/plain", []byte(`{"query":"a","query":"b"}`))
 	f.Add("DELETE", uint8(0x00), "loom_people", "", "application/json; charset=utf-8", []byte(`[`))
+	f.Add(http.MethodPost, uint8(0x00), "loom_search", "", "application/json", []byte(`{"query":"a","zz":1,"10":2,"2":3,"limit":0}`))         // unknown keys in Object.keys order
+	f.Add(http.MethodPost, uint8(0x00), "result", "", "application/json", []byte(`{"value":{"`+strings.Repeat("K", 200)+`":{"x":1,"x":2}}}`)) // a pointer past its bounds
+	f.Add(http.MethodHead, uint8(0x22), "openapi.yaml", "", "", []byte(nil))                                                                  // HEAD of a public path, no token
+	f.Add(http.MethodDelete, uint8(0x20), "openapi.yaml", "", "", []byte(nil))                                                                // wrong method on a public path
+	f.Add(http.MethodPut, uint8(0x00), "loom_profile", "", "application/json", []byte(`{}`))                                                  // wrong method on a tool
+	f.Add(http.MethodPost, uint8(0x00), "loom_profile", "", "text/plain", []byte(nil))                                                        // wrong type, no body
 	f.Fuzz(fz.check)
 }
 
@@ -410,8 +416,14 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 	case p.RequestID == "" || p.RequestID != resp.Header.Get("X-Request-Id"):
 		return errors.New("problem without the request id")
 	}
+	if p.Pointer != boundPointer(p.Pointer) || len(body) > 2048 {
+		return fmt.Errorf("problem of %d bytes, pointer of %d: larger than the bounds of pointer.go allow", len(body), len(p.Pointer))
+	}
 	if p.Code == "busy" && resp.Header.Get("Retry-After") == "" {
 		return errors.New("busy without Retry-After")
+	}
+	if p.Code == "method_not_allowed" && resp.Header.Get("Allow") == "" {
+		return errors.New("405 without Allow")
 	}
 	return nil
 }

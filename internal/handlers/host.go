@@ -29,8 +29,13 @@ func NewHost(d *Deps) *Host { return &Host{d: d} }
 // once and stored only as a hash.
 func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (host.CreateRunResponseObject, error) {
 	in := req.Body
-	run := store.Run{CreatedAt: h.d.now().UTC().Truncate(time.Millisecond), Ceiling: h.d.MaxConfidentiality}
+	run := store.Run{CreatedAt: wireTime(h.d.now()), Ceiling: h.d.MaxConfidentiality}
 	if in.RunId != nil {
+		// The contract's pattern admits them, but no client reaches a
+		// path segment "." or "..": URL resolution removes it.
+		if *in.RunId == "." || *in.RunId == ".." {
+			return nil, &inputError{Pointer: "/runId"}
+		}
 		run.ID = *in.RunId
 	} else {
 		run.ID = "run-" + randomText(12)
@@ -69,7 +74,7 @@ func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (
 	if err := h.d.Store.CreateRun(ctx, run); err != nil {
 		return nil, err
 	}
-	return host.CreateRun201JSONResponse{RunId: run.ID, Token: token, ExpiresAt: run.ExpiresAt}, nil
+	return host.CreateRun201JSONResponse{RunId: run.ID, Token: token, ExpiresAt: wireTime(run.ExpiresAt)}, nil
 }
 
 func (h *Host) ListRuns(ctx context.Context, _ host.ListRunsRequestObject) (host.ListRunsResponseObject, error) {
@@ -174,8 +179,8 @@ func (h *Host) GetResult(ctx context.Context, req host.GetResultRequestObject) (
 func (d *Deps) summary(r store.Run) host.RunSummary {
 	s := host.RunSummary{
 		RunId:             r.ID,
-		CreatedAt:         r.CreatedAt,
-		ExpiresAt:         r.ExpiresAt,
+		CreatedAt:         wireTime(r.CreatedAt),
+		ExpiresAt:         wireTime(r.ExpiresAt),
 		ModelContextLabel: host.ConfidentialityLabel{Confidentiality: clausesOut(r.ModelContext)},
 		Tools:             []host.ToolId{},
 		Calls:             r.Calls,
@@ -218,7 +223,7 @@ func callOut(c store.Call) host.CallRecord {
 		Truncated:  c.Truncated,
 		ExitCode:   c.ExitCode,
 		DurationMs: c.Duration.Milliseconds(),
-		StartedAt:  c.StartedAt,
+		StartedAt:  wireTime(c.StartedAt),
 	}
 	out.Cfc.Version = 1
 	if c.Observed != nil {
@@ -291,6 +296,10 @@ func nonNil[T any](s []T) []T {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// wireTime is a timestamp as the gateway writes it: UTC, to the
+// millisecond.
+func wireTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // randomText returns n random bytes as unpadded base64url.
 func randomText(n int) string {

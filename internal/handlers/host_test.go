@@ -147,7 +147,7 @@ func TestCreateRunRefusals(t *testing.T) {
 		{name: "unknown field", body: `{"runId":"r","ceiling":[]}`, status: 400, code: "invalid_input", pointer: "/ceiling"},
 		{name: "duplicate key", body: `{"runId":"a","runId":"b"}`, status: 400, code: "invalid_input", pointer: "/runId"},
 		{name: "trailing data", body: `{"runId":"a"} {}`, status: 400, code: "invalid_input"},
-		{name: "not JSON", body: `{"runId":`, status: 400, code: "invalid_input", pointer: "/runId"},
+		{name: "not JSON", body: `{"runId":`, status: 400, code: "invalid_input", pointer: ""}, // a syntax error names no member
 		{name: "not JSON content type", contentType: "text/plain", body: `{"runId":"a"}`, status: 415, code: "unsupported_media_type"},
 		{name: "no content type", contentType: "-", body: `{"runId":"a"}`, status: 415, code: "unsupported_media_type"},
 		{name: "too large", body: `{"runId":"` + strings.Repeat("a", 2000) + `"}`, status: 413, code: "request_too_large"},

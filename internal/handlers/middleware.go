@@ -11,7 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -68,14 +71,26 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// jsonBodies reads every request body up to max bytes and refuses, before
-// validation, a body that is too large (413), not application/json (415),
-// or not exactly one JSON value without duplicate keys (400). The checked
-// body is handed on in memory.
+// jsonBodies refuses, before validation, a Content-Type other than JSON
+// (415, checked first, whatever the body), then reads the body up to max
+// bytes and refuses one that is too large (413), that does not arrive
+// before the server's read deadline (408), that has content but no
+// Content-Type (415), or that is not exactly one JSON value without
+// duplicate keys (400). The checked body is handed on in memory.
 func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete {
+				next.ServeHTTP(w, r)
+				return
+			}
+			// The media type first, whatever the body.
+			ct := r.Header.Get("Content-Type")
+			if ct != "" && !jsonMediaType(ct) {
+				writeProblem(w, r, log, errUnsupportedMedia)
+				return
+			}
+			if r.Body == nil || r.Body == http.NoBody {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -85,12 +100,15 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 					writeProblem(w, r, log, errRequestTooLarge)
 					return
 				}
+				if timedOut(err) {
+					writeProblem(w, r, log, errRequestTimeout)
+					return
+				}
 				writeProblem(w, r, log, errCancelled)
 				return
 			}
 			if len(bytes.TrimSpace(body)) > 0 {
-				mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-				if mt != "application/json" {
+				if ct == "" {
 					writeProblem(w, r, log, errUnsupportedMedia)
 					return
 				}
@@ -106,25 +124,51 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// checkJSON accepts exactly one JSON value with no duplicate object keys
-// and nothing but white space after it. The error names where it failed as
-// a JSON pointer, never the text.
-func checkJSON(body []byte) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(false))
-	if _, err := dec.ReadValue(); err != nil {
-		return &inputError{Pointer: pointerOf(err)}
+// jsonMediaType reports whether a Content-Type names JSON the gateway can
+// read: application/json, with no charset or charset=utf-8 (RFC 8259 8.1:
+// JSON is UTF-8; a body declared in another charset would be misread).
+// Other parameters, and parameters that do not parse, are ignored.
+func jsonMediaType(ct string) bool {
+	mt, params, _ := mime.ParseMediaType(ct)
+	if mt != "application/json" {
+		return false
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return &inputError{Pointer: ""}
-	}
-	return nil
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
-func pointerOf(err error) string {
-	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
-		return string(se.JSONPointer)
+// timedOut reports whether a body read failed at the server's read
+// deadline (--read-timeout) rather than with the client gone.
+func timedOut(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
 	}
-	return ""
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
+}
+
+// checkJSON accepts exactly one JSON value with nothing but white space
+// after it, and refuses in it what JSON.parse would take but the gateway
+// does not (docs/DEVIATIONS.md §4): a duplicate object key, invalid UTF-8,
+// and an escaped lone surrogate ("\ud800", which no UTF-8 string can
+// carry). Those are refused at the member they are in, named as a pointer
+// (never the text). A syntax error (truncated JSON, an invalid token, data
+// after the value, nesting deeper than 10,000 levels) names nothing: no
+// member is at fault, the body as a whole is not JSON.
+func checkJSON(body []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
+	_, err := dec.ReadValue()
+	if err == nil {
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return &inputError{}
+		}
+		return nil
+	}
+	se, ok := errors.AsType[*jsontext.SyntacticError](err)
+	if !ok || !jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
+		return &inputError{}
+	}
+	return &inputError{Pointer: jsonPointer(slices.Collect(se.JSONPointer.Tokens()))}
 }
 
 // bearer returns the bearer token of the request.
@@ -150,7 +194,9 @@ func runIDOfPath(path string) string {
 
 // agentAuth opens the run named by the path with the bearer token. A
 // missing token, or one that opens no run, answers 401 whatever the path;
-// a token of another run answers 404, so run ids cannot be probed.
+// a token of another run answers 404, so run ids cannot be probed. A valid
+// token on a path outside /v1/runs/{runId}/ goes on with no run (to the
+// route_not_found or method_not_allowed answer).
 func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +226,7 @@ func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
 			case err != nil:
 				writeProblem(w, r, log, err)
 			case id == "":
-				writeProblem(w, r, log, errRouteNotFound)
+				next.ServeHTTP(w, r)
 			default:
 				writeProblem(w, r, log, errRunNotFound)
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/result"
@@ -40,12 +41,13 @@ type codeInfo struct {
 var codes = map[string]codeInfo{
 	"invalid_input":           {400, "Invalid input", "The request does not match what the operation takes."},
 	"unauthorized":            {401, "Unauthorized", "A valid bearer token is required."},
-	"run_not_found":           {404, "Run not found", "No such run for this token."},
+	"run_not_found":           {404, "Run not found", "No such run."},
 	"route_not_found":         {404, "Not found", "No such route."},
 	"not_configured":          {404, "Tool not configured", "This tool is not offered for this run."},
 	"result_not_found":        {404, "Result not found", "This run has no result yet."},
 	"not_found":               {404, "Person not found", "Loom resolved no live person for the lookup."},
 	"method_not_allowed":      {405, "Method not allowed", "The route does not take this method."},
+	"request_timeout":         {408, "Request timeout", "The request body did not arrive in time."},
 	"contested":               {409, "Person contested", "Loom resolved more than one live person for the lookup."},
 	"run_exists":              {409, "Run exists", "A run with this id exists."},
 	"result_exists":           {409, "Result exists", "This run already has a result."},
@@ -75,6 +77,7 @@ var (
 	errCancelled        = errors.New("handlers: cancelled")
 	errRequestTooLarge  = errors.New("handlers: request too large")
 	errUnsupportedMedia = errors.New("handlers: unsupported media type")
+	errRequestTimeout   = errors.New("handlers: request body timed out")
 )
 
 // inputError is invalid input found by the gateway itself (the validator,
@@ -107,12 +110,12 @@ func toProblem(err error) problem {
 		p.OutputID = ce.OutputID
 	}
 	if ie, ok := errors.AsType[*inputError](err); ok {
-		p.Pointer, p.Choices = ie.Pointer, ie.Choices
+		p.Pointer, p.Choices = boundPointer(ie.Pointer), ie.Choices // bounded however it was built
 	}
 	if ie, ok := errors.AsType[*loom.InputError](err); ok {
 		p.Choices = ie.Choices
 		if ie.Field != "" { // "" refuses the input as a whole: no pointer
-			p.Pointer = "/" + ie.Field
+			p.Pointer = jsonPointer([]string{ie.Field})
 		}
 	}
 	if hr, ok := errors.AsType[*loom.HostRefusedError](err); ok && hr.HasHostCode {
@@ -146,6 +149,8 @@ func codeOf(err error) string {
 		return "request_too_large"
 	case errors.Is(err, errUnsupportedMedia):
 		return "unsupported_media_type"
+	case errors.Is(err, errRequestTimeout):
+		return "request_timeout"
 	case errors.Is(err, store.ErrRunExists):
 		return "run_exists"
 	case errors.Is(err, store.ErrResultExists):
@@ -215,6 +220,12 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	}
 	if p.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
+	}
+	if p.Status == http.StatusMethodNotAllowed {
+		h.Set("Allow", strings.Join(allowedMethods(r), ", ")) // RFC 9110 15.5.6: a 405 lists the route's methods
+	}
+	if p.Status == http.StatusRequestTimeout {
+		h.Set("Connection", "close") // RFC 9110 15.5.9: the body's remains cannot be read
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)

@@ -53,6 +53,7 @@ func TestToProblem(t *testing.T) {
 		{"person not found", &callError{OutputID: "r:loom_people:2", Err: loom.ErrNotFound},
 			want{Status: 404, Code: "not_found", OutputID: "r:loom_people:2"}},
 		{"method not allowed", errMethodNotAllowed, want{Status: 405, Code: "method_not_allowed"}},
+		{"request timeout", errRequestTimeout, want{Status: 408, Code: "request_timeout"}},
 		{"person contested", loom.ErrContested, want{Status: 409, Code: "contested"}},
 		{"run exists", store.ErrRunExists, want{Status: 409, Code: "run_exists"}},
 		{"result exists", store.ErrResultExists, want{Status: 409, Code: "result_exists"}},

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/go-chi/chi/v5"
+	chimw "github.com/go-chi/chi/v5/middleware"
 	middleware "github.com/oapi-codegen/nethttp-middleware"
 
 	"github.com/loom-gateway/gateway/api"
@@ -71,12 +72,26 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 		SilenceServersWarning: true,
 		DiscardValidatedValue: true,
 		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, opts middleware.ErrorHandlerOpts) {
-			writeProblem(w, r, d.logger(), validationError(err, opts.StatusCode))
+			body, _ := r.Context().Value(bodyKey{}).([]byte)
+			writeProblem(w, r, d.logger(), validationError(err, opts.StatusCode, body))
 		},
 	})
 	return func(next http.Handler) http.Handler {
 		checked := kin(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodHead {
+				// The contract lists GET only; a HEAD of a GET route
+				// (chimw.GetHead) is validated as that GET, then served
+				// as the HEAD it is.
+				get := r.Clone(r.Context())
+				get.Method = http.MethodGet
+				valid := false
+				kin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { valid = true })).ServeHTTP(w, get)
+				if valid {
+					next.ServeHTTP(w, r)
+				}
+				return
+			}
 			if r.Method == http.MethodPost {
 				if rc := chi.RouteContext(r.Context()); rc != nil {
 					if op := fast[rc.RoutePattern()]; op != nil && op.accepts(r) {
@@ -85,13 +100,14 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 					}
 				}
 			}
-			checked.ServeHTTP(w, r)
+			checked.ServeHTTP(w, withBody(r))
 		})
 	}
 }
 
 // validationError classifies a validator error without reading its text.
-func validationError(err error, status int) error {
+// body is the request body kin-openapi refused, nil if none.
+func validationError(err error, status int, body []byte) error {
 	switch status {
 	case http.StatusNotFound:
 		return errRouteNotFound
@@ -109,15 +125,9 @@ func validationError(err error, status int) error {
 		return errUnsupportedMedia
 	}
 	if se, ok := errors.AsType[*openapi3.SchemaError](err); ok {
-		ptr := se.JSONPointer()
-		if se.SchemaField == "properties" || se.SchemaField == "additionalProperties" {
-			if k, ok := unknownKey(se); ok {
-				ptr = append(ptr, k)
-			}
-		}
-		p := ""
-		for _, s := range ptr {
-			p += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+		path := se.JSONPointer()
+		if p, ok := unknownKeyPointer(body, bodySchema(re), se.Schema, path); ok {
+			return &inputError{Pointer: p}
 		}
 		var choices []string
 		if se.SchemaField == "enum" && se.Schema != nil {
@@ -127,33 +137,9 @@ func validationError(err error, status int) error {
 				}
 			}
 		}
-		return &inputError{Pointer: p, Choices: choices}
+		return &inputError{Pointer: jsonPointer(path), Choices: choices}
 	}
 	return &inputError{}
-}
-
-// unknownKey names the first key (in sorted order) of the refused object
-// that its schema does not declare; kin-openapi's error carries no path for
-// it. Keys longer than 128 bytes are not named.
-func unknownKey(se *openapi3.SchemaError) (string, bool) {
-	obj, ok := se.Value.(map[string]any)
-	if !ok || se.Schema == nil {
-		return "", false
-	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		if _, declared := se.Schema.Properties[k]; !declared {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return "", false
-	}
-	slices.Sort(keys)
-	if len(keys[0]) > 128 {
-		return "", false
-	}
-	return keys[0], true
 }
 
 // AgentRouter is the agent listener's handler: request id, recover, body
@@ -161,7 +147,7 @@ func unknownKey(se *openapi3.SchemaError) (string, bool) {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, d.logRequests("agent"), securityHeaders, recoverer(d.logger()))
+	r.Use(withRequestID, d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
@@ -182,7 +168,7 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 // beside the contract (metrics, the console) after the host-token check.
 func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, d.logRequests("host"), securityHeaders, recoverer(d.logger()))
+	r.Use(withRequestID, d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/readyz", d.readyz)
 	r.Group(func(r chi.Router) {
@@ -206,11 +192,46 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 }
 
 // refuse answers err after the listener's authentication, so an unknown
-// route or method without a valid token still answers 401.
+// route or method without a valid token still answers 401. A method chi
+// does not know reaches the method-not-allowed handler whatever the path:
+// on a path no route has, it is route_not_found.
 func (d *Deps) refuse(auth func(http.Handler) http.Handler, err error) http.HandlerFunc {
 	return auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if errors.Is(err, errMethodNotAllowed) && len(allowedMethods(r)) == 0 {
+			writeProblem(w, r, d.logger(), errRouteNotFound)
+			return
+		}
 		writeProblem(w, r, d.logger(), err)
 	})).ServeHTTP
+}
+
+// routeMethods are the methods a route may take, in the order an Allow
+// header lists them.
+var routeMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace,
+}
+
+// allowedMethods lists the methods the route of r's path takes (the Allow
+// header of a 405): HEAD wherever GET is, since chimw.GetHead serves it.
+// It is empty when no route has the path.
+func allowedMethods(r *http.Request) []string {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil || rc.Routes == nil {
+		return nil
+	}
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	has := func(m string) bool { return rc.Routes.Match(chi.NewRouteContext(), m, path) }
+	var allow []string
+	for _, m := range routeMethods {
+		if has(m) || m == http.MethodHead && has(http.MethodGet) {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // errorHandler renders an error a strict method returned.
@@ -230,6 +251,7 @@ func (d *Deps) requestErrorHandler(w http.ResponseWriter, r *http.Request, err e
 
 func serveSpec(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(api.Spec)))
 	_, _ = w.Write(api.Spec)
 }
 

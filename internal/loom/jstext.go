@@ -276,6 +276,19 @@ func nameString(raw []byte) string {
 	return string(b)
 }
 
+// ObjectKeys returns the distinct member names of the JSON object data in
+// the order JavaScript's Object.keys enumerates them after JSON.parse (see
+// jsKeyOrder), the order in which BuildArgv looks for an unknown key.
+// Duplicate names are allowed and listed once. Data that is not exactly
+// one JSON object returns a non-nil error.
+func ObjectKeys(data []byte) ([]string, error) {
+	ms, err := objectMembers(data, jsontext.AllowDuplicateNames(true))
+	if err != nil {
+		return nil, err
+	}
+	return jsKeyOrder(ms), nil
+}
+
 // jsKeyOrder returns the distinct member names of ms in the order
 // JavaScript's Object.keys enumerates them after JSON.parse: array-index
 // names ("0" ... "4294967294" in canonical form) first, ascending, then the

@@ -451,6 +451,13 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A run id: 1 to 128 letters, digits, `.`, `_` or `-`, but not `.` or
+         *     `..` alone (a path segment no client can send: URL resolution
+         *     removes it). The pattern cannot say so (the validator's regular
+         *     expressions, Go's, have no lookahead); `POST /host/v1/runs` refuses
+         *     those two with `invalid_input` at `/runId`.
+         */
         RunId: string;
         /** @enum {string} */
         ToolId: "loom_search" | "loom_page_discover" | "loom_page_inspect" | "loom_page_read" | "loom_people" | "loom_calendar_list" | "loom_context" | "loom_profile";
@@ -588,14 +595,23 @@ export interface components {
         RunCreated: {
             runId: string;
             token: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+             */
             expiresAt: string;
         };
         RunSummary: {
             runId: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+             */
             expiresAt: string;
             /** @description The run's ceiling before the read-ceiling record; null when none. */
             ceiling: components["schemas"]["Clause"][] | null;
@@ -627,7 +643,10 @@ export interface components {
             exitCode?: number;
             /** Format: int64 */
             durationMs: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+             */
             startedAt: string;
             /** @description Each entry's status, reason code, disclosed label and handle; never the value. */
             entries?: components["schemas"]["CallEntry"][];
@@ -687,10 +706,10 @@ export interface components {
             /** @description A fixed sentence per code; never host text. */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_input" | "unauthorized" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "method_not_allowed" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
+            code: "invalid_input" | "unauthorized" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
             outputId?: string;
             hostCode?: string;
-            /** @description For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). */
+            /** @description For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body). */
             pointer?: string;
             /** @description For invalid_input on an enum, the valid choices. */
             choices?: string[];
