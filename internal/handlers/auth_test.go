@@ -112,6 +112,9 @@ func TestAgentRoutes(t *testing.T) {
 		{"PUT on describe_handle", http.MethodPut, "/v1/runs/a/describe_handle", tok, 405, "method_not_allowed"},
 		{"GET on result", http.MethodGet, "/v1/runs/a/result", tok, 405, "method_not_allowed"},
 		{"GET on a tool route without token", http.MethodGet, "/v1/runs/a/loom_search", "", 401, "unauthorized"},
+		// The run id is read as the router reads it, escaped: "%61" is not
+		// "a", so its own token answers as another run's would.
+		{"percent-encoded run id", http.MethodPost, "/v1/runs/%61/loom_profile", tok, 404, "run_not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -207,7 +207,9 @@ func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
 			}
 			h := store.HashToken(tok)
 			ctx := r.Context()
-			id := runIDOfPath(r.URL.Path)
+			// Escaped, as the router reads it: a percent-encoded id is
+			// no run's id, whatever it decodes to.
+			id := runIDOfPath(r.URL.EscapedPath())
 			if id != "" {
 				run, err := st.Run(ctx, id)
 				switch {
