@@ -109,12 +109,13 @@ func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, host
 	} {
 		fmt.Fprintf(&out, "  curl -s %s %s/%s -d '%s'\n", auth, agentURL, l.tool, l.body)
 	}
-	fmt.Fprintf(&out, "  curl -s %s %s/describe_handle -d '{\"token\":\"cfh:v:.....\"}'\n", auth, agentURL)
+	fmt.Fprintf(&out, "  # describe_handle takes a handle of an admitted entry (the search above prints some):\n")
+	fmt.Fprintf(&out, "  curl -s %s %s/describe_handle -d '{\"token\":\"cfh:v:REPLACE\"}'\n", auth, agentURL)
 	fmt.Fprintf(&out, "\nHost API (host token):\n")
 	hostAuth := `-H "Authorization: Bearer ` + d.HostToken + `"`
 	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/calls\n", hostAuth, hostURL, created.RunID)
 	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/handles\n", hostAuth, hostURL, created.RunID)
-	fmt.Fprintf(&out, "\nConsole: %s/console/ (host token)\n\n", hostURL)
+	fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n\n", hostURL, d.HostToken)
 	_, err = w.Write(out.Bytes())
 	return err
 }

@@ -202,6 +202,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	err = errors.Join(agentSrv.Shutdown(sctx), hostSrv.Shutdown(sctx))
+	if err != nil {
+		log.Warn("stopped", "drained", false, "shutdownTimeout", o.shutdownTimeout.String())
+	} else {
+		log.Info("stopped", "drained", true)
+	}
 	return err
 }
 

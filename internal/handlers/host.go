@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -74,6 +75,9 @@ func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (
 	if err := h.d.Store.CreateRun(ctx, run); err != nil {
 		return nil, err
 	}
+	h.d.logger().LogAttrs(ctx, slog.LevelInfo, "run created",
+		slog.String("requestId", requestID(ctx)), slog.String("runId", run.ID),
+		slog.Time("expiresAt", wireTime(run.ExpiresAt)))
 	return host.CreateRun201JSONResponse{RunId: run.ID, Token: token, ExpiresAt: wireTime(run.ExpiresAt)}, nil
 }
 
@@ -103,6 +107,8 @@ func (h *Host) DeleteRun(ctx context.Context, req host.DeleteRunRequestObject) (
 		return nil, err
 	}
 	h.d.inflight.cancelRun(req.RunId)
+	h.d.logger().LogAttrs(ctx, slog.LevelInfo, "run deleted",
+		slog.String("requestId", requestID(ctx)), slog.String("runId", req.RunId))
 	return host.DeleteRun204Response{}, nil
 }
 

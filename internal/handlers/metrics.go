@@ -143,6 +143,13 @@ func NewMetrics(reg prometheus.Registerer, runner Runner, st RunStore) (*Metrics
 			m.rowsWithheld.WithLabelValues(string(t), reason)
 		}
 	}
+	// So do the store's failures, for every operation countingStore counts,
+	// so an alert on them tells zero from missing.
+	for _, op := range storeOps {
+		for _, code := range []string{"store_unavailable", "internal_error"} {
+			m.storeErrors.WithLabelValues(op, code)
+		}
+	}
 	return m, nil
 }
 
@@ -273,6 +280,12 @@ func (m *Metrics) InstrumentStore(st RunStore) RunStore {
 		return st
 	}
 	return &countingStore{st: st, m: m}
+}
+
+// storeOps are the operation labels countingStore counts failures under.
+var storeOps = []string{
+	"create_run", "run", "run_by_token", "runs", "delete_run", "next_output", "observe",
+	"append_call", "calls", "mint", "handles", "handle", "put_result", "result", "ping",
 }
 
 // countingStore counts the failures of the store it wraps.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,5 +318,33 @@ func TestStoreErrorsCounted(t *testing.T) {
 	nilMetrics.storeError(bg, "run", store.ErrStoreUnavailable) // no panic
 	if st := nilMetrics.InstrumentStore(nil); st != nil {
 		t.Errorf("nil Metrics InstrumentStore wrapped the store")
+	}
+}
+
+// TestStoreErrorsStartAtZero: every operation countingStore counts has its
+// store_errors_total series at zero before the first failure, so an alert
+// tells zero from missing.
+func TestStoreErrorsStartAtZero(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	if _, err := NewMetrics(reg, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The operations countingStore names, read from its source, so a new
+	// method without a storeOps entry fails here.
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := regexp.MustCompile(`s\.m\.storeError\(ctx, "([a-z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(ops) < 10 {
+		t.Fatalf("found %d storeError calls in metrics.go; the pattern is stale", len(ops))
+	}
+	for _, op := range ops {
+		for _, code := range []string{"store_unavailable", "internal_error"} {
+			if ms := matching(t, reg, "loom_gateway_store_errors_total", "op", op[1], "code", code); len(ms) != 1 || value(ms[0]) != 0 {
+				t.Errorf("store_errors_total{op=%q,code=%q}: %d series, want one at 0", op[1], code, len(ms))
+			}
+		}
 	}
 }

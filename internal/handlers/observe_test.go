@@ -525,3 +525,24 @@ func TestReadyzReflectsReality(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLifecycleLogged: creating and deleting a run each leave a log
+// record naming the run and the request, never the token.
+func TestRunLifecycleLogged(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r-logged"}`)
+	wantStatus(t, g.hostDo(http.MethodDelete, "/host/v1/runs/r-logged", ""), http.StatusNoContent)
+	for _, msg := range []string{"run created", "run deleted"} {
+		recs := logRecords(t, g, msg)
+		if len(recs) != 1 || recs[0]["runId"] != "r-logged" || recs[0]["requestId"] == "" {
+			t.Errorf("%q records: %v, want one naming run r-logged and its request", msg, recs)
+		}
+	}
+	if recs := logRecords(t, g, "run created"); len(recs) == 1 && recs[0]["expiresAt"] == nil {
+		t.Errorf("run created record has no expiresAt: %v", recs[0])
+	}
+	if strings.Contains(g.logs.String(), tok) {
+		t.Error("the run token is in the log")
+	}
+}
