@@ -238,6 +238,12 @@ func (g *gateway) stop(t testing.TB) {
 		if g.err != nil {
 			t.Errorf("gateway did not exit cleanly on SIGTERM: %v\n%s", g.err, g.output.String())
 		}
+		// Its last word says the drain ended with every call answered
+		// (logged at info, as "shutting down" is; --log-level warn has
+		// neither).
+		if out := g.output.String(); strings.Contains(out, "shutting down") && !strings.Contains(out, `msg=stopped drained=true`) && !strings.Contains(out, `"msg":"stopped","drained":true`) {
+			t.Errorf("no stopped record with drained: true after SIGTERM\n%s", g.output.String())
+		}
 	case <-time.After(15 * time.Second):
 		_ = g.cmd.Process.Kill()
 		<-g.exited
