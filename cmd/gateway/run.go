@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usagef("--host-listen %s is TCP: a host token is required (--host-token-file or LOOM_GATEWAY_HOST_TOKEN)", o.hostListen)
 	}
 
-	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o)
+	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {
 		return err
@@ -166,7 +166,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	hostSrv := newServer(console.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, func(r chi.Router) {
 		console.Mount(r)
 		mountMetrics(r)
-	})), o)
+	})), o, log)
 
 	// A store shared by replicas reports the runs deleted through the
 	// others, whose calls here are cancelled. The watch outlives ctx: the
@@ -318,14 +318,21 @@ func listenHost(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-func newServer(h http.Handler, o *options) *http.Server {
+// newServer is one listener's server. Its write deadline runs from the end
+// of a request's headers, so it covers everything a call may take before
+// its answer is written: the body (--read-timeout), the wait for a loom
+// slot (--busy-wait), loom itself (--command-timeout), and a margin for
+// WaitDelay and measuring. The server's own errors (accept failures, TLS,
+// panics it recovered) go to the gateway's log as JSON, not to stderr.
+func newServer(h http.Handler, o *options, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
-		WriteTimeout:      o.commandTimeout + 30*time.Second,
+		WriteTimeout:      o.readTimeout + o.busyWait + o.commandTimeout + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 

@@ -111,6 +111,13 @@ func (a *Agent) WriteResult(ctx context.Context, req agent.WriteResultRequestObj
 	if !ok {
 		return nil, errUnauthorized
 	}
+	// A run that has its result (as auth read it) refuses another before
+	// the handle table is copied and the body resolved against it, so
+	// repeating a write costs nothing; PutResult still holds the rule
+	// atomically for writes that race.
+	if run.HasResult {
+		return nil, store.ErrResultExists
+	}
 	held, err := a.d.Store.Handles(ctx, run.ID)
 	if err != nil {
 		return nil, err

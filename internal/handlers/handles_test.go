@@ -225,6 +225,9 @@ func TestWriteResult(t *testing.T) {
 
 	// One result per run.
 	wantProblem(t, g.call("r", tok, "result", `{"value":"again"}`), http.StatusConflict, "result_exists")
+	// Refused before the body is resolved against the handle table: an
+	// unheld token in a repeated write is not even looked at.
+	wantProblem(t, g.call("r", tok, "result", `{"value":{"@link":"cfh:v:zzzzz"}}`), http.StatusConflict, "result_exists")
 	rec = g.hostDo(http.MethodGet, "/host/v1/runs/r/result", "")
 	var after wireResult
 	decode(t, rec, &after)
