@@ -328,7 +328,7 @@ async function poll() {
     renderRuns(list.runs || []);
     if (state.runId) await refreshRun(state.runId);
     clearBanner();
-    $('#live').textContent = `updated ${new Date().toLocaleTimeString()}`;
+    $('#live').textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
   } catch (e) {
     if (e.status !== 401) showBanner(e);
   } finally {
