@@ -43,6 +43,8 @@ var allFlags = []string{
 	"max-confidentiality", "command-timeout", "max-stdout-bytes", "max-concurrent-loom",
 	"busy-wait", "max-request-bytes", "max-runs", "max-handles-per-run", "run-ttl",
 	"shutdown-timeout", "store", "demo", "log-format", "log-level",
+	"read-header-timeout", "read-timeout", "idle-timeout", "max-connections",
+	"audit-arg-shape",
 }
 
 // TestCommandLine: --help, and the startup refusals, each exiting 2 with a
@@ -92,6 +94,9 @@ func TestCommandLine(t *testing.T) {
 		{"unknown tool", nil, append([]string{"--loom-retrieval-config", writeConfig("good.json", good), "--allow-tool", "loom_write"}, listen...), []string{"loom_write"}},
 		{"TCP host listener without a token", nil, []string{"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0"}, []string{"token"}},
 		{"bad ceiling flag", nil, append([]string{"--max-confidentiality", "[17"}, listen...), []string{"--max-confidentiality"}},
+		{"more connections than open files", nil, append([]string{"--max-connections", "100000000"}, listen...), []string{"--max-connections", "ulimit -n"}},
+		{"negative connection cap", nil, append([]string{"--max-connections", "-1"}, listen...), []string{"--max-connections"}},
+		{"zero idle timeout", nil, append([]string{"--idle-timeout", "0s"}, listen...), []string{"--idle-timeout"}},
 		{"unknown flag", nil, append([]string{"--max-confidentialty", "[]"}, listen...), []string{"max-confidentialty"}},
 	}
 	for _, tc := range refusals {

@@ -15,9 +15,25 @@ import (
 // the Go runtime and process collectors, hands them to d (whose Runner and
 // Store must be set; the store is wrapped to count its failures) and
 // returns what mounts GET /metrics on the host router, behind the host
-// token. The agent listener never serves it.
-func instrument(d *handlers.Deps, log *slog.Logger) (func(chi.Router), error) {
+// token. The agent listener never serves it. conns are the listeners'
+// connection limits, by listener name.
+func instrument(d *handlers.Deps, log *slog.Logger, conns map[string]*connLimit) (func(chi.Router), error) {
 	reg := prometheus.NewRegistry()
+	for listener, l := range conns {
+		labels := prometheus.Labels{"listener": listener}
+		for _, c := range []prometheus.Collector{
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loom_gateway_connections_open", Help: "Connections open on the listener (at most --max-connections).", ConstLabels: labels},
+				func() float64 { return float64(l.Open()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "loom_gateway_connections_at_cap_total", Help: "Connections accepted while the listener was at --max-connections (each first closes an idle connection, or waits).", ConstLabels: labels},
+				func() float64 { return float64(l.waited.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "loom_gateway_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room under --max-connections.", ConstLabels: labels},
+				func() float64 { return float64(l.evicted.Load()) }),
+		} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, err
 	}

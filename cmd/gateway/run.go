@@ -50,6 +50,8 @@ type options struct {
 	maxRuns, maxHandlesPerRun         int
 	runTTL, shutdownTimeout           time.Duration
 	readHeaderTimeout, readTimeout    time.Duration
+	idleTimeout                       time.Duration
+	maxConnections                    int
 	storeURL                          string
 	demo                              bool
 	logFormat, logLevel               string
@@ -82,6 +84,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it a body still unread answers 408 request_timeout and the connection is closed")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may sit idle between requests before it is closed")
+	fs.IntVar(&o.maxConnections, "max-connections", 0, "open connections per listener at most; past it an idle keep-alive connection is closed, else new ones wait in the accept queue (default 1024, less when the open-file limit leaves less room after loom's needs)")
 	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only), or `redis://[user:pass@]host:port/db` (rediss:// for TLS; ?addr=host:port, then &addr=host:port, per further node for Redis Cluster) shared by replicas")
 	fs.BoolVar(&o.demo, "demo", false, "start with the built-in sample Loom and a demo run, and print curl lines to try it")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
@@ -127,10 +131,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	maxConns, err := connectionCap(o.maxConnections, o.maxConcurrentLoom, fdLimit())
+	if err != nil {
+		return err
+	}
+	agentConns, hostConns := newConnLimit(maxConns), newConnLimit(maxConns)
 	st, closeStore := openStore(o, log)
 	defer closeStore()
 	d.Store = st
-	mountMetrics, err := instrument(d, log)
+	mountMetrics, err := instrument(d, log, map[string]*connLimit{"agent": agentConns, "host": hostConns})
 	if err != nil {
 		return err
 	}
@@ -158,7 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usagef("--host-listen %s is TCP: a host token is required (--host-token-file or LOOM_GATEWAY_HOST_TOKEN)", o.hostListen)
 	}
 
-	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o, log)
+	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o, agentConns, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {
 		return err
@@ -166,7 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	hostSrv := newServer(console.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, func(r chi.Router) {
 		console.Mount(r)
 		mountMetrics(r)
-	})), o, log)
+	})), o, hostConns, log)
 
 	// A store shared by replicas reports the runs deleted through the
 	// others, whose calls here are cancelled. The watch outlives ctx: the
@@ -180,12 +189,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	errc := make(chan error, 2)
-	go func() { errc <- serve(agentSrv, agentLn) }()
-	go func() { errc <- serve(hostSrv, hostLn) }()
+	go func() { errc <- serve(agentSrv, agentConns.listener(agentLn)) }()
+	go func() { errc <- serve(hostSrv, hostConns.listener(hostLn)) }()
 	if mem, ok := st.(*store.Memory); ok {
 		go sweep(ctx, mem)
 	}
-	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Config != nil)
+	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Config != nil, "maxConnections", maxConns)
 
 	if demo != nil {
 		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr().String(), stdout); err != nil {
@@ -289,8 +298,11 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	if o.commandTimeout <= 0 || o.runTTL <= 0 {
 		return nil, usagef("--command-timeout and --run-ttl must be positive")
 	}
-	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 {
-		return nil, usagef("--read-header-timeout and --read-timeout must be positive")
+	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 {
+		return nil, usagef("--read-header-timeout, --read-timeout and --idle-timeout must be positive")
+	}
+	if o.maxConnections < 0 {
+		return nil, usagef("--max-connections must be positive (0: the default)")
 	}
 	return d, nil
 }
@@ -324,13 +336,15 @@ func listenHost(addr string) (net.Listener, error) {
 // slot (--busy-wait), loom itself (--command-timeout), and a margin for
 // WaitDelay and measuring. The server's own errors (accept failures, TLS,
 // panics it recovered) go to the gateway's log as JSON, not to stderr.
-func newServer(h http.Handler, o *options, log *slog.Logger) *http.Server {
+// conns learns from it which connections are idle.
+func newServer(h http.Handler, o *options, conns *connLimit, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readTimeout,
 		WriteTimeout:      o.readTimeout + o.busyWait + o.commandTimeout + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       o.idleTimeout,
+		ConnState:         conns.ConnState,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
