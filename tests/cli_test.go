@@ -44,6 +44,7 @@ var allFlags = []string{
 	"busy-wait", "max-request-bytes", "max-runs", "max-handles-per-run", "run-ttl",
 	"shutdown-timeout", "store", "demo", "log-format", "log-level",
 	"read-header-timeout", "read-timeout", "idle-timeout", "max-connections",
+	"max-concurrent-per-run",
 	"audit-arg-shape",
 }
 

@@ -45,6 +45,7 @@ type options struct {
 	commandTimeout                    time.Duration
 	maxStdoutBytes                    int64
 	maxConcurrentLoom                 int
+	maxConcurrentPerRun               int
 	busyWait                          time.Duration
 	maxRequestBytes                   int64
 	maxRuns, maxHandlesPerRun         int
@@ -76,6 +77,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom process timeout; the whole process group is killed")
 	fs.Int64Var(&o.maxStdoutBytes, "max-stdout-bytes", 64<<20, "cap on a loom process's stdout in `bytes`; past it the group is killed (command_failed)")
 	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "live loom processes at once; callers wait --busy-wait for a slot, then answer busy (429)")
+	fs.IntVar(&o.maxConcurrentPerRun, "max-concurrent-per-run", 0, "tool calls one run may have in flight on this replica; one more answers busy (429) at once (default half of --max-concurrent-loom, at least 1)")
 	fs.DurationVar(&o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 1<<20, "cap on a request body in `bytes` (413 past it)")
 	fs.IntVar(&o.maxRuns, "max-runs", 10000, "live runs at most (run_limit_reached past it)")
@@ -300,6 +302,14 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	}
 	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 {
 		return nil, usagef("--read-header-timeout, --read-timeout and --idle-timeout must be positive")
+	}
+	switch {
+	case o.maxConcurrentPerRun < 0:
+		return nil, usagef("--max-concurrent-per-run must be positive (0: the default)")
+	case o.maxConcurrentPerRun == 0:
+		d.MaxConcurrentPerRun = max(1, o.maxConcurrentLoom/2)
+	default:
+		d.MaxConcurrentPerRun = o.maxConcurrentPerRun
 	}
 	if o.maxConnections < 0 {
 		return nil, usagef("--max-connections must be positive (0: the default)")

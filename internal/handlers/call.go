@@ -88,7 +88,11 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer d.inflight.add(c.run.ID, &cancel)()
+	done, ok := d.inflight.add(c.run.ID, &cancel, d.MaxConcurrentPerRun)
+	if !ok {
+		return nil, d.fail(ctx, c, loom.ErrBusy)
+	}
+	defer done()
 	if ctx.Err() != nil {
 		return nil, d.fail(ctx, c, errCancelled)
 	}

@@ -60,6 +60,9 @@ type Deps struct {
 	MaxConfidentiality ifc.Ceiling
 	// MaxHandlesPerRun caps a run's handle table; 0 means no cap.
 	MaxHandlesPerRun int
+	// MaxConcurrentPerRun caps the tool calls one run has in flight on
+	// this replica; one more answers busy at once. 0 means no cap.
+	MaxConcurrentPerRun int
 	// MaxRequestBytes caps request bodies; 0 means 1 MiB.
 	MaxRequestBytes int64
 	// RunTTL is a run's lifetime when the host gives none.
@@ -131,9 +134,14 @@ type inflight struct {
 	calls map[string]map[*context.CancelCauseFunc]struct{}
 }
 
-func (f *inflight) add(runID string, cancel *context.CancelCauseFunc) func() {
+// add registers a call of the run, unless the run already has max calls
+// in flight (max <= 0: no cap); it returns the function that removes it.
+func (f *inflight) add(runID string, cancel *context.CancelCauseFunc, max int) (func(), bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if max > 0 && len(f.calls[runID]) >= max {
+		return nil, false
+	}
 	if f.calls == nil {
 		f.calls = map[string]map[*context.CancelCauseFunc]struct{}{}
 	}
@@ -148,7 +156,7 @@ func (f *inflight) add(runID string, cancel *context.CancelCauseFunc) func() {
 		if len(f.calls[runID]) == 0 {
 			delete(f.calls, runID)
 		}
-	}
+	}, true
 }
 
 // cancelRun cancels the run's calls in flight and returns how many there

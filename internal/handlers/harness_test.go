@@ -88,6 +88,8 @@ type gatewayOptions struct {
 	HostToken          string
 	MaxRequestBytes    int64
 	MaxHandlesPerRun   int
+	// MaxConcurrentPerRun caps each run's tool calls in flight.
+	MaxConcurrentPerRun int
 	// WrapStore, when set, wraps the memory store the handlers use.
 	WrapStore func(*store.Memory) RunStore
 	// Registry, when set, gets the gateway's metrics (NewMetrics), and
@@ -139,6 +141,7 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		Now:              clock.Now,
 		AuditArgShape:    opts.AuditArgShape,
 	}
+	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
 	if opts.Registry != nil {
 		m, err := NewMetrics(opts.Registry, fake, rs)
 		if err != nil {
