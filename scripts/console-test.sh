@@ -2,8 +2,9 @@
 # Browser test of the operator console (web/, issue 10): installs Debian's
 # chromium when it is missing, installs playwright-core (tests/console,
 # npm ci), builds the gateway, starts it with --demo on free loopback
-# ports, runs tests/console/console.test.mjs with node --test, and stops
-# the gateway. Screenshots land in tests/console/out/.
+# ports, runs tests/console/console.test.mjs with node --test (GATEWAY_LOG
+# is the gateway's text log, at the default info level), and stops the
+# gateway. Screenshots land in tests/console/out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,7 +57,7 @@ echo "console at $CONSOLE_URL"
 
 step "browser test (node --test, playwright-core + $CHROMIUM)"
 status=0
-(cd tests/console && CONSOLE_URL="$CONSOLE_URL" HOST_TOKEN="$HOST_TOKEN" CHROMIUM="$CHROMIUM" node --test console.test.mjs) || status=$?
+(cd tests/console && CONSOLE_URL="$CONSOLE_URL" HOST_TOKEN="$HOST_TOKEN" CHROMIUM="$CHROMIUM" GATEWAY_LOG="$work/gateway.log" node --test console.test.mjs) || status=$?
 if [ "$status" != 0 ]; then
   echo "gateway log (last 40 lines):"; tail -40 "$work/gateway.log"
   exit "$status"

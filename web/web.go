@@ -18,8 +18,10 @@
 package web
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -33,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/loom-gateway/gateway/api"
+	"github.com/loom-gateway/gateway/internal/handlers"
 )
 
 //go:embed static
@@ -95,13 +98,82 @@ func loopbackIfUnspecified(hostport string) string {
 	return hostport
 }
 
-// contractJSON converts the YAML contract to JSON.
+// contractJSON converts the YAML contract to JSON, keeping every
+// mapping's keys in the contract's order (a schema's properties are the
+// try-a-tool form's fields, in that order).
 func contractJSON(spec []byte) ([]byte, error) {
-	var v any
-	if err := yaml.Unmarshal(spec, &v); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
 		return nil, err
 	}
-	return json.Marshal(v)
+	var b bytes.Buffer
+	if err := nodeJSON(&b, &doc, 0); err != nil {
+		return nil, err
+	}
+	if !json.Valid(b.Bytes()) {
+		return nil, errors.New("converted contract is not valid JSON")
+	}
+	return b.Bytes(), nil
+}
+
+// nodeJSON writes n as JSON, mapping keys in document order.
+func nodeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
+	if depth > 256 {
+		return errors.New("contract nested too deeply")
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			b.WriteString("null")
+			return nil
+		}
+		return nodeJSON(b, n.Content[0], depth+1)
+	case yaml.AliasNode:
+		return nodeJSON(b, n.Alias, depth+1)
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := nodeJSON(b, c, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+				return fmt.Errorf("line %d: unsupported mapping key", k.Line)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			key, _ := json.Marshal(k.Value)
+			b.Write(key)
+			b.WriteByte(':')
+			if err := nodeJSON(b, v, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		b.Write(out)
+		return nil
+	}
+	return fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }
 
 // Public wraps the host router: GET and HEAD of /console, /console/ and
@@ -226,7 +298,8 @@ func (c *Console) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // rewrite sends the call to the agent listener with the body, its
-// Content-Type and the run token only; the host token never leaves.
+// Content-Type, the run token and this request's id only; the host
+// token never leaves.
 func (c *Console) rewrite(pr *httputil.ProxyRequest) {
 	in := pr.In
 	out := pr.Out
@@ -243,6 +316,10 @@ func (c *Console) rewrite(pr *httputil.ProxyRequest) {
 			h[k] = v
 		}
 	}
+	// The agent's request keeps this request's id: one id finds the
+	// console's request record, the agent's, its audit record and its
+	// problem.
+	handlers.ForwardRequestID(h, handlers.RequestID(in.Context()))
 	out.Header = h
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
@@ -10,12 +11,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/loom-gateway/gateway/api"
 
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -317,5 +323,173 @@ func TestNoHTMLSinks(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// orderedKeys returns the member names of the JSON object raw, in order.
+func orderedKeys(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestContractKeepsSchemaOrder: contract.json (what the try-a-tool form
+// reads) is the contract, with every schema's properties in the order
+// api/openapi.yaml declares them, so the form lists the fields in that
+// order (not sorted).
+func TestContractKeepsSchemaOrder(t *testing.T) {
+	got, err := contractJSON(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same document as a plain YAML to JSON conversion.
+	var want, have any
+	if err := yaml.Unmarshal(api.Spec, &want); err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	_ = json.Unmarshal(wantJSON, &want)
+	if err := json.Unmarshal(got, &have); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(want, have) {
+		t.Fatal("contract.json is not the contract")
+	}
+	// Property order of every schema, from the YAML document itself.
+	var doc struct {
+		Components struct {
+			Schemas map[string]yaml.Node `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(api.Spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Components struct {
+			Schemas map[string]map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(got, &js); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for name, n := range doc.Components.Schemas {
+		var yamlOrder []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "properties" {
+				for j := 0; j+1 < len(n.Content[i+1].Content); j += 2 {
+					yamlOrder = append(yamlOrder, n.Content[i+1].Content[j].Value)
+				}
+			}
+		}
+		if len(yamlOrder) < 2 {
+			continue
+		}
+		checked++
+		if got := orderedKeys(t, js.Components.Schemas[name]["properties"]); !reflect.DeepEqual(got, yamlOrder) {
+			t.Errorf("%s properties %v, want the contract's order %v", name, got, yamlOrder)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no schema with properties checked")
+	}
+	if got := orderedKeys(t, js.Components.Schemas["SearchInput"]["properties"]); got[0] != "query" || got[1] != "sources" {
+		t.Errorf("SearchInput properties %v, want query, sources, ... first", got)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the two listeners' goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestProxyKeepsTheRequestID: a try-a-tool call through the proxy has one
+// request id: the agent listener's request (its record, its problem)
+// carries the id of the console's request on the host listener.
+func TestProxyKeepsTheRequestID(t *testing.T) {
+	logs := &syncBuf{}
+	d := &handlers.Deps{
+		Store:     store.NewMemory(store.MemoryOptions{MaxRuns: 10}),
+		HostToken: hostToken,
+		Logger:    slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	agentSpec, err := handlers.LoadSpec("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSpec, err := handlers.LoadSpec("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := httptest.NewServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec))
+	t.Cleanup(ag.Close)
+	c, err := New(Options{AgentURL: ag.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, c.Mount)))
+	t.Cleanup(srv.Close)
+
+	auth := map[string]string{"Authorization": "Bearer " + hostToken, "Content-Type": "application/json"}
+	res, body := do(t, "POST", srv.URL+"/host/v1/runs", `{"runId":"r"}`, auth)
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create run: %d %s", res.StatusCode, body)
+	}
+	var created struct{ Token string }
+	_ = json.Unmarshal([]byte(body), &created)
+	// No loom is configured: the tool answers not_configured, a problem
+	// with its requestId.
+	res, body = do(t, "POST", srv.URL+"/console/agent/v1/runs/r/loom_profile", `{}`, map[string]string{
+		"X-Host-Token": hostToken, "Authorization": "Bearer " + created.Token, "Content-Type": "application/json",
+	})
+	id := res.Header.Get("X-Request-Id")
+	if ids := res.Header.Values("X-Request-Id"); len(ids) != 1 || id == "" {
+		t.Fatalf("X-Request-Id %v (%d %s)", ids, res.StatusCode, body)
+	}
+	var p struct{ RequestID string }
+	_ = json.Unmarshal([]byte(body), &p)
+	if p.RequestID != id {
+		t.Errorf("problem requestId %q, header %q", p.RequestID, id)
+	}
+	listeners := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["msg"] == "request" && rec["method"] == "POST" && strings.Contains(rec["route"].(string), "/runs/{runId}/") {
+			listeners[rec["listener"].(string)], _ = rec["requestId"].(string)
+		}
+	}
+	if listeners["host"] != id || listeners["agent"] != id {
+		t.Errorf("request records: host %q, agent %q, want both %q", listeners["host"], listeners["agent"], id)
 	}
 }

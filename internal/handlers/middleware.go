@@ -42,12 +42,17 @@ func runFrom(ctx context.Context) (store.Run, bool) {
 }
 
 // withRequestID gives every request a fresh random id, returned in the
-// X-Request-Id header and carried by every problem and log line.
+// X-Request-Id header and carried by every problem and log line; a
+// request the console's proxy forwards keeps the console request's id
+// (forwarded.go).
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id := hex.EncodeToString(b[:])
+		id, ok := forwardedRequestID(r) // the console's try-a-tool proxy
+		if !ok {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})

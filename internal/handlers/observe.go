@@ -65,11 +65,29 @@ func (d *Deps) logRequests(listener string) func(http.Handler) http.Handler {
 				attrs = append(attrs,
 					slog.Int("bytes", ww.BytesWritten()),
 					slog.Float64("durationMs", millis(elapsed)))
-				d.logger().LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+				d.logger().LogAttrs(r.Context(), requestLevel(listener, r, status), "request", attrs...)
 			}()
 			next.ServeHTTP(ww, r)
 		})
 	}
+}
+
+// ConsolePollHeader marks the operator console's polling reads
+// ("X-Loom-Console: poll"): each open console tab reads the host API every
+// 2 s, which would otherwise be some 120 info records a minute per tab.
+const ConsolePollHeader = "X-Loom-Console"
+
+// requestLevel is the level of a request record: debug for a console
+// poll that succeeded (a GET on the host listener with
+// ConsolePollHeader "poll", answered 2xx or 304), info for everything
+// else, errors and every other method included.
+func requestLevel(listener string, r *http.Request, status int) slog.Level {
+	if listener == "host" && r.Method == http.MethodGet &&
+		r.Header.Get(ConsolePollHeader) == "poll" &&
+		(status >= 200 && status < 300 || status == http.StatusNotModified) {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 // routeOf is the chi route pattern that served r, "unmatched" when none

@@ -546,3 +546,104 @@ func TestRunLifecycleLogged(t *testing.T) {
 		t.Error("the run token is in the log")
 	}
 }
+
+// TestConsolePollLogsAtDebug: a successful GET the console's poll marks
+// with X-Loom-Console: poll on the host listener logs its request record
+// at debug; the same GET unmarked, a marked GET that fails, a marked
+// non-GET and a marked GET on the agent listener log at info.
+func TestConsolePollLogsAtDebug(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{HostToken: "host-secret"})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+
+	tests := []struct {
+		name   string
+		h      http.Handler
+		method string
+		path   string
+		token  string
+		body   string
+		poll   string
+		status int
+		level  string
+	}{
+		{"console poll", g.host, "GET", "/host/v1/runs/r/calls", "host-secret", "", "poll", 200, "DEBUG"},
+		{"console poll of the runs", g.host, "GET", "/host/v1/runs", "host-secret", "", "poll", 200, "DEBUG"},
+		{"normal GET", g.host, "GET", "/host/v1/runs/r/calls", "host-secret", "", "", 200, "INFO"},
+		{"other header value", g.host, "GET", "/host/v1/runs/r/calls", "host-secret", "", "yes", 200, "INFO"},
+		{"console poll that fails", g.host, "GET", "/host/v1/runs/nope/calls", "host-secret", "", "poll", 404, "INFO"},
+		{"console poll without the token", g.host, "GET", "/host/v1/runs", "", "", "poll", 401, "INFO"},
+		{"marked POST", g.host, "POST", "/host/v1/runs", "host-secret", `{"runId":"r2"}`, "poll", 201, "INFO"},
+		{"marked GET on the agent listener", g.agent, "GET", "/openapi.yaml", "", "", "poll", 200, "INFO"},
+		{"marked tool call", g.agent, "POST", "/v1/runs/r/loom_search", tok, `{"query":"atlas"}`, "poll", 200, "INFO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(logRecords(t, g, "request"))
+			var rd *strings.Reader
+			if tt.body != "" {
+				rd = strings.NewReader(tt.body)
+			} else {
+				rd = strings.NewReader("")
+			}
+			req := httptest.NewRequest(tt.method, tt.path, rd)
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			if tt.poll != "" {
+				req.Header.Set(ConsolePollHeader, tt.poll)
+			}
+			rec := httptest.NewRecorder()
+			tt.h.ServeHTTP(rec, req)
+			wantStatus(t, rec, tt.status)
+			recs := logRecords(t, g, "request")
+			if len(recs) != before+1 {
+				t.Fatalf("%d request records after one request, want %d", len(recs), before+1)
+			}
+			if got := recs[len(recs)-1]["level"]; got != tt.level {
+				t.Errorf("request record level %v, want %s", got, tt.level)
+			}
+		})
+	}
+}
+
+// TestForwardedRequestID: the agent listener takes the request id of a
+// request the console's proxy forwards (ForwardRequestID), and only
+// with this process's MAC: a client cannot choose its request id.
+func TestForwardedRequestID(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{HostToken: "host-secret"})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+	const outer = "0123456789abcdef01234567"
+	send := func(set func(http.Header)) string {
+		req := httptest.NewRequest("POST", "/v1/runs/r/loom_search", strings.NewReader(`{"query":"atlas"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		set(req.Header)
+		rec := httptest.NewRecorder()
+		g.agent.ServeHTTP(rec, req)
+		wantStatus(t, rec, 200)
+		return rec.Header().Get("X-Request-Id")
+	}
+	if got := send(func(h http.Header) { ForwardRequestID(h, outer) }); got != outer {
+		t.Errorf("forwarded request id %q, want %q", got, outer)
+	}
+	audits := logRecords(t, g, "audit")
+	if len(audits) == 0 || audits[len(audits)-1]["requestId"] != outer {
+		t.Errorf("the audit record does not carry the forwarded id")
+	}
+	for name, set := range map[string]func(http.Header){
+		"no MAC":       func(h http.Header) { h.Set(ForwardedIDHeader, outer) },
+		"wrong MAC":    func(h http.Header) { h.Set(ForwardedIDHeader, outer+"."+strings.Repeat("0", 64)) },
+		"X-Request-Id": func(h http.Header) { h.Set("X-Request-Id", outer) },
+		"MAC of other": func(h http.Header) { h.Set(ForwardedIDHeader, outer+"."+forwardMAC("ab")) },
+		"not hex":      func(h http.Header) { h.Set(ForwardedIDHeader, "XYZ."+forwardMAC("XYZ")) },
+	} {
+		if got := send(set); got == outer || got == "" || got == "XYZ" {
+			t.Errorf("%s: request id %q, want a fresh one", name, got)
+		}
+	}
+}

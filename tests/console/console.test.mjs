@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -16,6 +16,29 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OUT = fileURLToPath(new URL('./out/', import.meta.url));
 const RUN = `console-e2e-${process.pid}`;
 const STEP_TIMEOUT = 15_000;
+const GATEWAY_LOG = process.env.GATEWAY_LOG; // the gateway's text log, info level
+
+// gatewayLog returns the gateway's log lines (none when GATEWAY_LOG is unset).
+function gatewayLog() {
+  return GATEWAY_LOG ? readFileSync(GATEWAY_LOG, 'utf8').split('\n') : [];
+}
+
+// schemaOrder returns the property names of a components schema in the
+// order api/openapi.yaml declares them (a plain reading of its indentation).
+function schemaOrder(name) {
+  const lines = readFileSync(new URL('../../api/openapi.yaml', import.meta.url), 'utf8').split('\n');
+  let i = lines.indexOf(`    ${name}:`);
+  assert.ok(i >= 0, `schema ${name} in api/openapi.yaml`);
+  for (i++; i < lines.length && !/^ {6}properties:\s*$/.test(lines[i]); i++) {
+    assert.ok(/^ {6,}/.test(lines[i]), `schema ${name} has properties`);
+  }
+  const names = [];
+  for (i++; i < lines.length && (/^ {8,}/.test(lines[i]) || lines[i].trim() === ''); i++) {
+    const m = /^ {8}([A-Za-z_][A-Za-z0-9_]*):/.exec(lines[i]);
+    if (m) names.push(m[1]);
+  }
+  return names;
+}
 
 mkdirSync(OUT, { recursive: true });
 
@@ -59,6 +82,12 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     else consoleErrors.push(msg.text());
   });
   page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message}`));
+  // The console's reads of the host API, with their X-Loom-Console header.
+  const hostReads = [];
+  page.on('request', (req) => {
+    const u = new URL(req.url());
+    if (req.method() === 'GET' && u.pathname.startsWith('/host/v1/')) hostReads.push([u.pathname, req.headers()['x-loom-console']]);
+  });
   page.on('requestfailed', (req) => consoleErrors.push(`request failed: ${req.method()} ${req.url()} ${req.failure()?.errorText}`));
 
   let failed = false;
@@ -123,6 +152,15 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     assert.notEqual(await page.inputValue('#try-token'), '', 'the run token is known to this tab');
   });
 
+  await step('the try-a-tool fields are in the contract\'s schema order', async () => {
+    await page.selectOption('#try-tool', 'loom_search');
+    const want = schemaOrder('SearchInput');
+    assert.ok(want.length >= 5, `SearchInput properties from api/openapi.yaml: ${want}`);
+    const got = await page.$$eval('#try-fields .field :is(input, select, textarea)', (es) => es.map((e) => e.name));
+    assert.deepEqual(got, want, 'the loom_search fields in the order of SearchInput\'s properties (not sorted)');
+    assert.notDeepEqual(got, [...want].sort(), 'the order is not alphabetical');
+  });
+
   await step('run loom_search "atlas" through the form', async () => {
     await page.selectOption('#try-tool', 'loom_search');
     await page.fill('#f-loom_search-query', 'atlas');
@@ -146,6 +184,72 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     // The expanded row survives the 2 s poll.
     await page.waitForTimeout(2500);
     assert.equal(await detail.count(), 1, 'the open call stays open across refreshes');
+  });
+
+  await step('keyboard focus stays on a call\'s toggle across refreshes', async () => {
+    const id = `${RUN}:loom_search:1`;
+    const toggle = page.locator(`#calls-table tr.call[data-output="${id}"] button.toggle`);
+    const detail = page.locator(`#calls-table tr[data-output-detail="${id}"]`);
+    const focused = () => page.evaluate(() => {
+      const a = document.activeElement;
+      return a && a.matches('button.toggle') ? `${a.closest('tr').getAttribute('data-output')} ${a.getAttribute('aria-expanded')}` : `${a && a.tagName}`;
+    });
+    // Close with the keyboard, then open again: focus stays on the button.
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    await detail.waitFor({ state: 'detached' });
+    assert.equal(await focused(), `${id} false`, 'focus on the toggle after closing');
+    await page.keyboard.press('Enter');
+    await detail.waitFor();
+    assert.equal(await focused(), `${id} true`, 'focus on the toggle after opening');
+    // Polls with no new data: still focused, still open.
+    await page.waitForTimeout(2500);
+    assert.equal(await focused(), `${id} true`, 'focus kept across polls');
+    // A new call changes the call log: the table updates, focus stays.
+    const runToken = await page.inputValue('#try-token');
+    const res = await get(`${origin}/console/agent/v1/runs/${RUN}/loom_profile`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Host-Token': HOST_TOKEN, Authorization: `Bearer ${runToken}` },
+      body: '{}',
+    });
+    assert.notEqual(res.status, 401, 'loom_profile through the proxy');
+    await page.locator(`#calls-table tr.call[data-output="${RUN}:loom_profile:2"]`).waitFor();
+    assert.equal(await focused(), `${id} true`, 'focus kept when the call log changed');
+    assert.equal(await detail.count(), 1, 'the open call stays open when the call log changed');
+    await page.keyboard.press('Enter');
+    await detail.waitFor({ state: 'detached' });
+    await page.keyboard.press('Enter');
+    await detail.waitFor();
+  });
+
+  await step('relative times are re-rendered each poll', async () => {
+    const id = `${RUN}:loom_search:1`;
+    const detail = page.locator(`#calls-table tr[data-output-detail="${id}"]`);
+    if (await detail.count() === 0) {
+      await page.locator(`#calls-table tr.call[data-output="${id}"] button.toggle`).click();
+      await detail.waitFor();
+    }
+    const started = detail.locator('time').first();
+    const before = await started.textContent();
+    assert.match(before, /ago$/);
+    // No data changes now: the text still moves on with the clock.
+    await page.waitForFunction(([sel, text]) => document.querySelector(sel)?.textContent !== text,
+      [`#calls-table tr[data-output-detail="${id}"] time`, before], { timeout: 6000 });
+    const after = await started.textContent();
+    assert.notEqual(after, before, `"started ${before}" re-rendered`);
+    assert.equal(await started.getAttribute('datetime'), await started.getAttribute('title'));
+  });
+
+  await step('console polls are marked and logged at debug, not info', async () => {
+    const polls = hostReads.filter(([p]) => p === '/host/v1/runs');
+    assert.ok(polls.length >= 3, `the console polled (${polls.length} reads of /host/v1/runs)`);
+    assert.deepEqual(polls.filter(([, h]) => h !== 'poll'), [], 'every poll read carries X-Loom-Console: poll');
+    if (!GATEWAY_LOG) return;
+    // (An error, like the first step's 401s, stays at info.)
+    const info = gatewayLog().filter((l) => /msg=request /.test(l) && / method=GET /.test(l) && / route=\/host\/v1\/runs[ /]/.test(l) && / status=(2\d\d|304) /.test(l));
+    assert.deepEqual(info, [], 'no info request records of the console\'s polls');
+    const created = gatewayLog().filter((l) => /level=INFO msg=request /.test(l) && / method=POST route=\/host\/v1\/runs /.test(l));
+    assert.ok(created.length >= 1, 'the run creation (a POST) is logged at info');
   });
 
   await step('open a handle\'s value', async () => {
@@ -175,6 +279,14 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     assert.match(text, /invalid_input/);
     assert.match(text, /HTTP 400/);
     assert.match(text, /The request does not match what the operation takes\./);
+    // One request id for the console's request and the agent's.
+    const rid = /request ([0-9a-f]{16,})/.exec(text);
+    assert.ok(rid, `the problem shows its request id: ${text}`);
+    if (GATEWAY_LOG) {
+      const recs = gatewayLog().filter((l) => /msg=request /.test(l) && l.includes(` requestId=${rid[1]} `));
+      assert.ok(recs.some((l) => / listener=host /.test(l) && /route=\/console\/agent\//.test(l)), `the console's request record has the id: ${recs.join('\n')}`);
+      assert.ok(recs.some((l) => / listener=agent /.test(l) && /route=\/v1\/runs\//.test(l)), `the agent's request record has the same id: ${recs.join('\n')}`);
+    }
     for (let i = 0; i < 20 && expected.length; i++) await page.waitForTimeout(100);
     assert.deepEqual(expected, [], 'the expected 400 was logged once');
   });

@@ -4,7 +4,7 @@
 // through the console's same-origin proxy for "Try a tool".
 
 import {
-  $, el, fill, pre, json, ago, until, time, yesno, badge,
+  $, el, fill, pre, json, relTime, tickTimes, keyedRows, keepFocus, yesno, badge,
   clauses, labelTypes, labelFull,
 } from './dom.js';
 import * as toolform from './toolform.js';
@@ -23,6 +23,8 @@ const state = {
   openCalls: new Set(),
   openHandles: new Set(),
   openDocs: new Set(),
+  calls: [], // the selected run's last call log
+  handles: [], // and handle table
   collect: null,
   busy: null, // the poll in flight
   again: false,
@@ -70,9 +72,13 @@ async function readBody(res) {
   }
 }
 
-async function api(method, path, body) {
+// api calls the host API. A poll (the 2 s refresh's reads) says so in
+// X-Loom-Console: poll, and the gateway logs its successful GETs at debug
+// level instead of info.
+async function api(method, path, body, poll = false) {
   const headers = { Accept: 'application/json' };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
+  if (poll) headers['X-Loom-Console'] = 'poll';
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
@@ -188,23 +194,38 @@ $('#login-form').addEventListener('submit', async (ev) => {
 
 $('#forget').addEventListener('click', () => logout(''));
 
+// poll reads the host API for the 2 s refresh.
+const poll = (path) => api('GET', path, undefined, true);
+
+// The tables keep their rows across polls (keyed by runId, outputId and
+// handle token), so focus, open rows and scroll stay where they were.
+const runRows = keyedRows($('#runs-table tbody'));
+const callRows = keyedRows($('#calls-table tbody'));
+const handleRows = keyedRows($('#handles-table tbody'));
+
 // --- runs list ------------------------------------------------------------
 
 function renderRuns(runs) {
-  const now = Date.now();
   $('#runs-count').textContent = `(${runs.length})`;
   $('#runs-empty').hidden = runs.length > 0;
-  fill($('#runs-table tbody'), runs.map((r) => el('tr', {
-    className: r.runId === state.runId ? 'selected' : '',
-    'aria-current': r.runId === state.runId ? 'true' : null,
-    'data-run': r.runId,
-  },
-  el('td', {}, el('a', { href: `#/runs/${enc(r.runId)}`, className: 'run-link' }, r.runId)),
-  el('td', {}, time(r.createdAt, ago(r.createdAt, now))),
-  el('td', {}, time(r.expiresAt, until(r.expiresAt, now))),
-  el('td', { className: 'num' }, String(r.calls)),
-  el('td', { className: 'num' }, String(r.handles)),
-  el('td', {}, yesno(r.hasResult)))));
+  runRows.update(runs.map((r) => {
+    const selected = r.runId === state.runId;
+    return {
+      key: r.runId,
+      sig: `${selected}${JSON.stringify(r)}`,
+      build: () => el('tr', {
+        className: selected ? 'selected' : '',
+        'aria-current': selected ? 'true' : null,
+        'data-run': r.runId,
+      },
+      el('td', {}, el('a', { href: `#/runs/${enc(r.runId)}`, className: 'run-link', 'data-focus': 'run-link' }, r.runId)),
+      el('td', {}, relTime(r.createdAt, 'ago')),
+      el('td', {}, relTime(r.expiresAt, 'until')),
+      el('td', { className: 'num' }, String(r.calls)),
+      el('td', { className: 'num' }, String(r.handles)),
+      el('td', {}, yesno(r.hasResult))),
+    };
+  }));
   labelCells($('#runs-table'));
 }
 
@@ -277,7 +298,7 @@ $('#create-form').addEventListener('submit', async (ev) => {
   setRunToken(created.runId, created.token);
   const n = $('#created');
   fill(n,
-    el('p', {}, 'Run ', el('code', {}, created.runId), ' created; it expires ', time(created.expiresAt, until(created.expiresAt)), '.'),
+    el('p', {}, 'Run ', el('code', {}, created.runId), ' created; it expires ', relTime(created.expiresAt, 'until'), '.'),
     el('p', {}, 'Its run token, shown this once (this tab keeps it for Try a tool):'),
     el('code', { className: 'token', id: 'created-token' }, created.token),
     el('button', { type: 'button', className: 'link', onclick: () => { n.hidden = true; } }, 'Hide'));
@@ -299,6 +320,10 @@ function route() {
     state.openCalls.clear();
     state.openHandles.clear();
     state.openDocs.clear();
+    state.calls = [];
+    state.handles = [];
+    callRows.clear();
+    handleRows.clear();
     $('#try-response').hidden = true;
     $('#try-error').hidden = true;
   }
@@ -318,13 +343,13 @@ function refresh() {
     state.again = true;
     return state.busy;
   }
-  state.busy = poll();
+  state.busy = pollOnce();
   return state.busy;
 }
 
-async function poll() {
+async function pollOnce() {
   try {
-    const list = await api('GET', '/host/v1/runs');
+    const list = await poll('/host/v1/runs');
     renderRuns(list.runs || []);
     if (state.runId) await refreshRun(state.runId);
     clearBanner();
@@ -332,6 +357,9 @@ async function poll() {
   } catch (e) {
     if (e.status !== 401) showBanner(e);
   } finally {
+    // Relative times ("3 s ago", "in 5 min") are re-rendered every tick
+    // from their timestamps, whether or not the data changed.
+    tickTimes();
     state.busy = null;
     if (state.again) {
       state.again = false;
@@ -343,7 +371,7 @@ async function poll() {
 async function refreshRun(id) {
   let run;
   try {
-    run = await api('GET', `/host/v1/runs/${enc(id)}`);
+    run = await poll(`/host/v1/runs/${enc(id)}`);
   } catch (e) {
     if (e.status === 404 && state.runId === id) {
       fill($('#run-summary'));
@@ -356,9 +384,9 @@ async function refreshRun(id) {
   }
   const base = `/host/v1/runs/${enc(id)}`;
   const [calls, handles, result] = await Promise.all([
-    api('GET', `${base}/calls`),
-    api('GET', `${base}/handles`),
-    run.hasResult ? api('GET', `${base}/result`) : Promise.resolve(null),
+    poll(`${base}/calls`),
+    poll(`${base}/handles`),
+    run.hasResult ? poll(`${base}/result`) : Promise.resolve(null),
   ]);
   if (state.runId !== id) return;
   const first = !state.run;
@@ -383,11 +411,10 @@ function section(name, data, render) {
 }
 
 function renderSummary(run) {
-  const now = Date.now();
   const dd = (k, ...v) => [el('dt', {}, k), el('dd', {}, ...v)];
   fill($('#run-summary'),
-    dd('Created', time(run.createdAt, ago(run.createdAt, now))),
-    dd('Expires', time(run.expiresAt, until(run.expiresAt, now))),
+    dd('Created', relTime(run.createdAt, 'ago')),
+    dd('Expires', relTime(run.expiresAt, 'until')),
     dd('Calls', String(run.calls)),
     dd('Handles', String(run.handles)),
     dd('Result', yesno(run.hasResult)),
@@ -408,46 +435,70 @@ function codeDetail(code) {
   return c ? c.detail : '';
 }
 
+// setToggle shows a toggle button open or closed, in place.
+function setToggle(button, open, openText, closedText) {
+  if (!button) return;
+  const expanded = String(open);
+  if (button.getAttribute('aria-expanded') !== expanded) button.setAttribute('aria-expanded', expanded);
+  const text = open ? openText : closedText;
+  if (button.textContent !== text) button.textContent = text;
+}
+
 function renderCalls(calls) {
+  state.calls = calls;
   $('#calls-count').textContent = `(${calls.length})`;
   $('#calls-empty').hidden = calls.length > 0;
-  const rows = [];
+  const items = [];
   calls.map((c, i) => [c, i + 1]).reverse().forEach(([c, n]) => {
-    const open = state.openCalls.has(c.outputId);
-    const toggle = el('button', {
-      type: 'button', className: 'toggle', 'aria-expanded': String(open),
-      'aria-label': `entries of ${c.outputId}`, title: 'Show entries',
-      onclick: () => {
-        if (state.openCalls.has(c.outputId)) state.openCalls.delete(c.outputId);
-        else state.openCalls.add(c.outputId);
-        renderCalls(calls);
-      },
-    }, open ? '▾' : '▸');
-    const status = c.status === 'ok'
-      ? badge('ok')
-      : el('span', {}, badge('error'), ' ', el('code', { className: 'code' }, c.code || ''), c.hostCode ? el('span', { className: 'muted' }, ` host ${c.hostCode}`) : null);
-    rows.push(el('tr', { className: `call ${c.status}`, 'data-output': c.outputId },
-      el('td', {}, toggle),
-      el('td', { className: 'num' }, String(n)),
-      el('td', {}, c.tool),
-      el('td', {}, el('code', {}, c.outputId)),
-      el('td', {}, status),
-      el('td', { className: 'num adm' }, String(c.admitted)),
-      el('td', { className: 'num wh' }, String(c.withheld)),
-      el('td', { className: 'num' }, String(c.omitted)),
-      el('td', {}, yesno(c.truncated)),
-      el('td', { className: 'num' }, String(c.durationMs)),
-      el('td', { className: 'num' }, c.exitCode === undefined || c.exitCode === null ? '—' : String(c.exitCode))));
-    if (open) rows.push(el('tr', { className: 'detail-row', 'data-output-detail': c.outputId }, el('td', { colspan: 11 }, callDetail(c))));
+    const sig = JSON.stringify(c);
+    items.push({ key: `call:${c.outputId}`, sig: `${n}${sig}`, build: () => callRow(c, n) });
+    if (state.openCalls.has(c.outputId)) {
+      items.push({
+        key: `detail:${c.outputId}`,
+        sig,
+        build: () => el('tr', { className: 'detail-row', 'data-output-detail': c.outputId }, el('td', { colspan: 11 }, callDetail(c))),
+      });
+    }
   });
-  fill($('#calls-table tbody'), rows);
+  callRows.update(items);
+  for (const c of calls) {
+    const row = callRows.get(`call:${c.outputId}`);
+    setToggle(row && row.querySelector('button.toggle'), state.openCalls.has(c.outputId), '▾', '▸');
+  }
   labelCells($('#calls-table'));
+}
+
+function callRow(c, n) {
+  const toggle = el('button', {
+    type: 'button', className: 'toggle', 'aria-expanded': 'false', 'data-focus': 'toggle',
+    'aria-label': `entries of ${c.outputId}`, title: 'Show entries',
+    onclick: () => {
+      if (state.openCalls.has(c.outputId)) state.openCalls.delete(c.outputId);
+      else state.openCalls.add(c.outputId);
+      renderCalls(state.calls);
+    },
+  }, '▸');
+  const status = c.status === 'ok'
+    ? badge('ok')
+    : el('span', {}, badge('error'), ' ', el('code', { className: 'code' }, c.code || ''), c.hostCode ? el('span', { className: 'muted' }, ` host ${c.hostCode}`) : null);
+  return el('tr', { className: `call ${c.status}`, 'data-output': c.outputId },
+    el('td', {}, toggle),
+    el('td', { className: 'num' }, String(n)),
+    el('td', {}, c.tool),
+    el('td', {}, el('code', {}, c.outputId)),
+    el('td', {}, status),
+    el('td', { className: 'num adm' }, String(c.admitted)),
+    el('td', { className: 'num wh' }, String(c.withheld)),
+    el('td', { className: 'num' }, String(c.omitted)),
+    el('td', {}, yesno(c.truncated)),
+    el('td', { className: 'num' }, String(c.durationMs)),
+    el('td', { className: 'num' }, c.exitCode === undefined || c.exitCode === null ? '—' : String(c.exitCode)));
 }
 
 function callDetail(c) {
   const entries = c.entries || [];
   return el('div', { className: 'call-detail' },
-    el('p', { className: 'muted' }, 'started ', time(c.startedAt, ago(c.startedAt)), ` · cfc version ${c.cfc ? c.cfc.version : '?'}`),
+    el('p', { className: 'muted' }, 'started ', relTime(c.startedAt, 'ago'), ` · cfc version ${c.cfc ? c.cfc.version : '?'}`),
     c.status !== 'ok' ? el('div', { className: 'problem-box' },
       el('p', {}, el('code', { className: 'code' }, c.code || 'error'), state.codes[c.code] ? el('strong', {}, ` ${state.codes[c.code].title}`) : null),
       codeDetail(c.code) ? el('p', { className: 'detail' }, codeDetail(c.code)) : null,
@@ -467,34 +518,47 @@ function callDetail(c) {
 }
 
 function renderHandles(handles) {
+  state.handles = handles;
   $('#handles-count').textContent = `(${handles.length})`;
   $('#handles-empty').hidden = handles.length > 0;
-  const rows = [];
+  const items = [];
   for (const h of handles) {
-    const open = state.openHandles.has(h.token);
-    rows.push(el('tr', { className: 'handle', 'data-token': h.token },
-      el('td', {}, el('code', {}, h.token)),
-      el('td', {}, h.kind),
-      el('td', {}, h.source),
-      el('td', {}, h.labelSource),
-      el('td', {}, labelTypes(h.label)),
-      el('td', {}, el('button', {
-        type: 'button', className: 'show-value', 'aria-expanded': String(open),
-        onclick: () => {
-          if (state.openHandles.has(h.token)) state.openHandles.delete(h.token);
-          else state.openHandles.add(h.token);
-          renderHandles(handles);
-        },
-      }, open ? 'Hide value' : 'Show value'))));
-    if (open) {
-      rows.push(el('tr', { className: 'detail-row', 'data-token-detail': h.token }, el('td', { colspan: 6 },
-        el('div', { className: 'handle-detail' },
-          el('h4', {}, 'Value'), pre(h.value, 'json value'),
-          el('h4', {}, 'Full label'), labelFull(h.label)))));
+    const sig = JSON.stringify(h);
+    items.push({ key: `handle:${h.token}`, sig, build: () => handleRow(h) });
+    if (state.openHandles.has(h.token)) {
+      items.push({
+        key: `detail:${h.token}`,
+        sig,
+        build: () => el('tr', { className: 'detail-row', 'data-token-detail': h.token }, el('td', { colspan: 6 },
+          el('div', { className: 'handle-detail' },
+            el('h4', {}, 'Value'), pre(h.value, 'json value'),
+            el('h4', {}, 'Full label'), labelFull(h.label)))),
+      });
     }
   }
-  fill($('#handles-table tbody'), rows);
+  handleRows.update(items);
+  for (const h of handles) {
+    const row = handleRows.get(`handle:${h.token}`);
+    setToggle(row && row.querySelector('button.show-value'), state.openHandles.has(h.token), 'Hide value', 'Show value');
+  }
   labelCells($('#handles-table'));
+}
+
+function handleRow(h) {
+  return el('tr', { className: 'handle', 'data-token': h.token },
+    el('td', {}, el('code', {}, h.token)),
+    el('td', {}, h.kind),
+    el('td', {}, h.source),
+    el('td', {}, h.labelSource),
+    el('td', {}, labelTypes(h.label)),
+    el('td', {}, el('button', {
+      type: 'button', className: 'show-value', 'aria-expanded': 'false', 'data-focus': 'show-value',
+      onclick: () => {
+        if (state.openHandles.has(h.token)) state.openHandles.delete(h.token);
+        else state.openHandles.add(h.token);
+        renderHandles(state.handles);
+      },
+    }, 'Show value')));
 }
 
 function renderResult(res) {
@@ -507,12 +571,12 @@ function renderResult(res) {
   const docRows = [];
   for (const d of docs) {
     const open = state.openDocs.has(d.id);
-    docRows.push(el('tr', {},
+    docRows.push(el('tr', { 'data-key': d.id },
       el('td', {}, el('code', {}, d.id)),
       el('td', {}, d.source),
       el('td', {}, labelFull(d.label)),
       el('td', {}, el('button', {
-        type: 'button', 'aria-expanded': String(open),
+        type: 'button', 'aria-expanded': String(open), 'data-focus': 'doc-value',
         onclick: () => {
           if (state.openDocs.has(d.id)) state.openDocs.delete(d.id);
           else state.openDocs.add(d.id);
@@ -521,7 +585,7 @@ function renderResult(res) {
       }, open ? 'Hide value' : 'Show value'))));
     if (open) docRows.push(el('tr', { className: 'detail-row' }, el('td', { colspan: 4 }, pre(d.value, 'json value'))));
   }
-  fill(box,
+  keepFocus(box, () => fill(box,
     el('div', { className: 'labels' },
       el('div', {}, el('h4', {}, 'Result label'), labelFull(res.label)),
       el('div', {}, el('h4', {}, 'Receipt'), labelFull(res.receipt))),
@@ -529,7 +593,7 @@ function renderResult(res) {
     el('h4', {}, `Documents (${docs.length})`),
     docs.length ? el('div', { className: 'table-wrap' }, el('table', { className: 'stack' },
       el('thead', {}, el('tr', {}, ['Id', 'Source', 'Label', ''].map((h) => el('th', {}, h)))),
-      el('tbody', {}, docRows))) : el('p', { className: 'muted' }, 'No documents.'));
+      el('tbody', {}, docRows))) : el('p', { className: 'muted' }, 'No documents.')));
   const docTable = box.querySelector('table.stack');
   if (docTable) labelCells(docTable);
 }

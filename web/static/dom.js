@@ -67,6 +67,99 @@ export function time(iso, text) {
   return el('time', { dateTime: String(iso), title: String(iso) }, text);
 }
 
+// relTime is a time shown relative to now ("3 s ago" for rel 'ago',
+// "in 5 min" for rel 'until'); tickTimes re-renders every such element
+// from its stored timestamp, so it never goes stale between data changes.
+export function relTime(iso, rel, now = Date.now()) {
+  const e = time(iso, rel === 'until' ? until(iso, now) : ago(iso, now));
+  e.setAttribute('data-rel', rel);
+  return e;
+}
+
+export function tickTimes(root = document, now = Date.now()) {
+  for (const e of root.querySelectorAll('time[data-rel]')) {
+    const iso = e.getAttribute('datetime');
+    const text = e.getAttribute('data-rel') === 'until' ? until(iso, now) : ago(iso, now);
+    if (e.textContent !== text) e.textContent = text;
+  }
+}
+
+// keyedRows keeps a table body's rows across refreshes: update(items)
+// takes [{key, sig, build}] in display order, keeps the row of a key whose
+// sig is unchanged (the same node, so focus and scroll stay), builds the
+// others, and moves no kept row unless the order changed (moving a node
+// would drop its focus). A rebuilt row that held the focus gives it to the
+// element of the new row with the same data-focus.
+export function keyedRows(tbody) {
+  const rows = new Map(); // key -> {sig, node}
+  return {
+    get: (key) => rows.get(key)?.node,
+    update(items) {
+      const active = document.activeElement;
+      let refocus = null;
+      const wanted = new Set(items.map((i) => i.key));
+      for (const [key, r] of rows) {
+        if (!wanted.has(key)) {
+          r.node.remove();
+          rows.delete(key);
+        }
+      }
+      const nodes = items.map(({ key, sig, build }) => {
+        const old = rows.get(key);
+        if (old && old.sig === sig) return old.node;
+        const node = build();
+        if (old && active && old.node.contains(active) && active.getAttribute('data-focus')) {
+          refocus = [node, active.getAttribute('data-focus')];
+        }
+        if (old) old.node.replaceWith(node);
+        rows.set(key, { sig, node });
+        return node;
+      });
+      let cur = tbody.firstChild;
+      for (const n of nodes) {
+        if (n === cur) {
+          cur = cur.nextSibling;
+          continue;
+        }
+        tbody.insertBefore(n, cur);
+      }
+      while (cur) {
+        const next = cur.nextSibling;
+        cur.remove();
+        cur = next;
+      }
+      if (refocus) {
+        const f = [...refocus[0].querySelectorAll('[data-focus]')].find((e) => e.getAttribute('data-focus') === refocus[1]);
+        if (f) f.focus();
+      }
+    },
+    clear() {
+      rows.clear();
+      tbody.replaceChildren();
+    },
+  };
+}
+
+// keepFocus runs rebuild (which replaces the children of root) and gives
+// the focus back to the equivalent element: the one with the same
+// data-focus inside the element with the same data-key.
+export function keepFocus(root, rebuild) {
+  const a = document.activeElement;
+  const f = a && root.contains(a) ? a.getAttribute('data-focus') : null;
+  const holder = f ? a.closest('[data-key]') : null;
+  const key = holder ? holder.getAttribute('data-key') : null;
+  rebuild();
+  if (!f) return;
+  for (const e of root.querySelectorAll('[data-focus]')) {
+    if (e.getAttribute('data-focus') !== f) continue;
+    const h = e.closest('[data-key]');
+    if ((h ? h.getAttribute('data-key') : null) === key) {
+      e.focus();
+      return;
+    }
+  }
+}
+
 export function yesno(b) {
   return el('span', { className: b ? 'yes' : 'no' }, b ? 'yes' : 'no');
 }
