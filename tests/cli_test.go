@@ -45,6 +45,8 @@ var allFlags = []string{
 	"shutdown-timeout", "store", "demo", "log-format", "log-level",
 	"read-header-timeout", "read-timeout", "idle-timeout", "max-connections",
 	"max-concurrent-per-run",
+	"max-calls-per-run",
+	"max-handle-bytes-per-run",
 	"audit-arg-shape",
 }
 
@@ -97,6 +99,8 @@ func TestCommandLine(t *testing.T) {
 		{"bad ceiling flag", nil, append([]string{"--max-confidentiality", "[17"}, listen...), []string{"--max-confidentiality"}},
 		{"more connections than open files", nil, append([]string{"--max-connections", "100000000"}, listen...), []string{"--max-connections", "ulimit -n"}},
 		{"negative connection cap", nil, append([]string{"--max-connections", "-1"}, listen...), []string{"--max-connections"}},
+		{"negative call cap", nil, append([]string{"--max-calls-per-run", "-1"}, listen...), []string{"--max-calls-per-run"}},
+		{"negative handle byte cap", nil, append([]string{"--max-handle-bytes-per-run", "-1"}, listen...), []string{"--max-handle-bytes-per-run"}},
 		{"zero idle timeout", nil, append([]string{"--idle-timeout", "0s"}, listen...), []string{"--idle-timeout"}},
 		{"unknown flag", nil, append([]string{"--max-confidentialty", "[]"}, listen...), []string{"max-confidentialty"}},
 	}

@@ -239,6 +239,7 @@ func (e PeopleInputShape) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	Busy                  ProblemCode = "busy"
+	CallLimitReached      ProblemCode = "call_limit_reached"
 	Cancelled             ProblemCode = "cancelled"
 	CeilingUnavailable    ProblemCode = "ceiling_unavailable"
 	CommandFailed         ProblemCode = "command_failed"
@@ -270,6 +271,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case Busy:
+		return true
+	case CallLimitReached:
 		return true
 	case Cancelled:
 		return true

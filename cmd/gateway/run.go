@@ -49,6 +49,8 @@ type options struct {
 	busyWait                          time.Duration
 	maxRequestBytes                   int64
 	maxRuns, maxHandlesPerRun         int
+	maxHandleBytesPerRun              int64
+	maxCallsPerRun                    int
 	runTTL, shutdownTimeout           time.Duration
 	readHeaderTimeout, readTimeout    time.Duration
 	idleTimeout                       time.Duration
@@ -74,14 +76,16 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.configPath, "loom-retrieval-config", getenv("CF_HARNESS_LOOM_RETRIEVAL_CONFIG"), "absolute `path` of the loom retrieval host config (or env CF_HARNESS_LOOM_RETRIEVAL_CONFIG); without it the eight tools answer not_configured")
 	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
 	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
-	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom process timeout; the whole process group is killed")
+	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
 	fs.Int64Var(&o.maxStdoutBytes, "max-stdout-bytes", 64<<20, "cap on a loom process's stdout in `bytes`; past it the group is killed (command_failed)")
-	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "live loom processes at once; callers wait --busy-wait for a slot, then answer busy (429)")
+	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "loom calls at once, each from its process start until its output is measured; callers wait --busy-wait for a slot, then answer busy (429)")
 	fs.IntVar(&o.maxConcurrentPerRun, "max-concurrent-per-run", 0, "tool calls one run may have in flight on this replica; one more answers busy (429) at once (default half of --max-concurrent-loom, at least 1)")
 	fs.DurationVar(&o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 1<<20, "cap on a request body in `bytes` (413 past it)")
 	fs.IntVar(&o.maxRuns, "max-runs", 10000, "live runs at most (run_limit_reached past it)")
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
+	fs.Int64Var(&o.maxHandleBytesPerRun, "max-handle-bytes-per-run", 64<<20, "`bytes` one run's handles may hold: each handle's value, label, source, kind and label source (handle_limit_reached past it); 0 means no cap")
+	fs.IntVar(&o.maxCallsPerRun, "max-calls-per-run", 10000, "calls one run's call log may hold; every further tool call or describe_handle answers call_limit_reached (409); 0 means no cap")
 	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
@@ -227,6 +231,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	d := &handlers.Deps{
 		Logger:           log,
 		MaxHandlesPerRun: o.maxHandlesPerRun,
+		MaxCallsPerRun:   o.maxCallsPerRun,
 		MaxRequestBytes:  o.maxRequestBytes,
 		RunTTL:           o.runTTL,
 		AuditArgShape:    o.auditArgShape,
@@ -247,11 +252,14 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 		d.Config, d.LoomPath = cfg, cfg.CLIPath
 		hostPath, set := os.LookupEnv("PATH")
 		d.Env = loom.Env(cfg, hostPath, set)
+		// A call keeps its slot, and its deadline, until loom's output
+		// is measured, not only while the process lives.
+		d.Slots = loom.NewLimiter(o.maxConcurrentLoom, o.busyWait)
+		d.CommandTimeout = o.commandTimeout
 		d.Runner = loom.New(loom.Options{
-			Timeout:       o.commandTimeout,
-			MaxStdout:     o.maxStdoutBytes,
-			MaxConcurrent: o.maxConcurrentLoom,
-			QueueWait:     o.busyWait,
+			Timeout:   o.commandTimeout,
+			MaxStdout: o.maxStdoutBytes,
+			Limiter:   d.Slots,
 		})
 		d.Tools = loom.Tools
 		if len(o.allowTools) > 0 {
@@ -314,6 +322,13 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	if o.maxConnections < 0 {
 		return nil, usagef("--max-connections must be positive (0: the default)")
 	}
+	if o.maxCallsPerRun < 0 {
+		return nil, usagef("--max-calls-per-run must not be negative (0: no cap)")
+	}
+	if o.maxHandleBytesPerRun < 0 {
+		return nil, usagef("--max-handle-bytes-per-run must not be negative (0: no cap)")
+	}
+	d.MaxHandleBytesPerRun = o.maxHandleBytesPerRun
 	return d, nil
 }
 
@@ -343,10 +358,11 @@ func listenHost(addr string) (net.Listener, error) {
 // newServer is one listener's server. Its write deadline runs from the end
 // of a request's headers, so it covers everything a call may take before
 // its answer is written: the body (--read-timeout), the wait for a loom
-// slot (--busy-wait), loom itself (--command-timeout), and a margin for
-// WaitDelay and measuring. The server's own errors (accept failures, TLS,
-// panics it recovered) go to the gateway's log as JSON, not to stderr.
-// conns learns from it which connections are idle.
+// slot (--busy-wait), loom and the measuring of its output
+// (--command-timeout, which bounds both), and a margin for WaitDelay. The
+// server's own errors (accept failures, TLS, panics it recovered) go to the
+// gateway's log as JSON, not to stderr. conns learns from it which
+// connections are idle.
 func newServer(h http.Handler, o *options, conns *connLimit, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

@@ -46,6 +46,7 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 		Runner:           loom.New(loom.Options{Timeout: 30 * time.Second, MaxConcurrent: 2 * runs}),
 		Tools:            loom.Tools,
 		MaxHandlesPerRun: 100000,
+		MaxCallsPerRun:   0, // one run per client for the whole burst: no cap
 		MaxRequestBytes:  1 << 20,
 		RunTTL:           time.Hour,
 		HostToken:        hostToken,

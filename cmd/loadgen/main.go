@@ -480,6 +480,8 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 		"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0", "--host-token-file", tokenPath,
 		"--loom-retrieval-config", cfgPath, "--log-format", "json",
 		"--max-concurrent-loom", fmt.Sprint(2 * c.clients),
+		// One run per client for the whole burst: no call-log cap.
+		"--max-calls-per-run", "0",
 	}
 	args = append(args, c.gatewayArgs...)
 	// The log goes to a file the gateway writes itself, so that draining

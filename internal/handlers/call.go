@@ -26,10 +26,17 @@ type call struct {
 
 // beginOutput takes the run's next output number: every tool output of a
 // run, errors and describe_handle included, gets one (Gateway decision 7).
+// A run whose call log holds MaxCallsPerRun calls is refused first, with
+// errCallLimit: no output number, no process, nothing appended. The count
+// is the run as auth read it for this request, so calls still in flight
+// then may take the log a little past the cap (docs/SECURITY.md).
 func (d *Deps) beginOutput(ctx context.Context, tool string) (*call, error) {
 	run, ok := runFrom(ctx)
 	if !ok {
 		return nil, errUnauthorized
+	}
+	if d.MaxCallsPerRun > 0 && run.Calls >= d.MaxCallsPerRun {
+		return nil, errCallLimit
 	}
 	n, err := d.Store.NextOutput(ctx, run.ID)
 	if err != nil {
@@ -113,7 +120,17 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 		return nil, d.fail(ctx, c, goneIsCancelled(err))
 	}
 
-	out, err := d.Runner.Run(ctx, argv, d.Env)
+	// The process and the reading of its output run under one loom slot
+	// and one deadline (loomStage).
+	stage, end, err := d.loomStage(ctx)
+	if err != nil {
+		if errors.Is(err, loom.ErrCancelled) {
+			err = errCancelled
+		}
+		return nil, d.fail(ctx, c, err)
+	}
+	defer end()
+	out, err := d.Runner.Run(stage, argv, d.Env)
 	if err == nil || out.Duration > 0 {
 		c.loomTime = &out.Duration
 	}
@@ -124,30 +141,44 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 	if err != nil {
 		if context.Cause(ctx) == errCancelled || errors.Is(err, loom.ErrCancelled) {
-			err = errCancelled
+			err = stageEnded(stage)
 		}
 		return nil, d.fail(ctx, c, err)
 	}
 	code := out.ExitCode
 	c.exitCode = &code
 	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), out)
+	if err == nil && stage.Err() != nil {
+		err = stageEnded(stage)
+	}
 	if err != nil {
 		return nil, d.fail(ctx, c, err)
 	}
-	rows, envelope, err := loom.Split(tool, payload)
+	rows, more, envelope, err := loom.SplitContext(stage, tool, payload, ifc.MaxMeasuredRows)
 	if err != nil {
+		if stage.Err() != nil {
+			err = stageEnded(stage)
+		}
 		return nil, d.fail(ctx, c, err)
 	}
-
-	res := ifc.Measure(ifc.Input{
+	if d.beforeMeasure != nil {
+		d.beforeMeasure(stage)
+	}
+	res, err := ifc.MeasureContext(stage, ifc.Input{
 		OutputID:  c.outputID,
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
 		Rows:      rows,
+		More:      more,
 		Envelope:  envelope,
 		Ceiling:   ceiling,
 		Unlabeled: ifc.LabelForUnlabeledRow(run.ModelContext, d.Config.UnlabeledRowLabel),
 	})
+	if err != nil {
+		return nil, d.fail(ctx, c, stageEnded(stage))
+	}
+	end()
+
 	handles, err := d.mint(ctx, c, res)
 	if err != nil {
 		return nil, d.fail(ctx, c, goneIsCancelled(err))
@@ -160,6 +191,37 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 	d.record(ctx, c, callRecord(c, res, handles, d.now()))
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
+}
+
+// loomStage begins a call's loom stage: the process and the reading of its
+// output (Interpret, Split, Measure). It takes a slot of Slots, waiting as
+// the Limiter says (loom.ErrBusy, loom.ErrCancelled), and the stage must
+// end within CommandTimeout of taking it: the returned context expires then
+// with cause loom.ErrTimeout. end gives the slot back; calling it again
+// does nothing.
+func (d *Deps) loomStage(ctx context.Context) (stage context.Context, end func(), err error) {
+	release := func() {}
+	if d.Slots != nil {
+		if release, err = d.Slots.Acquire(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if d.CommandTimeout <= 0 {
+		return ctx, release, nil
+	}
+	stage, stop := context.WithTimeoutCause(ctx, d.CommandTimeout, loom.ErrTimeout)
+	return stage, func() { stop(); release() }, nil
+}
+
+// stageEnded is the error of a call whose loom stage ended before its
+// output was measured: its deadline passed (loom.ErrTimeout, which is
+// command_failed, as a process timeout), or the client went away or the
+// run was deleted (cancelled).
+func stageEnded(stage context.Context) error {
+	if context.Cause(stage) == loom.ErrTimeout {
+		return loom.ErrTimeout
+	}
+	return errCancelled
 }
 
 // mint registers the admitted entries in the run's handle table, in one
@@ -183,7 +245,8 @@ func (d *Deps) mint(ctx context.Context, c *call, res ifc.Result) ([]string, err
 	if err := context.Cause(ctx); err == errCancelled {
 		return nil, errCancelled
 	}
-	return d.Store.Mint(context.WithoutCancel(ctx), c.run.ID, refs, d.MaxHandlesPerRun)
+	lim := store.MintLimits{Handles: d.MaxHandlesPerRun, Bytes: d.MaxHandleBytesPerRun}
+	return d.Store.Mint(context.WithoutCancel(ctx), c.run.ID, refs, lim)
 }
 
 func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.Call {

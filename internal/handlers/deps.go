@@ -37,7 +37,7 @@ type RunStore interface {
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	Calls(ctx context.Context, id string) ([]store.Call, error)
-	Mint(ctx context.Context, id string, refs []store.Referent, max int) ([]string, error)
+	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
 	PutResult(ctx context.Context, id string, res store.Result) error
@@ -54,12 +54,30 @@ type Deps struct {
 	Config *loom.Config
 	// Env is the child environment built from Config (loom.Env).
 	Env []string
+	// Slots, when set, bounds the calls in their loom stage: a call takes
+	// a slot before its process starts and keeps it until its output is
+	// measured (--max-concurrent-loom, --busy-wait). Runner must then take
+	// no slot of its own (loom.Options.Limiter). Nil: only the Runner
+	// bounds anything.
+	Slots *loom.Limiter
+	// CommandTimeout bounds a call's loom stage, the process and the
+	// measuring of its output, from the moment it takes its slot
+	// (--command-timeout); past it the call answers command_failed. Zero:
+	// only the Runner's own timeout.
+	CommandTimeout time.Duration
 	// Tools is the set of tools the gateway offers (--allow-tool).
 	Tools []loom.Tool
 	// MaxConfidentiality is the process-wide ceiling (--max-confidentiality).
 	MaxConfidentiality ifc.Ceiling
 	// MaxHandlesPerRun caps a run's handle table; 0 means no cap.
 	MaxHandlesPerRun int
+	// MaxHandleBytesPerRun caps the bytes a run's handle table holds
+	// (store.ReferentBytes summed); 0 means no cap.
+	MaxHandleBytesPerRun int64
+	// MaxCallsPerRun caps a run's call log: a run whose log holds this
+	// many calls refuses every further output (call_limit_reached) before
+	// it takes an output number. 0 means no cap.
+	MaxCallsPerRun int
 	// MaxConcurrentPerRun caps the tool calls one run has in flight on
 	// this replica; one more answers busy at once. 0 means no cap.
 	MaxConcurrentPerRun int
@@ -81,6 +99,9 @@ type Deps struct {
 	AuditArgShape bool
 
 	inflight inflight
+	// beforeMeasure, when set (tests), runs in a call's loom stage, under
+	// its slot and deadline, just before its output is measured.
+	beforeMeasure func(stage context.Context)
 }
 
 func (d *Deps) maxRequestBytes() int64 {

@@ -88,6 +88,10 @@ type gatewayOptions struct {
 	HostToken          string
 	MaxRequestBytes    int64
 	MaxHandlesPerRun   int
+	// MaxHandleBytesPerRun caps the bytes each run's handles hold.
+	MaxHandleBytesPerRun int64
+	// MaxCallsPerRun caps each run's call log.
+	MaxCallsPerRun int
 	// MaxConcurrentPerRun caps each run's tool calls in flight.
 	MaxConcurrentPerRun int
 	// WrapStore, when set, wraps the memory store the handlers use.
@@ -142,6 +146,8 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		AuditArgShape:    opts.AuditArgShape,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
+	d.MaxCallsPerRun = opts.MaxCallsPerRun
+	d.MaxHandleBytesPerRun = opts.MaxHandleBytesPerRun
 	if opts.Registry != nil {
 		m, err := NewMetrics(opts.Registry, fake, rs)
 		if err != nil {

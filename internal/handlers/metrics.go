@@ -117,13 +117,13 @@ func NewMetrics(reg prometheus.Registerer, runner Runner, st RunStore) (*Metrics
 	cs := []prometheus.Collector{
 		m.calls, m.callDuration, m.loomDuration, m.rowsAdmitted, m.rowsWithheld, m.rowsOmitted,
 		m.handlesMinted, m.storeErrors, m.requests, m.requestDuration,
-		gauge("loom_processes_in_flight", "Loom processes holding a slot.", func() float64 {
+		gauge("loom_processes_in_flight", "Calls holding a loom slot: a loom process alive, or its output being measured.", func() float64 {
 			if load == nil {
 				return 0
 			}
 			return float64(load.InFlight())
 		}),
-		gauge("loom_processes_queued", "Calls waiting for a loom process slot.", func() float64 {
+		gauge("loom_processes_queued", "Calls waiting for a loom slot.", func() float64 {
 			if load == nil {
 				return 0
 			}
@@ -348,8 +348,8 @@ func (s *countingStore) Calls(ctx context.Context, id string) ([]store.Call, err
 	return cs, err
 }
 
-func (s *countingStore) Mint(ctx context.Context, id string, refs []store.Referent, max int) ([]string, error) {
-	toks, err := s.st.Mint(ctx, id, refs, max)
+func (s *countingStore) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
+	toks, err := s.st.Mint(ctx, id, refs, lim)
 	s.m.storeError(ctx, "mint", err)
 	return toks, err
 }

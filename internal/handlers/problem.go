@@ -51,7 +51,8 @@ var codes = map[string]codeInfo{
 	"contested":               {409, "Person contested", "Loom resolved more than one live person for the lookup."},
 	"run_exists":              {409, "Run exists", "A run with this id exists."},
 	"result_exists":           {409, "Result exists", "This run already has a result."},
-	"handle_limit_reached":    {409, "Handle limit reached", "The run holds the maximum number of handles."},
+	"handle_limit_reached":    {409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes."},
+	"call_limit_reached":      {409, "Call limit reached", "The run's call log holds the maximum number of calls."},
 	"request_too_large":       {413, "Request too large", "The request body is larger than the gateway accepts."},
 	"unsupported_media_type":  {415, "Unsupported media type", "The request body must be application/json."},
 	"unheld_handle":           {422, "Unheld handle", "The result names a handle this run does not hold."},
@@ -78,6 +79,7 @@ var (
 	errRequestTooLarge  = errors.New("handlers: request too large")
 	errUnsupportedMedia = errors.New("handlers: unsupported media type")
 	errRequestTimeout   = errors.New("handlers: request body timed out")
+	errCallLimit        = errors.New("handlers: call limit reached")
 )
 
 // inputError is invalid input found by the gateway itself (the validator,
@@ -157,6 +159,8 @@ func codeOf(err error) string {
 		return "result_exists"
 	case errors.Is(err, store.ErrHandleLimit):
 		return "handle_limit_reached"
+	case errors.Is(err, errCallLimit):
+		return "call_limit_reached"
 	case errors.Is(err, store.ErrRunLimit):
 		return "run_limit_reached"
 	case errors.Is(err, store.ErrStoreUnavailable):

@@ -59,6 +59,7 @@ func TestToProblem(t *testing.T) {
 		{"result exists", store.ErrResultExists, want{Status: 409, Code: "result_exists"}},
 		{"handle limit", &callError{OutputID: "r:loom_search:4", Err: store.ErrHandleLimit},
 			want{Status: 409, Code: "handle_limit_reached", OutputID: "r:loom_search:4"}},
+		{"call limit", errCallLimit, want{Status: 409, Code: "call_limit_reached"}},
 		{"request too large", errRequestTooLarge, want{Status: 413, Code: "request_too_large"}},
 		{"unsupported media type", errUnsupportedMedia, want{Status: 415, Code: "unsupported_media_type"}},
 		{"unheld handle", fmt.Errorf("result: %w", result.ErrUnheldHandle), want{Status: 422, Code: "unheld_handle"}},

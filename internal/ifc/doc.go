@@ -29,7 +29,11 @@
 //     top-level ifc member is removed and long strings are cut. Input is read
 //     as JSON.parse reads it: a repeated member name keeps its first
 //     position and its last value, invalid UTF-8 becomes U+FFFD.
-//   - Measure never decodes a row after the first one that does not fit.
+//   - Measure never decodes a row after the first one that does not fit,
+//     nor one past MaxMeasuredRows. Its memory stays within a small factor
+//     of its input: a label over MaxLabelBytes, or a row over
+//     MaxTreeRowBytes that repeats a member name, is unreadable and is not
+//     parsed. MeasureContext stops at its context's deadline.
 //
 // The package refuses to:
 //

@@ -248,8 +248,8 @@ func ParseLabel(data []byte) (Label, error) {
 // query label (LabelForUnlabeledRow). A non-nil error means the label is
 // unreadable and the row must be withheld; it is always reported with
 // present set, so an unreadable label is never mistaken for an absent one.
-// A row that is not a JSON object, or not valid JSON, is unreadable. Errors
-// are *LabelError.
+// A row that is not a JSON object, or not valid JSON, is unreadable, and so
+// is a label of more than MaxLabelBytes. Errors are *LabelError.
 func ReadRowLabel(row jsontext.Value) (l Label, present bool, err error) {
 	var e emitter
 	r, err := e.row(row, true, -1)
@@ -266,8 +266,20 @@ func ReadRowLabel(row jsontext.Value) (l Label, present bool, err error) {
 	return l, true, err
 }
 
+// MaxLabelBytes bounds the JSON text of a row's label (its ifc member, as
+// loom wrote it). A longer label is unreadable and is not parsed: reading
+// one costs tens of times its text (a node, a clause and a compiled clause
+// each), loom's facet labels are a few atoms of a few hundred bytes, and
+// one of string atoms, whose types are themselves, would disclose more
+// than the whole result's 48,000 units can hold. Withholding it is the
+// fail-closed direction (docs/DEVIATIONS.md).
+const MaxLabelBytes = 64 << 10
+
 // readIFC reads the raw value of an ifc member.
 func readIFC(raw []byte) (Label, error) {
+	if len(raw) > MaxLabelBytes {
+		return Label{}, &LabelError{Path: "ifc", Reason: "too large"}
+	}
 	n, err := parseTree(raw)
 	if err != nil {
 		return Label{}, &LabelError{Path: "ifc", Reason: "invalid JSON"}

@@ -14,7 +14,7 @@
 //	argv, err := BuildArgv(cfg, tool, input) // pure; every refusal happens here
 //	out, err := cli.Run(ctx, argv, Env(cfg, path, set))
 //	payload, err := Interpret(tool, PersonLookup(tool, input), out)
-//	rows, envelope, err := Split(tool, payload)
+//	rows, envelope, err := Split(tool, payload) // or SplitContext, bounded
 //
 // What the package guarantees:
 //
@@ -38,6 +38,11 @@
 //     Options.WaitDelay.
 //   - At most Options.MaxConcurrent commands are alive at once; a call
 //     waits up to Options.QueueWait for a slot, then fails with ErrBusy.
+//     With Options.Limiter the caller takes the slot (Limiter.Acquire)
+//     and keeps it past Run while it reads the output, so the Limiter
+//     bounds the calls that run loom or read its output.
+//   - SplitContext keeps a bounded number of rows (the rest are counted)
+//     and stops at its context's deadline.
 //   - No error message carries host text: not stderr, not a path, not an
 //     OS error string, not argv, not payload text, not a rejected input
 //     value. Causes kept for logs (StartError.Err, ConfigError.Err) are

@@ -34,6 +34,13 @@ type Options struct {
 	// QueueWait is how long a call waits for a free slot before ErrBusy;
 	// negative means not at all.
 	QueueWait time.Duration
+	// Limiter, when set, holds the slots instead, and the caller takes
+	// them: Run takes none, and its caller takes one of Limiter's before
+	// Run and keeps it until it is done with the Output (package handlers
+	// measures the output under it). MaxConcurrent and QueueWait are then
+	// unused. Nil means Run takes a slot of a Limiter of its own, of
+	// MaxConcurrent and QueueWait, for the process's lifetime.
+	Limiter *Limiter
 	// WaitDelay bounds how long Run waits, after the process exits, for
 	// stdout to close (a grandchild may hold it open).
 	WaitDelay time.Duration
@@ -42,10 +49,10 @@ type Options struct {
 // CLI runs loom commands. It is safe for concurrent use; the zero value is
 // not usable, build one with New.
 type CLI struct {
-	opts     Options
-	slots    chan struct{}
-	inFlight atomic.Int64
-	queued   atomic.Int64
+	opts  Options
+	slots *Limiter
+	// held: the caller holds a slot of slots around Run (Options.Limiter).
+	held bool
 }
 
 // New returns a CLI with opts, zero fields replaced by the defaults.
@@ -65,7 +72,10 @@ func New(opts Options) *CLI {
 	if opts.WaitDelay <= 0 {
 		opts.WaitDelay = DefaultWaitDelay
 	}
-	return &CLI{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent)}
+	if opts.Limiter != nil {
+		return &CLI{opts: opts, slots: opts.Limiter, held: true}
+	}
+	return &CLI{opts: opts, slots: NewLimiter(opts.MaxConcurrent, opts.QueueWait)}
 }
 
 // Output is what a command that ran to an exit left: its whole stdout, its
@@ -77,11 +87,12 @@ type Output struct {
 	Duration time.Duration
 }
 
-// InFlight returns the number of calls holding a process slot.
-func (c *CLI) InFlight() int64 { return c.inFlight.Load() }
+// InFlight returns the number of calls holding a process slot: with
+// Options.Limiter, those whose output is still being read included.
+func (c *CLI) InFlight() int64 { return c.slots.InFlight() }
 
 // Queued returns the number of calls waiting for a process slot.
-func (c *CLI) Queued() int64 { return c.queued.Load() }
+func (c *CLI) Queued() int64 { return c.slots.Queued() }
 
 // Run executes argv with exactly env as the environment and returns its
 // Output. Any exit, zero or not, is an Output with a nil error; reading it
@@ -89,6 +100,8 @@ func (c *CLI) Queued() int64 { return c.queued.Load() }
 // directly, never through a shell or a PATH lookup, with stdin and stderr on
 // the null device, in a process group of its own. When the process exits,
 // whatever is left of its group is killed.
+//
+// With Options.Limiter, Run takes no slot: the caller holds one.
 //
 // Errors, each with a fixed message:
 //   - ErrCancelled: ctx was done before the call got a slot or started, or
@@ -110,10 +123,12 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	if len(argv) == 0 || !isAbs(argv[0]) {
 		return failed, &StartError{Err: errors.New("loom: argv[0] is not an absolute path")}
 	}
-	if err := c.acquire(ctx); err != nil {
-		return failed, err
+	if !c.held {
+		if err := c.slots.acquire(ctx); err != nil {
+			return failed, err
+		}
+		defer c.slots.release()
 	}
-	defer c.release()
 
 	start := time.Now()
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -180,37 +195,6 @@ var devNull = sync.OnceValue(func() *os.File {
 	}
 	return f
 })
-
-// acquire takes a process slot, waiting up to QueueWait.
-func (c *CLI) acquire(ctx context.Context) error {
-	select {
-	case c.slots <- struct{}{}:
-		c.inFlight.Add(1)
-		return nil
-	default:
-	}
-	if c.opts.QueueWait < 0 {
-		return ErrBusy
-	}
-	c.queued.Add(1)
-	defer c.queued.Add(-1)
-	t := time.NewTimer(c.opts.QueueWait)
-	defer t.Stop()
-	select {
-	case c.slots <- struct{}{}:
-		c.inFlight.Add(1)
-		return nil
-	case <-ctx.Done():
-		return ErrCancelled
-	case <-t.C:
-		return ErrBusy
-	}
-}
-
-func (c *CLI) release() {
-	c.inFlight.Add(-1)
-	<-c.slots
-}
 
 // killGroup sends SIGKILL to the process group pgid leads. A group already
 // gone is os.ErrProcessDone, which exec.Cmd does not report as an error.

@@ -549,7 +549,7 @@ func TestNewDefaults(t *testing.T) {
 	if c.opts != want {
 		t.Errorf("New(Options{}) options = %+v, want %+v", c.opts, want)
 	}
-	if cap(c.slots) != DefaultMaxConcurrent {
-		t.Errorf("slots = %d", cap(c.slots))
+	if cap(c.slots.slots) != DefaultMaxConcurrent {
+		t.Errorf("slots = %d", cap(c.slots.slots))
 	}
 }

@@ -2,6 +2,8 @@ package loom
 
 import (
 	"bytes"
+	"context"
+	"math"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -34,27 +36,59 @@ import (
 // The payload is read in one validating pass over its bytes with
 // ifc.Scanner (nothing is copied) and only the rows' boundaries are kept.
 func Split(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
+	rows, _, envelope, err = SplitContext(context.Background(), tool, payload, -1)
+	return rows, envelope, err
+}
+
+// SplitContext is Split that keeps only the first keep rows (all when keep
+// is negative) and counts the others in more, and that gives up once ctx is
+// done, returning ctx.Err(); it looks at ctx every checkRows rows. Measure
+// never reaches past ifc.MaxMeasuredRows rows, so a caller that keeps that
+// many holds a few kilobytes of row boundaries where a payload of millions
+// of tiny rows (a 2-byte row has a 24-byte boundary) would need gigabytes.
+func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (rows []jsontext.Value, more int, envelope jsontext.Value, err error) {
 	payload = bytes.Trim(payload, " \t\r\n")
+	if keep < 0 {
+		keep = math.MaxInt
+	}
+	l := rowList{keep: keep}
 	switch tool {
 	case Search:
-		return splitList(payload, "hits", "query", "source_status", "warnings", "truncated")
+		envelope, err = splitList(ctx, &l, payload, "hits", "query", "source_status", "warnings", "truncated")
 	case PageDiscover:
-		return splitList(payload, "pages", "totalPages", "omittedViews")
+		envelope, err = splitList(ctx, &l, payload, "pages", "totalPages", "omittedViews")
 	case CalendarList:
 		var s ifc.Scanner
 		s.Reset(payload)
-		rows, err := elements(&s, nil, 0)
-		if err != nil || !s.AtEnd() {
-			return nil, nil, ErrMalformedPayload
+		err = l.elements(ctx, &s, 0)
+		switch {
+		case err != nil && err == ctx.Err():
+		case err != nil || !s.AtEnd():
+			err = ErrMalformedPayload
 		}
-		return rows, nil, nil
 	case PageInspect, PageRead, People, Context, Profile:
 		if len(payload) == 0 || payload[0] != '{' || !validPayload(payload) {
-			return nil, nil, ErrMalformedPayload
+			return nil, 0, nil, ErrMalformedPayload
 		}
-		return []jsontext.Value{jsontext.Value(payload)}, nil, nil
+		return []jsontext.Value{jsontext.Value(payload)}, 0, nil, nil
+	default:
+		return nil, 0, nil, ErrUnknownTool
 	}
-	return nil, nil, ErrUnknownTool
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if len(l.rows) == 0 {
+		l.rows = nil
+	}
+	return l.rows, l.more, envelope, nil
+}
+
+// rowList is the rows read so far: the first keep, and a count of the
+// others.
+type rowList struct {
+	rows []jsontext.Value
+	more int
+	keep int
 }
 
 // maxEnvelopeKeys bounds the envelope keys of a list payload.
@@ -62,14 +96,13 @@ const maxEnvelopeKeys = 4
 
 // splitList splits an object payload whose list member holds the rows and
 // whose envelope keys are picked.
-func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.Value, jsontext.Value, error) {
+func splitList(ctx context.Context, l *rowList, payload []byte, list string, envelopeKeys ...string) (jsontext.Value, error) {
 	var s ifc.Scanner
 	s.Reset(payload)
 	if s.Peek() != '{' {
-		return nil, nil, ErrMalformedPayload
+		return nil, ErrMalformedPayload
 	}
 	s.Advance()
-	var rows []jsontext.Value
 	isArray := false // the last list member seen is an array
 	var last [maxEnvelopeKeys]jsontext.Value
 	var order [maxEnvelopeKeys]int
@@ -78,7 +111,7 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 	for c != '}' {
 		name, err := s.Name()
 		if err != nil {
-			return nil, nil, ErrMalformedPayload
+			return nil, ErrMalformedPayload
 		}
 		key := -2 // another member
 		if isName(name, list) {
@@ -94,14 +127,18 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 		switch {
 		case key == -1 && s.Peek() == '[':
 			// A repeated list member replaces the rows read so far.
-			if rows, err = elements(&s, rows[:0], 1); err != nil {
-				return nil, nil, ErrMalformedPayload
+			l.rows, l.more = l.rows[:0], 0
+			if err = l.elements(ctx, &s, 1); err != nil {
+				if err == ctx.Err() { // never nil here
+					return nil, err
+				}
+				return nil, ErrMalformedPayload
 			}
 			isArray = true
 		default:
 			v, err := s.Value(1)
 			if err != nil {
-				return nil, nil, ErrMalformedPayload
+				return nil, ErrMalformedPayload
 			}
 			if key == -1 {
 				isArray = false
@@ -118,19 +155,16 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 		case ',':
 			s.Advance()
 			if c = s.Peek(); c == '}' {
-				return nil, nil, ErrMalformedPayload // a trailing comma
+				return nil, ErrMalformedPayload // a trailing comma
 			}
 		case '}':
 		default:
-			return nil, nil, ErrMalformedPayload
+			return nil, ErrMalformedPayload
 		}
 	}
 	s.Advance()
 	if !s.AtEnd() || !isArray {
-		return nil, nil, ErrMalformedPayload
-	}
-	if len(rows) == 0 {
-		rows = nil
+		return nil, ErrMalformedPayload
 	}
 	size := len("{}")
 	for _, k := range order[:n] {
@@ -145,7 +179,7 @@ func splitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.
 		env = append(env, ':')
 		env = append(env, last[k]...)
 	}
-	return rows, append(env, '}'), nil
+	return append(env, '}'), nil
 }
 
 // isName reports whether the raw JSON string name (quotes included) reads
@@ -162,34 +196,49 @@ func isName(name []byte, want string) bool {
 	return err == nil && string(s) == want
 }
 
+// checkRows is how many rows SplitContext reads between two looks at its
+// context; a power of two.
+const checkRows = 1024
+
 // elements reads the array next in s, which sits inside depth open arrays
-// and objects, appending its elements to rows.
-func elements(s *ifc.Scanner, rows []jsontext.Value, depth int) ([]jsontext.Value, error) {
+// and objects, adding its elements to l. It returns ctx.Err() once ctx is
+// done.
+func (l *rowList) elements(ctx context.Context, s *ifc.Scanner, depth int) error {
 	if s.Peek() != '[' {
-		return nil, errNotArray
+		return errNotArray
 	}
 	s.Advance()
 	if s.Peek() == ']' {
 		s.Advance()
-		return rows, nil
+		return nil
 	}
-	for {
+	for n := 0; ; n++ {
 		v, err := s.Value(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if len(rows) == cap(rows) { // double: append grows large slices by a quarter
-			rows = slices.Grow(rows, max(len(rows), 64))
+		if n&(checkRows-1) == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		rows = append(rows, v)
+		switch {
+		case len(l.rows) >= l.keep:
+			l.more++
+		case len(l.rows) == cap(l.rows): // double: append grows large slices by a quarter
+			l.rows = slices.Grow(l.rows, max(len(l.rows), 64))
+			fallthrough
+		default:
+			l.rows = append(l.rows, v)
+		}
 		switch s.Peek() {
 		case ',':
 			s.Advance()
 		case ']':
 			s.Advance()
-			return rows, nil
+			return nil
 		default:
-			return nil, errSyntax
+			return errSyntax
 		}
 	}
 }

@@ -59,7 +59,7 @@ func filled(b *testing.B, rs []store.Referent) (*store.Memory, []string) {
 	benchRun(b, m, "run-1")
 	toks := make([]string, 0, len(rs))
 	for i := 0; i < len(rs); i += 50 {
-		t, err := m.Mint(context.Background(), "run-1", rs[i:min(i+50, len(rs))], 0)
+		t, err := m.Mint(context.Background(), "run-1", rs[i:min(i+50, len(rs))], store.MintLimits{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkMint(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				lo := i % (sz.n - 50)
-				if _, err := m.Mint(ctx, "run-1", rs[lo:lo+50], 0); err != nil {
+				if _, err := m.Mint(ctx, "run-1", rs[lo:lo+50], store.MintLimits{}); err != nil {
 					b.Fatal(err)
 				}
 				i += 50

@@ -198,7 +198,7 @@ func TestMintCollisionPreInserted(t *testing.T) {
 	// The first two derivations of c's token are held by other referents.
 	preInsert(t, m, id, MintToken(id, ident, 0), testRef(100))
 	preInsert(t, m, id, MintToken(id, ident, 1), testRef(101))
-	toks, err := m.Mint(ctx, id, []Referent{c, testRef(100)}, 0)
+	toks, err := m.Mint(ctx, id, []Referent{c, testRef(100)}, MintLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestMintCollisionPreInserted(t *testing.T) {
 	if want := MintToken(id, ident, 0); toks[1] != want {
 		t.Errorf("Mint(holder of attempt 0) = %q, want its held %q", toks[1], want)
 	}
-	again, err := m.Mint(ctx, id, []Referent{c}, 0)
+	again, err := m.Mint(ctx, id, []Referent{c}, MintLimits{})
 	if err != nil || again[0] != toks[0] {
 		t.Errorf("re-Mint(c) = %q, %v, want %q", again, err, toks[0])
 	}
@@ -261,7 +261,7 @@ func TestMintCollisionNatural(t *testing.T) {
 			m := newTestRun(t, id)
 			got := map[string]string{}
 			for _, batch := range tt.batches {
-				toks, err := m.Mint(ctx, id, batch, 0)
+				toks, err := m.Mint(ctx, id, batch, MintLimits{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,10 +289,10 @@ func TestMintHandleLimitWithCollision(t *testing.T) {
 	const id = "run-birthday"
 	a, b := collidingPair(t, id)
 	m := newTestRun(t, id)
-	if _, err := m.Mint(ctx, id, []Referent{a, b, testRef(-1)}, 2); err != ErrHandleLimit {
+	if _, err := m.Mint(ctx, id, []Referent{a, b, testRef(-1)}, MintLimits{Handles: 2}); err != ErrHandleLimit {
 		t.Fatalf("Mint(3 new, max 2) = %v, want ErrHandleLimit", err)
 	}
-	toks, err := m.Mint(ctx, id, []Referent{b}, 2)
+	toks, err := m.Mint(ctx, id, []Referent{b}, MintLimits{Handles: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

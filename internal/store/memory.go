@@ -138,6 +138,7 @@ func (m *Memory) CreateRun(_ context.Context, r Run) error {
 	}
 	nr := &memRun{run: cloneRun(r)}
 	nr.run.Seq, nr.run.Calls, nr.run.Handles, nr.run.HasResult = 0, 0, 0, false
+	nr.run.HandleBytes = 0
 	m.runs[r.ID] = nr
 	m.byToken[r.TokenHash] = nr
 	return nil
@@ -256,16 +257,24 @@ func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
 }
 
 // Calls returns a copy of the run's call log in order, or ErrRunNotFound.
+// Under the lock it only takes the log's slice header, capped at its
+// length: a stored record is never written again (AppendCall stores a copy
+// and only appends past the end), so the deep copy is made after the lock
+// is released, and a long log does not hold up the store.
 func (m *Memory) Calls(_ context.Context, id string) ([]Call, error) {
 	now := m.now()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r, err := m.live(id, now)
+	var log []Call
+	if err == nil {
+		log = r.calls[:len(r.calls):len(r.calls)]
+	}
+	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Call, len(r.calls))
-	for i, c := range r.calls {
+	out := make([]Call, len(log))
+	for i, c := range log {
 		out[i] = cloneCall(c)
 	}
 	return out, nil
@@ -275,7 +284,7 @@ func (m *Memory) Calls(_ context.Context, id string) ([]Call, error) {
 // order (see Store.Mint). Identities are compared by the SHA-256 of the
 // run id and Identity. It returns ErrRunNotFound, or ErrHandleLimit with nothing
 // registered.
-func (m *Memory) Mint(_ context.Context, id string, refs []Referent, max int) ([]string, error) {
+func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLimits) ([]string, error) {
 	// Hash outside the lock; under it only the table is consulted. The
 	// preimage of a first-attempt token, runID "\x00" Identity, also
 	// identifies the referent within the run, so its digest is both the
@@ -339,8 +348,20 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, max int) ([
 		fresh = append(fresh, i)
 		freshToken = append(freshToken, tok)
 	}
-	if max > 0 && len(fresh) > 0 && len(r.handles)+len(fresh) > max {
-		return nil, ErrHandleLimit
+	if len(fresh) > 0 {
+		if lim.Handles > 0 && len(r.handles)+len(fresh) > lim.Handles {
+			return nil, ErrHandleLimit
+		}
+		if lim.Bytes > 0 {
+			held := r.run.HandleBytes
+			for _, i := range fresh {
+				// Stops at the first referent past the cap, so held
+				// cannot overflow.
+				if held += ReferentBytes(refs[i]); held > lim.Bytes {
+					return nil, ErrHandleLimit
+				}
+			}
+		}
 	}
 
 	if len(fresh) > 0 && r.ids == nil {
@@ -355,6 +376,7 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, max int) ([
 		r.handles = append(r.handles, ref)
 		r.ids[keys[i]] = j
 		r.tokens[freshToken[f]] = j
+		r.run.HandleBytes += ReferentBytes(ref)
 	}
 	r.run.Handles = len(r.handles)
 

@@ -43,7 +43,8 @@ const DefaultRedisPrefix = "loom-gateway:"
 // Cluster keeps a run on one shard (the API's run ids hold no braces):
 //
 //	Prun:{id}      hash: tok (SHA-256 of the run token), created, expires,
-//	               expus, pxat, ceil, tools, mc (model-context label), seq
+//	               expus, pxat, ceil, tools, mc (model-context label), seq,
+//	               hb (the handle table's held bytes, Run.HandleBytes)
 //	Pcalls:{id}    list of call records
 //	Phandles:{id}  hash: 'i'+identity digest -> token suffix,
 //	               't'+token suffix -> referent record
@@ -328,6 +329,8 @@ func decodeRunReply(id string, v any) (Run, error) {
 			r.ModelContext, err = decodeConf([]byte(val))
 		case "seq":
 			r.Seq, err = strconv.ParseInt(val, 10, 64)
+		case "hb":
+			r.HandleBytes, err = strconv.ParseInt(val, 10, 64)
 		}
 	}
 	if err != nil {
@@ -531,30 +534,58 @@ func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
 	return corrupt("append call", errReply)
 }
 
+// callsPage is how many call records one scriptCalls reads.
+const callsPage = 1000
+
 // Calls returns the run's call log in order, or ErrRunNotFound or
-// ErrStoreUnavailable.
+// ErrStoreUnavailable. It reads the log as it stood at the first page, a
+// page (callsPage records) per script, so a long log never holds Redis up
+// in one step; the log only grows while the run lives, so the pages are
+// one consistent prefix. A run deleted, or deleted and recreated, between
+// pages answers ErrRunNotFound.
 func (s *Redis) Calls(ctx context.Context, id string) ([]Call, error) {
 	k := s.keys(id)
-	v, err := s.eval(ctx, false, scriptCalls, []string{k.run, k.calls}, s.nowUS())
-	if err != nil {
-		return nil, fail(ctx, "calls", err)
-	}
-	if n, ok := status(v); ok && n == -1 {
-		return nil, ErrRunNotFound
-	}
-	a, ok := asSlice(v)
-	if !ok || len(a) != 1 {
-		return nil, corrupt("calls", errReply)
-	}
-	recs, ok := asSlice(a[0])
-	if !ok {
-		return nil, corrupt("calls", errReply)
-	}
-	out := make([]Call, len(recs))
-	for i, x := range recs {
-		rec, _ := x.(string)
-		if out[i], err = decodeCall([]byte(rec)); err != nil {
-			return nil, corrupt("calls", err)
+	var (
+		out   []Call
+		tok   string
+		total = -1
+	)
+	for total < 0 || len(out) < total {
+		start := len(out)
+		stop := start + callsPage - 1
+		if total >= 0 {
+			stop = min(stop, total-1)
+		}
+		v, err := s.eval(ctx, false, scriptCalls, []string{k.run, k.calls}, s.nowUS(), start, stop)
+		if err != nil {
+			return nil, fail(ctx, "calls", err)
+		}
+		if n, ok := status(v); ok && n == -1 {
+			return nil, ErrRunNotFound
+		}
+		a, ok := asSlice(v)
+		if !ok || len(a) != 3 {
+			return nil, corrupt("calls", errReply)
+		}
+		t, ok1 := a[0].(string)
+		n, ok2 := status(a[1])
+		recs, ok3 := asSlice(a[2])
+		if !ok1 || !ok2 || !ok3 {
+			return nil, corrupt("calls", errReply)
+		}
+		if total < 0 {
+			tok, total = t, int(n)
+			out = make([]Call, 0, total)
+		} else if t != tok || int(n) < total || len(recs) != stop-start+1 {
+			return nil, ErrRunNotFound // another run under the id now
+		}
+		for _, x := range recs {
+			rec, _ := x.(string)
+			c, err := decodeCall([]byte(rec))
+			if err != nil {
+				return nil, corrupt("calls", err)
+			}
+			out = append(out, c)
 		}
 	}
 	return out, nil
@@ -575,9 +606,10 @@ const (
 // Mint registers refs (Token ignored) in one atomic step and returns their
 // tokens in order (see Store.Mint). It returns ErrRunNotFound,
 // ErrHandleLimit with nothing registered, or ErrStoreUnavailable.
-func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, max int) ([]string, error) {
+func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLimits) ([]string, error) {
 	// Per referent: the dedupe key (the digest of the first-attempt
-	// preimage, as Memory keys it) and the record; candidates follow.
+	// preimage, as Memory keys it), the record and its ReferentBytes
+	// (computed here, so both stores count alike); candidates follow.
 	digests := make([][sha256.Size]byte, len(refs))
 	identities := make([][]byte, len(refs))
 	recs := make([][]byte, len(refs))
@@ -591,11 +623,11 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, max int) (
 	k := s.keys(id)
 	keys := []string{k.run, k.handles, k.order}
 	for cands := s.candidates; ; cands *= 4 {
-		args := make([]any, 0, 3+len(refs)*(2+cands))
-		args = append(args, s.nowUS(), max, cands)
+		args := make([]any, 0, 4+len(refs)*(3+cands))
+		args = append(args, s.nowUS(), lim.Handles, lim.Bytes, cands)
 		for i := range refs {
 			first := suffixOf(&digests[i])
-			args = append(args, digests[i][:], recs[i], first[:])
+			args = append(args, digests[i][:], recs[i], ReferentBytes(refs[i]), first[:])
 			for attempt := 1; attempt < cands; attempt++ {
 				suf := tokenSuffix(id, identities[i], attempt)
 				args = append(args, string(suf[:]))

@@ -79,7 +79,7 @@ func TestRedisMintCollision(t *testing.T) {
 		}
 		var got []string
 		if batched {
-			toks, err := s.Mint(ctx, "run-c", []Referent{a, b, a}, 0)
+			toks, err := s.Mint(ctx, "run-c", []Referent{a, b, a}, MintLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestRedisMintCollision(t *testing.T) {
 			got = toks[:2]
 		} else {
 			for _, r := range []Referent{a, b} {
-				toks, err := s.Mint(ctx, "run-c", []Referent{r}, 0)
+				toks, err := s.Mint(ctx, "run-c", []Referent{r}, MintLimits{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -181,7 +181,7 @@ func TestRedisExpiryEdges(t *testing.T) {
 	if err := s.CreateRun(ctx, Run{ID: "forever", TokenHash: HashToken("f"), CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Mint(ctx, "forever", []Referent{{Kind: "document", Value: []byte(`1`)}}, 0); err != nil {
+	if _, err := s.Mint(ctx, "forever", []Referent{{Kind: "document", Value: []byte(`1`)}}, MintLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	k := s.keys("forever")

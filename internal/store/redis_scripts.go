@@ -144,33 +144,41 @@ if redis.call('RPUSH', KEYS[2], ARGV[2]) == 1 then expireAt(KEYS[1], KEYS[2]) en
 return 0
 `)
 
-// scriptCalls reads the call log. KEYS: run, calls. ARGV: now_us.
+// scriptCalls reads one page of the call log, so that no script works
+// through a whole long log at once. KEYS: run, calls. ARGV: now_us, start,
+// stop (LRANGE indexes, inclusive). Returns {tok, #calls, records}: the
+// token hash tells a page of the same run from one of a run recreated
+// under the id between pages.
 var scriptCalls = runScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
-return {redis.call('LRANGE', KEYS[2], 0, -1)}
+return {redis.call('HGET', KEYS[1], 'tok'), redis.call('LLEN', KEYS[2]),
+  redis.call('LRANGE', KEYS[2], ARGV[2], ARGV[3])}
 `)
 
 // scriptMint registers referents.
 // KEYS: run, handles (hash: 'i'..identity digest -> token suffix,
 // 't'..suffix -> referent record), order (list of suffixes, minting order).
-// ARGV: now_us, max, k, then per referent: digest, record, and k candidate
-// suffixes (MintToken attempts 0..k-1).
+// ARGV: now_us, max handles, max bytes, k, then per referent: digest,
+// record, its bytes (ReferentBytes), and k candidate suffixes (MintToken
+// attempts 0..k-1). The run hash's hb field is the table's held bytes.
 // A held identity keeps its suffix; a new one takes its first candidate
 // that is neither held nor taken earlier in the batch. Returns {0, suffix...},
-// 2 (the new identities would pass max; nothing written) or 3 (some
-// referent ran out of candidates; nothing written, call again with more).
+// 2 (the new identities would pass max handles or max bytes; nothing
+// written) or 3 (some referent ran out of candidates; nothing written, call
+// again with more). Byte counts stay far below 2^53, so exact in Lua.
 var scriptMint = runScript(`
 local run, handles, order = KEYS[1], KEYS[2], KEYS[3]
 if not live(run, ARGV[1]) then return -1 end
-local max, k = tonumber(ARGV[2]), tonumber(ARGV[3])
-local stride = 2 + k
+local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local stride = 3 + k
 local out = {0}
 local fresh, taken, new = {}, {}, {}
-for base = 4, #ARGV, stride do
+local bytes = 0
+for base = 5, #ARGV, stride do
   local digest = ARGV[base]
   local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
   if not tok then
-    for c = base + 2, base + 1 + k do
+    for c = base + 3, base + 2 + k do
       local cand = ARGV[c]
       if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
         tok = cand
@@ -180,15 +188,19 @@ for base = 4, #ARGV, stride do
     if not tok then return 3 end
     fresh[digest], taken[tok] = tok, true
     new[#new + 1] = {digest, ARGV[base + 1], tok}
+    bytes = bytes + tonumber(ARGV[base + 2])
   end
   out[#out + 1] = tok
 end
 if #new > 0 then
   if max > 0 and redis.call('LLEN', order) + #new > max then return 2 end
+  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
+  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
   for _, r in ipairs(new) do
     redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
     redis.call('RPUSH', order, r[3])
   end
+  redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
   expireAt(run, handles)
   expireAt(run, order)
 end

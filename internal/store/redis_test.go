@@ -104,7 +104,7 @@ func TestRedisKeysExpire(t *testing.T) {
 	if err := s.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Mint(ctx, "short", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, 0); err != nil {
+	if _, err := s.Mint(ctx, "short", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, store.MintLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AppendCall(ctx, "short", store.Call{Tool: "loom_search"}); err != nil {
@@ -179,7 +179,7 @@ func TestRedisUnavailable(t *testing.T) {
 		"AppendCall": func(ctx context.Context) error { return s.AppendCall(ctx, "r", store.Call{Tool: "loom_search"}) },
 		"Calls":      func(ctx context.Context) error { _, err := s.Calls(ctx, "r"); return err },
 		"Mint": func(ctx context.Context) error {
-			_, err := s.Mint(ctx, "r", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, 0)
+			_, err := s.Mint(ctx, "r", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, store.MintLimits{})
 			return err
 		},
 		"Handles":   func(ctx context.Context) error { _, err := s.Handles(ctx, "r"); return err },
@@ -276,7 +276,7 @@ func TestRedisReplicas(t *testing.T) {
 					ns = append(ns, m)
 					rows = append(rows, row(m))
 				}
-				toks, err := s.Mint(ctx, "shared", rows, 0)
+				toks, err := s.Mint(ctx, "shared", rows, store.MintLimits{})
 				if err != nil {
 					res.err = err
 					return
@@ -439,7 +439,7 @@ func TestRedisSizing(t *testing.T) {
 				Value: fmt.Appendf(nil, row, j),
 				Label: ifc.Label{Confidentiality: ifc.Confidentiality{ifc.Clause(`"https://loom.example/facet/work"`)}}})
 		}
-		if _, err := s.Mint(ctx, "run-00000", batch, 0); err != nil {
+		if _, err := s.Mint(ctx, "run-00000", batch, store.MintLimits{}); err != nil {
 			t.Fatal(err)
 		}
 	}

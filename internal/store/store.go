@@ -32,8 +32,8 @@ type TokenHash [sha256.Size]byte
 // HashToken returns the hash under which a run token is stored.
 func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 
-// Run is a run as stored. Counters (Calls, Handles, HasResult, Seq) are
-// maintained by the store and ignored on CreateRun.
+// Run is a run as stored. Counters (Calls, Handles, HandleBytes,
+// HasResult, Seq) are maintained by the store and ignored on CreateRun.
 type Run struct {
 	ID        string
 	TokenHash TokenHash
@@ -51,10 +51,12 @@ type Run struct {
 	// the gateway offers.
 	Tools []string
 
-	Seq       int64 // outputs so far (the last n of an outputId)
-	Calls     int
-	Handles   int
-	HasResult bool
+	Seq     int64 // outputs so far (the last n of an outputId)
+	Calls   int
+	Handles int
+	// HandleBytes is the sum of ReferentBytes over the handle table.
+	HandleBytes int64
+	HasResult   bool
 }
 
 // Call is one tool output as recorded on the host side (never shown to the
@@ -97,6 +99,27 @@ type Referent struct {
 	Value       jsontext.Value
 	Label       ifc.Label
 	LabelSource string // "row" | "query"
+}
+
+// MintLimits caps a run's handle table for Mint. A zero or negative field
+// is no cap.
+type MintLimits struct {
+	// Handles caps the number of referents the table holds.
+	Handles int
+	// Bytes caps the table's held bytes: the sum of ReferentBytes over its
+	// referents.
+	Bytes int64
+}
+
+// ReferentBytes is what a referent counts against MintLimits.Bytes: the
+// lengths of its Kind, Source, Value and LabelSource plus that of its
+// label as Identity writes it, the compact JSON
+// {"confidentiality":[...],"integrity":[...]}: the identity less its length
+// prefixes. It is a function of the referent alone, so every store counts a table
+// the same, whatever its own encoding costs; Token is not counted (a
+// fixed width the handle count already bounds).
+func ReferentBytes(r Referent) int64 {
+	return int64(len(r.Kind) + len(r.Source) + len(r.Value) + len(r.LabelSource) + labelJSONLen(r.Label))
 }
 
 // Document is a row cited by a result, minted as a durable document.
@@ -148,8 +171,9 @@ type Store interface {
 	// returns their tokens in order: an identity already held keeps its
 	// token; a new one gets a fresh token (MintToken). ErrHandleLimit, with
 	// nothing registered, if the new identities would take the table past
-	// max (max <= 0: no cap).
-	Mint(ctx context.Context, id string, refs []Referent, max int) ([]string, error)
+	// lim.Handles handles or its held bytes (Run.HandleBytes) past
+	// lim.Bytes; identities already held cost nothing.
+	Mint(ctx context.Context, id string, refs []Referent, lim MintLimits) ([]string, error)
 	// Handles returns the run's handle table in minting order.
 	Handles(ctx context.Context, id string) ([]Referent, error)
 	// Handle returns the referent with the token, and whether it is held.

@@ -95,6 +95,7 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"Calls", testCalls},
 		{"CallsCopies", testCallsCopies},
 		{"CallsConcurrent", testCallsConcurrent},
+		{"CallsLongLogWhileAppending", testCallsLongLog},
 		{"MintDedupe", testMintDedupe},
 		{"MintDistinctIdentities", testMintDistinctIdentities},
 		{"MintTokenGrammar", testMintTokenGrammar},
@@ -104,6 +105,8 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"MintConcurrent", testMintConcurrent},
 		{"MintConcurrentLimit", testMintConcurrentLimit},
 		{"HandleLimit", testHandleLimit},
+		{"HandleByteLimit", testHandleByteLimit},
+		{"MintConcurrentByteLimit", testMintConcurrentByteLimit},
 		{"HandlesOrderAndCopies", testHandlesOrderAndCopies},
 		{"Handle", testHandle},
 		{"Result", testResult},
@@ -238,7 +241,7 @@ var cmpOpts = cmp.Options{
 
 func mint(t *testing.T, s store.Store, id string, rs []store.Referent) []string {
 	t.Helper()
-	toks, err := s.Mint(context.Background(), id, rs, 0)
+	toks, err := s.Mint(context.Background(), id, rs, store.MintLimits{})
 	if err != nil {
 		t.Fatalf("Mint(%q, %d refs) = %v, want nil", id, len(rs), err)
 	}
@@ -321,12 +324,12 @@ func testCreateAndGet(t *testing.T, h *harness) {
 func testCreateIgnoresCounters(t *testing.T, h *harness) {
 	s := h.store(t, 0)
 	r := h.run("run-1")
-	r.Seq, r.Calls, r.Handles, r.HasResult = 7, 8, 9, true
+	r.Seq, r.Calls, r.Handles, r.HandleBytes, r.HasResult = 7, 8, 9, 10, true
 	create(t, s, r)
 	got := getRun(t, s, "run-1")
-	if got.Seq != 0 || got.Calls != 0 || got.Handles != 0 || got.HasResult {
-		t.Errorf("Run counters = Seq %d Calls %d Handles %d HasResult %v, want all zero",
-			got.Seq, got.Calls, got.Handles, got.HasResult)
+	if got.Seq != 0 || got.Calls != 0 || got.Handles != 0 || got.HandleBytes != 0 || got.HasResult {
+		t.Errorf("Run counters = Seq %d Calls %d Handles %d HandleBytes %d HasResult %v, want all zero",
+			got.Seq, got.Calls, got.Handles, got.HandleBytes, got.HasResult)
 	}
 	if seq, err := s.NextOutput(context.Background(), "run-1"); err != nil || seq != 1 {
 		t.Errorf("NextOutput = %d, %v, want 1, nil", seq, err)
@@ -535,11 +538,11 @@ var runCalls = []runCall{
 		return err
 	}},
 	{"Mint", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
-		_, err := s.Mint(ctx, id, refs(1), 0)
+		_, err := s.Mint(ctx, id, refs(1), store.MintLimits{})
 		return err
 	}},
 	{"MintNone", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
-		_, err := s.Mint(ctx, id, nil, 0)
+		_, err := s.Mint(ctx, id, nil, store.MintLimits{})
 		return err
 	}},
 	{"Handles", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
@@ -897,6 +900,63 @@ func testCallsConcurrent(t *testing.T, h *harness) {
 	}
 }
 
+// testCallsLongLog reads a log longer than one read step of any store
+// (Redis pages it) while calls keep being appended: every read is the log
+// in order, at least as long as it was when the read began, and Run.Calls
+// counts every record.
+func testCallsLongLog(t *testing.T, h *harness) {
+	const before, during = 2345, 400
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	call := func(n int) store.Call {
+		return store.Call{OutputID: fmt.Sprintf("run-1:loom_search:%d", n), Tool: "loom_search", Status: "ok"}
+	}
+	for n := 1; n <= before; n++ {
+		if err := s.AppendCall(ctx, "run-1", call(n)); err != nil {
+			t.Fatalf("AppendCall %d = %v", n, err)
+		}
+	}
+	inOrder := func(got []store.Call, atLeast int) {
+		t.Helper()
+		if len(got) < atLeast || len(got) > before+during {
+			t.Errorf("Calls = %d records, want %d..%d", len(got), atLeast, before+during)
+		}
+		for i, c := range got {
+			if want := call(i + 1).OutputID; c.OutputID != want {
+				t.Errorf("Calls[%d].OutputID = %q, want %q", i, c.OutputID, want)
+				return
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for n := before + 1; n <= before+during && err == nil; n++ {
+			err = s.AppendCall(ctx, "run-1", call(n))
+		}
+		done <- err
+	}()
+	for range 3 {
+		got, err := s.Calls(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Calls while appending = %v", err)
+		}
+		inOrder(got, before)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("AppendCall = %v", err)
+	}
+	got, err := s.Calls(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(got, before+during)
+	if n := getRun(t, s, "run-1").Calls; n != before+during {
+		t.Errorf("Run.Calls = %d, want %d", n, before+during)
+	}
+}
+
 // --- handles ---
 
 func testMintDedupe(t *testing.T, h *harness) {
@@ -924,7 +984,7 @@ func testMintDedupe(t *testing.T, h *harness) {
 		t.Errorf("Run.Handles = %d, want 3", n)
 	}
 	// Separate copies of an identity (new buffers) are the same referent.
-	third, err := s.Mint(ctx, "run-1", refs(1, 2, 3), 3)
+	third, err := s.Mint(ctx, "run-1", refs(1, 2, 3), store.MintLimits{Handles: 3, Bytes: 1})
 	if err != nil {
 		t.Fatalf("Mint(held identities at the cap) = %v, want nil", err)
 	}
@@ -1081,7 +1141,7 @@ func testMintEmpty(t *testing.T, h *harness) {
 	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
-	toks, err := s.Mint(ctx, "run-1", nil, 1)
+	toks, err := s.Mint(ctx, "run-1", nil, store.MintLimits{Handles: 1, Bytes: 1})
 	if err != nil || len(toks) != 0 {
 		t.Errorf("Mint(nil) = %q, %v, want [], nil", toks, err)
 	}
@@ -1110,7 +1170,7 @@ func testMintConcurrent(t *testing.T, h *harness) {
 			for k := range batch {
 				ns = append(ns, (g*7+round*11+k*3)%pool)
 			}
-			toks, err := s.Mint(ctx, "run-1", refs(ns...), 0)
+			toks, err := s.Mint(ctx, "run-1", refs(ns...), store.MintLimits{})
 			if err != nil {
 				errs[g] = err
 				return
@@ -1177,7 +1237,7 @@ func testMintConcurrentLimit(t *testing.T, h *harness) {
 		for k := range batch {
 			ns = append(ns, g*batch+k)
 		}
-		_, err := s.Mint(ctx, "run-1", refs(ns...), max)
+		_, err := s.Mint(ctx, "run-1", refs(ns...), store.MintLimits{Handles: max})
 		switch {
 		case err == nil:
 			ok[g] = true
@@ -1235,7 +1295,7 @@ func testHandleLimit(t *testing.T, h *harness) {
 	wantLen := 2
 	for _, st := range steps {
 		before := handles(t, s, "run-1")
-		toks, err := s.Mint(ctx, "run-1", refs(st.ns...), st.max)
+		toks, err := s.Mint(ctx, "run-1", refs(st.ns...), store.MintLimits{Handles: st.max})
 		if !errors.Is(err, st.want) || (st.want == nil && err != nil) {
 			t.Fatalf("%s: Mint(%v, max %d) = %v, want %v", st.name, st.ns, st.max, err, st.want)
 		}
@@ -1269,6 +1329,156 @@ func testHandleLimit(t *testing.T, h *harness) {
 	}
 	if hs := handles(t, s, "run-1"); hs[0].Token != held[0] || hs[1].Token != held[1] || len(hs) != 6 {
 		t.Errorf("final table = %d referents starting %q %q, want 6 starting %q", len(hs), hs[0].Token, hs[1].Token, held)
+	}
+}
+
+// heldBytes is the sum of store.ReferentBytes over a handle table, what
+// Run.HandleBytes must say.
+func heldBytes(hs []store.Referent) int64 {
+	var n int64
+	for _, r := range hs {
+		n += store.ReferentBytes(r)
+	}
+	return n
+}
+
+// testHandleByteLimit: a mint whose new identities would take the table's
+// held bytes past MintLimits.Bytes registers nothing; held identities cost
+// nothing; exactly at the cap is allowed.
+func testHandleByteLimit(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	mint(t, s, "run-1", refs(1, 2))
+	held := map[int]bool{1: true, 2: true}
+	if got, want := getRun(t, s, "run-1").HandleBytes, store.ReferentBytes(ref(1))+store.ReferentBytes(ref(2)); got != want {
+		t.Fatalf("Run.HandleBytes = %d, want %d", got, want)
+	}
+	// Each step's byte cap is computed from the table's held bytes and the
+	// bytes of the step's new identities (each counted once).
+	steps := []struct {
+		name    string
+		ns      []int
+		handles int
+		bytes   func(held, fresh int64) int64
+		want    error
+	}{
+		{"two new one byte past the cap", []int{3, 4}, 0, func(h, f int64) int64 { return h + f - 1 }, store.ErrHandleLimit},
+		{"held and two new one byte past the cap", []int{1, 3, 4}, 0, func(h, f int64) int64 { return h + f - 1 }, store.ErrHandleLimit},
+		{"held and two new exactly at the cap", []int{1, 3, 4}, 0, func(h, f int64) int64 { return h + f }, nil},
+		{"only held at a cap already reached", []int{2, 1}, 0, func(h, _ int64) int64 { return h }, nil},
+		{"only held above a lowered cap", []int{4}, 0, func(int64, int64) int64 { return 1 }, nil},
+		{"one new past a reached cap", []int{5}, 0, func(h, _ int64) int64 { return h }, store.ErrHandleLimit},
+		{"one new, twice, exactly at the cap", []int{5, 1, 5}, 0, func(h, f int64) int64 { return h + f }, nil},
+		{"byte cap under a roomy handle cap", []int{6}, 100, func(h, f int64) int64 { return h + f - 1 }, store.ErrHandleLimit},
+		{"handle cap under a roomy byte cap", []int{6}, 5, func(h, f int64) int64 { return h + f + 100 }, store.ErrHandleLimit},
+		{"both caps exactly reached", []int{6}, 6, func(h, f int64) int64 { return h + f }, nil},
+		{"zero is no cap", []int{7, 8}, 0, func(int64, int64) int64 { return 0 }, nil},
+		{"negative is no cap", []int{9}, 0, func(int64, int64) int64 { return -1 }, nil},
+	}
+	for _, st := range steps {
+		before := handles(t, s, "run-1")
+		var fresh int64
+		seen := map[int]bool{}
+		for _, n := range st.ns {
+			if !held[n] && !seen[n] {
+				fresh += store.ReferentBytes(ref(n))
+			}
+			seen[n] = true
+		}
+		lim := store.MintLimits{Handles: st.handles, Bytes: st.bytes(heldBytes(before), fresh)}
+		toks, err := s.Mint(ctx, "run-1", refs(st.ns...), lim)
+		if !errors.Is(err, st.want) || (st.want == nil && err != nil) {
+			t.Fatalf("%s: Mint(%v, %+v) = %v, want %v", st.name, st.ns, lim, err, st.want)
+		}
+		after := handles(t, s, "run-1")
+		if err != nil {
+			if toks != nil {
+				t.Errorf("%s: refused Mint returned tokens %q", st.name, toks)
+			}
+			if diff := cmp.Diff(before, after, cmpOpts); diff != "" {
+				t.Errorf("%s: refused Mint changed the table (-before +after):\n%s", st.name, diff)
+			}
+		} else {
+			for n := range seen {
+				held[n] = true
+			}
+			if len(after) != len(held) {
+				t.Errorf("%s: Handles = %d, want %d", st.name, len(after), len(held))
+			}
+		}
+		r := getRun(t, s, "run-1")
+		if want := heldBytes(after); r.HandleBytes != want {
+			t.Errorf("%s: Run.HandleBytes = %d, want %d", st.name, r.HandleBytes, want)
+		}
+		if r.Handles != len(after) {
+			t.Errorf("%s: Run.Handles = %d, want %d", st.name, r.Handles, len(after))
+		}
+	}
+	if n := len(handles(t, s, "run-1")); n != 9 {
+		t.Errorf("final table = %d referents, want 9", n)
+	}
+}
+
+// testMintConcurrentByteLimit: concurrent mints of disjoint batches under a
+// byte cap are each all or nothing, the held bytes never pass the cap, and
+// every refused batch would still not fit.
+func testMintConcurrentByteLimit(t *testing.T, h *harness) {
+	const (
+		goroutines = 20
+		batch      = 10
+	)
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	batchBytes := make([]int64, goroutines)
+	var all int64
+	for g := range goroutines {
+		for k := range batch {
+			batchBytes[g] += store.ReferentBytes(ref(g*batch + k))
+		}
+		all += batchBytes[g]
+	}
+	limit := all / 2
+	errs := make([]error, goroutines)
+	ok := make([]bool, goroutines)
+	parallel(goroutines, func(g int) {
+		var ns []int
+		for k := range batch {
+			ns = append(ns, g*batch+k)
+		}
+		_, err := s.Mint(ctx, "run-1", refs(ns...), store.MintLimits{Bytes: limit})
+		switch {
+		case err == nil:
+			ok[g] = true
+		case !errors.Is(err, store.ErrHandleLimit):
+			errs[g] = err
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	hs := handles(t, s, "run-1")
+	total := heldBytes(hs)
+	if total > limit {
+		t.Errorf("held bytes = %d, past the cap %d", total, limit)
+	}
+	if r := getRun(t, s, "run-1"); r.HandleBytes != total {
+		t.Errorf("Run.HandleBytes = %d, want %d", r.HandleBytes, total)
+	}
+	present := map[string]bool{}
+	for _, r := range hs {
+		present[string(r.Value)] = true
+	}
+	for g := range goroutines {
+		for k := range batch {
+			if in := present[string(ref(g*batch+k).Value)]; in != ok[g] {
+				t.Errorf("batch %d (succeeded %v): identity %d present = %v", g, ok[g], g*batch+k, in)
+			}
+		}
+		if !ok[g] && total+batchBytes[g] <= limit {
+			t.Errorf("batch %d (%d bytes) refused, but fits the final %d of %d", g, batchBytes[g], total, limit)
+		}
 	}
 }
 
