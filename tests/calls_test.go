@@ -268,7 +268,7 @@ func without(list []string, s string) []string {
 // calls returns the run's call log from the host API.
 func (r *run) calls(t testing.TB) []client.CallRecord {
 	t.Helper()
-	resp, err := r.g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID)
+	resp, err := r.g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func TestCancelled(t *testing.T) {
 		if !g.processGone(t, "grandchild-deleted.pid") {
 			t.Errorf("the command's group survived the run's deletion")
 		}
-		resp, err := g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID)
+		resp, err := g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

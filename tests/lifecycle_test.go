@@ -171,7 +171,10 @@ func TestRunLifecycle(t *testing.T) {
 		for name, status := range map[string]func() (int, []byte){
 			"get":          func() (int, []byte) { r, _ := host.GetRunWithResponse(ctx(t), a.ID); return r.StatusCode(), r.Body },
 			"delete again": func() (int, []byte) { r, _ := host.DeleteRunWithResponse(ctx(t), a.ID); return r.StatusCode(), r.Body },
-			"calls":        func() (int, []byte) { r, _ := host.ListCallsWithResponse(ctx(t), a.ID); return r.StatusCode(), r.Body },
+			"calls": func() (int, []byte) {
+				r, _ := host.ListCallsWithResponse(ctx(t), a.ID, nil)
+				return r.StatusCode(), r.Body
+			},
 			"handles": func() (int, []byte) {
 				r, _ := host.ListHandlesWithResponse(ctx(t), a.ID)
 				return r.StatusCode(), r.Body

@@ -513,6 +513,12 @@ type CallEntryStatus string
 // CallList defines model for CallList.
 type CallList struct {
 	Calls []CallRecord `json:"calls"`
+
+	// Next The `after` of the next page: present only when the log holds records past this page.
+	Next *int `json:"next,omitempty"`
+
+	// Total How many records the log held when this page was read.
+	Total *int `json:"total,omitempty"`
 }
 
 // CallRecord defines model for CallRecord.
@@ -875,6 +881,15 @@ type ToolResultKind string
 // ToolResultStatus defines model for ToolResult.Status.
 type ToolResultStatus string
 
+// ListCallsParams defines parameters for ListCalls.
+type ListCallsParams struct {
+	// After Skip the log's first `after` records (its oldest) and answer those after them; past the end of the log the page is empty. Default 0.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Answer at most this many records. Without it, every record after `after` is answered.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunInput
 
@@ -1037,10 +1052,10 @@ type ClientInterface interface {
 
 	// ListCalls The run's call log
 	//
-	// Each tool output's artifact, including the `cfc` join the agent never sees.
+	// Each tool output's artifact, including the `cfc` join the agent never sees. Without `after` and `limit` the whole log is answered; with them, one page of it. A log only grows while its run lives, so a client that holds the first n records asks for `after=n` to read only the new ones.
 	//
 	// Corresponds with GET /host/v1/runs/{runId}/calls (the `ListCalls` operationId).
-	ListCalls(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCalls(ctx context.Context, runId RunId, params *ListCallsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListHandles The run's handle table
 	//
@@ -1427,11 +1442,11 @@ func (c *Client) GetRun(ctx context.Context, runId RunId, reqEditors ...RequestE
 
 // ListCalls The run's call log
 //
-// Each tool output's artifact, including the `cfc` join the agent never sees.
+// Each tool output's artifact, including the `cfc` join the agent never sees. Without `after` and `limit` the whole log is answered; with them, one page of it. A log only grows while its run lives, so a client that holds the first n records asks for `after=n` to read only the new ones.
 //
 // Corresponds with GET /host/v1/runs/{runId}/calls (the `ListCalls` operationId).
-func (c *Client) ListCalls(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCallsRequest(c.Server, runId)
+func (c *Client) ListCalls(ctx context.Context, runId RunId, params *ListCallsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCallsRequest(c.Server, runId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2137,7 +2152,7 @@ func NewGetRunRequest(server string, runId RunId) (*http.Request, error) {
 }
 
 // NewListCallsRequest constructs an http.Request for the ListCalls method
-func NewListCallsRequest(server string, runId RunId) (*http.Request, error) {
+func NewListCallsRequest(server string, runId RunId, params *ListCallsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2160,6 +2175,45 @@ func NewListCallsRequest(server string, runId RunId) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2913,12 +2967,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListCallsWithResponse The run's call log
 	//
-	// Each tool output's artifact, including the `cfc` join the agent never sees.
+	// Each tool output's artifact, including the `cfc` join the agent never sees. Without `after` and `limit` the whole log is answered; with them, one page of it. A log only grows while its run lives, so a client that holds the first n records asks for `after=n` to read only the new ones.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /host/v1/runs/{runId}/calls (the `ListCalls` operationId).
-	ListCallsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListCallsResponse, error)
+	ListCallsWithResponse(ctx context.Context, runId RunId, params *ListCallsParams, reqEditors ...RequestEditorFn) (*ListCallsResponse, error)
 
 	// ListHandlesWithResponse The run's handle table
 	//
@@ -4270,13 +4324,13 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runId RunI
 
 // ListCallsWithResponse The run's call log
 //
-// Each tool output's artifact, including the `cfc` join the agent never sees.
+// Each tool output's artifact, including the `cfc` join the agent never sees. Without `after` and `limit` the whole log is answered; with them, one page of it. A log only grows while its run lives, so a client that holds the first n records asks for `after=n` to read only the new ones.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /host/v1/runs/{runId}/calls (the `ListCalls` operationId).
-func (c *ClientWithResponses) ListCallsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListCallsResponse, error) {
-	rsp, err := c.ListCalls(ctx, runId, reqEditors...)
+func (c *ClientWithResponses) ListCallsWithResponse(ctx context.Context, runId RunId, params *ListCallsParams, reqEditors ...RequestEditorFn) (*ListCallsResponse, error) {
+	rsp, err := c.ListCalls(ctx, runId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

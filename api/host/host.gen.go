@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -258,6 +259,12 @@ type CallEntryStatus string
 // CallList defines model for CallList.
 type CallList struct {
 	Calls []CallRecord `json:"calls"`
+
+	// Next The `after` of the next page: present only when the log holds records past this page.
+	Next *int `json:"next,omitempty"`
+
+	// Total How many records the log held when this page was read.
+	Total *int `json:"total,omitempty"`
 }
 
 // CallRecord defines model for CallRecord.
@@ -446,6 +453,15 @@ type RunSummary struct {
 // ToolId defines model for ToolId.
 type ToolId string
 
+// ListCallsParams defines parameters for ListCalls.
+type ListCallsParams struct {
+	// After Skip the log's first `after` records (its oldest) and answer those after them; past the end of the log the page is empty. Default 0.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Answer at most this many records. Without it, every record after `after` is answered.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunInput
 
@@ -468,7 +484,7 @@ type ServerInterface interface {
 	GetRun(w http.ResponseWriter, r *http.Request, runId RunId)
 	// ListCalls The run's call log
 	// (GET /host/v1/runs/{runId}/calls)
-	ListCalls(w http.ResponseWriter, r *http.Request, runId RunId)
+	ListCalls(w http.ResponseWriter, r *http.Request, runId RunId, params ListCallsParams)
 	// ListHandles The run's handle table
 	// (GET /host/v1/runs/{runId}/handles)
 	ListHandles(w http.ResponseWriter, r *http.Request, runId RunId)
@@ -510,7 +526,7 @@ func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runId RunI
 
 // ListCalls The run's call log
 // (GET /host/v1/runs/{runId}/calls)
-func (_ Unimplemented) ListCalls(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (_ Unimplemented) ListCalls(w http.ResponseWriter, r *http.Request, runId RunId, params ListCallsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -636,8 +652,37 @@ func (siw *ServerInterfaceWrapper) ListCalls(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCallsParams
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListCalls(w, r, runId)
+		siw.Handler.ListCalls(w, r, runId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1018,7 +1063,8 @@ func (response GetRundefaultApplicationProblemPlusJSONResponse) VisitGetRunRespo
 }
 
 type ListCallsRequestObject struct {
-	RunId RunId `json:"runId"`
+	RunId  RunId `json:"runId"`
+	Params ListCallsParams
 }
 
 type ListCallsResponseObject interface {
@@ -1343,10 +1389,11 @@ func (sh *strictHandler) GetRun(w http.ResponseWriter, r *http.Request, runId Ru
 }
 
 // ListCalls operation middleware
-func (sh *strictHandler) ListCalls(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (sh *strictHandler) ListCalls(w http.ResponseWriter, r *http.Request, runId RunId, params ListCallsParams) {
 	var request ListCallsRequestObject
 
 	request.RunId = runId
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListCalls(ctx, request.(ListCallsRequestObject))
@@ -1458,78 +1505,83 @@ func (sh *strictHandler) GetResult(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"zFx7c9s4kv8qKN5Wxa6jnnY2ifLP+RxPktnMJus4W7Vj+ySIbEkYgwADgJYVl777VQPgS6RkOc6k5j+R",
-	"xKPR6MevH/Z9EMkklQKE0cHoPkipogkYUPbpPBPvY/wRg44USw2TIhgFFwsgC6lNh2mdQUxUJgiLu0EY",
-	"wB1NUg7BKFCZ6LwIwoDhhJSaRRAGgib+0/s4CAMFXzOmIA5GRmUQBjpaQEJxu78pmAWj4L96JXE991X3",
-	"HE3r9RoX0KkUGiytn5ScckjwZySFAWHwJ01TziKKhPdSN+K//9B4ivuSWJwRI2VM3FLO4jETaWaCMIjB",
-	"UMb9iZFc0IbEEjQR0pCEmmhBzAIIbqhoZJAFqWTCgApGQY+zhBl/UNAGWRn0B7+++dfgP8Pfj4Iw0Iaa",
-	"TAej434/DAwzlnPvHREkJ8KsUny9MCbVo16PS5l05tTAkq66Mdzmx9K9OvXrfRmaM86ytH7RJ4KAUlKF",
-	"hGpy/sspeXX8/AXxGxLHHU2WzCwIJUhnTJCT3WBd7G7v5kSs/k15Bk1ROhEr8uvnj/8kt/idwF0EqSEi",
-	"4xx5edeZy44/P95a95wufwOt6RzwfCdG2vumYvVxFowu73NeaaOYmAfr8D5IlUxBGeaExH1vjFtXhfHS",
-	"fb0uOC+nf0BkgvV1gz2E0ylwQo1MQkKJW44cmFXKIsr5ilDy5fz9IZGKUEHcOjm7/OAJbjLZ47CnlPMz",
-	"YdTKqmntVAsqYt52rjCwBD4kAW+YjrjUEH+wo/Npn2WmovZlFVAtxanVmpbPuVzfByCyBFlK44QZA6j2",
-	"eP4F8LjC4XKmUZmIKA4s151KyYGKxjX5XZoX5Zj1gWnT5BXei/3BDCT6Ic7gOucQSRVb4tw2VCm6alDj",
-	"Ft5GjF+kQU7Bl/K4aD7moHBmNIuaU+RUg7rNL+uhA0gxYzEIwyhnZlVc8C0ozbwZdFc0KEkvKNg4Yj6p",
-	"7ZDRNlmIM2XN72+W+JlUCTVuj78fB2HLoUEY5Y9aV7czGi0Ifl0908RdfkicJFqzE5I4F+RcMUVMnHK8",
-	"JgJuQVlrbU0NatzeIuD0riEB6O+Y2dCCyknQR27VEbnr4mVm0sy8j7dplzIQn5gmi75cnIbESHvMhHHO",
-	"NERSxOQAjffR0dGr18Qoyjhanm+gpCZyZgfP0H0xKQhVQGIl0xTiQ+RRcWExNdAxLIEg3Efh5Q3CAXQe",
-	"7XouJW893E4DUDEeLWzbkNaCh363gsqw1RqVN1IlwulgTYqrF9Cq7pxmGh7nl/zIPa2S9XvrMEiYeO/G",
-	"D5qiud3VPezWorrVIJE9Erq4KcoH+jv0aZP7K0f5VTAil/hWX68nRKKiUSKkgCQ1K8KZNvs4uPqmLVgB",
-	"6fojE05Q5cyTpfdXZXczLXrcaiateY4Z7kb5p8p9zSjXEG46lib5jzDMTXey8b1V0hRQAwiILeJ7HL0J",
-	"vTt9IslhkMgY+CnC7TvzJH+k8khjD+jv9Hl/J34hJX/fdOBhkAn2NQOvQhiD4BDDP1ub2e6uEnrHErRw",
-	"w+evhn2E7QkT7s2g1X82Lm0DbLVIufNdpS+j2mkcLqWJFHxl44yHpK/gTfGjaWxbbUb5bA+iNtd7YJkH",
-	"BLm6aptQv5FRlvjorX5GFn8/xP0l47wQNl0A2/3E5jaPXXYa5TzG2WQAQy/it8zXyqluY0BJahO8Pllh",
-	"2290H2fzQy/5nQVl7QjdAbb91fscZqBQYB4iMl+4jaCPFlRbF/89xpR/v+3bIHK7XFQSHBtSsZAsagPM",
-	"v0hFakkBggBPEMRoYQ6FWUz8AjU/+qCtyAF/Dvg2cyeZoJlZSMW+WRilMjEW0oxnMhP2WWYG6m9AZ9zU",
-	"XuFvK1rzTEH+Iv9oszzaFKvDHdNGlwsVz+7exzYbM1ZAo4UDdpTzxssEzELGlgjKuVxCXOZvxoh+ZWaq",
-	"b6Qcc6rmYA+sszSViAzHCcSMji3L8AMCzLGP0sNgmumVp7lJk4iAc/vbppEE5WOHovHASUJFPJ5R5kZg",
-	"fDFWMMu0fXRyNvZR2jhh2maorNfi6MkgHqd0xSW1W4ENA8aZoLeUcTq1tGkjFdTetaH3PC/W9F0zdgcx",
-	"0SAMiAhICsqGZnn4hRQTBAvdtihid7y0KyQqkm4PqgCCWJtw8lPyaEnOZiBijItmDHicx0VTGa/IgXSB",
-	"Y5EcJYImcNglJ1M8KVkuQJSjmcsO4iZdckISSKZ+hkPGg+FLMl0Z0KHNCxENc/R3xNAb3N5u5GlLqTbk",
-	"+WCYjwcRa8IMocYOA4EIASe57NkBdfQwpJ0apCSn6rCV4ZXE5M4sTjNA9cnKrXaiKRlfzt8jE4oj+iQi",
-	"Dg+JFKWstFDalp/LaaiEddYktZnOwkU0bOcNE3HVisU5+mgT+8cjjY08Wr6LkssgDL5moFatGz0WoBh5",
-	"A6L1Np4GXdy6oePSVhBTP2Y7/9Eib8uB5Tzf3+UXGLHFLz3+khREwFLzqDlP42vOv/LkJRW7oOF5JlzM",
-	"18JFuEuZAv1XygoVQV1L+qddYDf4lFeKcjksz7iFO23VqhNfnxqRATIBzS8HY0DpkMRszowOyaQ7Cclk",
-	"PLFZjc4kJNPMWCs+6eK7KzHpdieEcrRTB5Sk1CwKuy0kiTjDXxEV6PriEfly/oEo0JJnSMSVUJDIW0Db",
-	"fdglF9aVIAUCp+A2mq6IluSgwGTUSPVMEwXzjFN1JeAuVaDRr+uQvJXPdEgW9BZwcy7lDV0AjQ9fk8mn",
-	"j58vSA8dae920FOZ0BPiEIK+EmYhNRCzlK4GMak5xgl6lUnPsnzSvRIu2P0AYm4WwWgwfGlD3eI5DPwR",
-	"glHwf5cnnd9p51u/86o77lzfD8LB8OX6b20icZ6JdtSPpO4P+TPxOUsS2paUbYqQ3iYt+RrbiwQtKXkH",
-	"m9qLoioTzzTxQ8gUZlKBVSQFNO7k75W1g69tlcthByEFfEcWCxewGM0XUBsQ3dmKv5JJ+AtaqUq82ZLC",
-	"p9o5r/Z09I/Pf7Vmyp+c69pmWEsJqV5NKeVtJ8xJCr2alByssqtN5TxxFSDEpUzGGqiyYYp9SukcxjHT",
-	"EYLl2ksmdIorVd+hYhUvQKYWENqniHIQMVVjjvYmf+kOUsxQcsZaYxwEYRBlipnVZ2StT01IbS5y19Xe",
-	"E0GsryIHk07HtkjYxw7uMjl8TfI7KEMGOwdJBAEKEfvF6afQuh7pBmSC3REtoxuwQZO9aCuFQJVlUKU/",
-	"wEvSDhLRFToKfe/GdNXqNPbYam3TSTOZd1zQyCqJb/KotimQhDJhKBOgUEgyxXf0MwSNLoRzNJ5S8BX5",
-	"IGVCFBjF4JZyMpOKaCriqcSgk85RE5x7tb9LtmJwp6wDBAJsvjCVRawwh2Ti9pyCj9MntnjobDcKNFkq",
-	"ZkCF5AZWEF+J6YrQliYYO8snPrRjrw3FnGdwjHQXYAm9EvX7d/qo7Spe3DXO1V1ydgtqRZRcosO3XMiU",
-	"0ITpK5EA1ZmyLKBMaBccel+0Wcmp+yZmCAeKyMQgMf4aRiQvkDmgwIxuLa1SX1x1BwotUMrraXmbQ6U+",
-	"270SV+JMKam0NdWTbc05E2fzXx0/f3FY7y6Z4DqITi4WsPI5hYgqtSozC+RAmxiUCi1Kw6D5DiLXxqIP",
-	"HQmWk2/PLgj6fOpcB9eSUKGXoDR5d3byxpMwGPTJq+5Rd3g4slx9e3bxTF8JF3K6+jLQ2GJJIW2k7RJr",
-	"GsP9XA7sFi4XYBYS+YakXYmik8jQGyh2P+4/J5NmHmriOSHI5ATfTPzODqpxFoFwVUevgCcpjRbQGXb7",
-	"DZVbLpddaj93pZr3/Fzd+/D+9Oyfn8/snDLGr6lyUGkdCAbdvhspUxA0ZcEoOOr2u0eBBYcLazJ7C6Dc",
-	"LL4Fo/t1GNSMDH6eg2k3VJzdWhnWIZE8Bm3IjCltbCeStriNgSYHvqqP8qetzy+u1HZbIdY8x602msWG",
-	"/f6ORrGWBjFH72UBDYcVJHhZs2VdP6s3oxGY3lKqG/QvFSwWDPvDv3cGw05/eDEYjvr9Ub//e80B14cc",
-	"lUMKrHJUgyY+J92KRho1gz3ILQFJ0cfnYch2l2098fX6ev2IRj4bCrT0ne0QgK7zDzPqMVnbDsVVV3rb",
-	"Sn9ur7HiyS+v19dhoPNYwMpMuTsenc7tyXGO5U0qdYvUnua227oCa8HRM2hrPquWnxzohVwKIkUEPhy0",
-	"xvpK5NaZaTLpdBJ619m4vQmaEB+9NQu4k9fO/srMEGBm4ftdLDlo0DUB50SAxhg3OFPuDEhdb4rKcpnr",
-	"/l8Zrx6nM20V5r10ZU85foKY1uu8R3/v9/cW242i+7oOrX0VecPYDB7HuD0MQfPcVpaDo6/Dzovlv/+V",
-	"Dlb/6MdnL5Pz53cX4tX0Q3Ss381+/faFvr39yD7Bbzf/CR6jqXnaaYuyoogtqfb4Jf7zldTR43StqaKb",
-	"nqZ3b/m1dkrLwbRkqN/Y97rUGAQ4nFvtRXcPr4m1/YQJMuMWRDqPTSZF1WbS9EBu2VyTalJxvB2iM03m",
-	"NifwZ/PRkbeNj+F2/+zgpV/oNZl40zXJiw4zTuelsbIxPRVsBujCdydGmjx8C6aVgY/04d519yuuW2Sc",
-	"/3Df3H+Cb97bpj3KzxbJsq3aW97lny9zGM9tl7jqXyBctm9fDslbgq63aXyvSOW1SrJtKUX+EldefIaR",
-	"iWEzGpmQMBHxLM4LVpNoFk3IH5K5sNxFmA5+anDF8yb2PPUZkh8iuJfVduFh0R3c6Af+TsRX4PrBRtfu",
-	"8aDSlHtZtpsH0Wwxuh29uPk6TIJK4aW5/x4EXNd6U6we1IpnvmaW1yRLTqzD+1o7OrJlnBe34S4CiF11",
-	"PJ9ZdHyiVJYNvP1KS26/Wm52ejiqKN9oUGsCbRiNgbcIxZa2Gda1vG4Ak0q7qzcUZYfr4BFgumh436Li",
-	"KEKEy/nPBtOVrLin4CfofCWj2671FgXbLIXyleEy0eFK6ej9ZxlSjEKItoAkTBg0BlJh1N2q7u+KROjT",
-	"FL44wGVeoS4L0zsVbR90vZea5Y8b0upRZl3xi1qoFixNkeHBP1h0I2czkshbiImR5GKRKR1T27mY5xVO",
-	"DKea3PihQhrQwfoRMl9pItsi9Xl6CoOdnynr1X1/grzLsnmt8Ud8+y+/La61wbjN+aHz05XkosU0HZ9T",
-	"zzVluWDRIkeBtsXBz+bUgCKZsE8QEyWX2ma+mrp0EseVhrynxKDfqSsuaeUiif2EsdFAuFdgeLyL3RhQ",
-	"Ict/Rjz1K+IaKqRLGkjJn2lPBRN5Ta552/tHXj1VVNG2hxSgJUd7YQ1K6AuBwkBMikaJ0EcNtldiI0Wf",
-	"k9wlx/3jPMigef6eaZvCNyDaAwxH31Mtd6WX5dJ1LOOrjoUQncGPN95bDHVhkh+wtT+cnkovzY9ZsHQu",
-	"RU/U/3AmbjYYu940xPUDt/ih/VW71r20LYSyY36mj/HC7Hf+sV7G5/O7K5pwn7jHQH2VZ/E3lXujdrZl",
-	"VEtZdtdAX6rdMaReKn5oYF4+fmiczRDuGuTKzLtG+LLyjiFeU9tHFLayIRllcdcLBkZ+/n7rQlmvgNZK",
-	"QKNebzB80e13+93B6GX/Zd/GUPXp9bLkgS1XT2UmnBKdfnJ42de43bjDnZsMLMLwMtpm/esE5/VOGzVE",
-	"VNlqj6kWsLvlPxSwU1sOcbFZX3fJdmf77d9kO/exoEqA1pUVrQ41F3xnYYH9o9OY4ZSQJGAUi3SxVv6v",
-	"ADCWAD6rrClTjer1/wEAAP//",
+	"zFx7c9s4kv8qKN5Wxa6jXrYzSZS6qvM5mUlmMztZx7NXO7ZPgsmWhDEIcADQsibl737VDZAiRcqW40xq",
+	"/rNIPBqN7l8/6c9RorNcK1DORuPPUc4Nz8CBoV+nhXqf4h8p2MSI3AmtonF0tgC20Nb1hLUFpMwUiom0",
+	"H8UR3PIslxCNI1Oo3osojgROyLlbRHGkeBZevU+jODLweyEMpNHYmQLiyCYLyDhu9zcDs2gc/cdgTdzA",
+	"v7UDT9Pd3R0uYHOtLBCtH42+kpDhn4lWDpTDP3meS5FwJHyQ+xH/+ZvFU3xeE4szUqRMqBsuRToRKi9c",
+	"FEcpOC5kODGSC9axVINlSjuWcZcsmFsAww0NTxyyINdCOTDROBpIkQkXDgrWISuj4ejHN/8c/fvg18Mo",
+	"jqzjrrDR+Gg4jCMnHHHuvSeClUS4VY6PF87ldjwYSK2z3pw7WPJVP4Wb8lh20KT+bleGlowjljYv+lgx",
+	"MEabmHHLTr8/Ya+Onr9gYUPmuWPZUrgF4wzpTBlysh/dVbvT3Ryr1b+4LKAtSsdqxX789PM/2A2+Z3Cb",
+	"QO6YKqREXt725roXzo+31j/ly5/AWj4HPN+x03TfXK1+nkXj888lr6wzQs2ju/hzlBudg3HCC4l/3xp3",
+	"VxfGc//2suK8vvoNEhfdXbbYwyS/Asm401nMOPPLsT23ykXCpVwxzn45fb/PtGFcMb9Oya4weIqbTHc4",
+	"7AmX8q1yZkVq2jjVgqtUdp0rjojAhyTgjbCJ1BbSDzS6nPZJFybpXtYAt1qdkNZ0vC7l+nMEqsiQpTzN",
+	"hHOAao/nX4BMaxxez3SmUAnHget1r7SWwFXrmsIu7YvyzPogrGvzCu+F/hAOMvsQZ3CdU0i0SYk4vw03",
+	"hq/wt4Jb142OUz5zYKZMzwgfcCDL+RzGLDdgQTmmlVyx5QIUDZB6zhZappYZ2s2ynFvH3EJYmofykQkl",
+	"MuTmqKIEkWYOhmjTjss2Me/0kmVcrap1q91ApuX+YRO25Lg/Txu7Ddu7bdyDZ+m2awjsa11EJRHri64d",
+	"J5kl7Sn6yoK5KcX0oavTaiZSUE5wKdyqEu0bMFYEA+CFc3T54BHLSV2HTLZpQVoYMjw/EfEzbTLu/B7f",
+	"HUVddwjKmXDU5i2+5cmC4dvVM8u82MfM6yABbszSUoVLSFIp87Dwmim4AUMXTyCLt7uz8HvE6ZB9uBVu",
+	"Q/9rJ0HvYCs66PsuXhcuL9z7dBuuGAfpcYfW/XJ2EjOn6ZiZkFJYSLRK2R6arcPDw1evmTNcSMTcP8Bo",
+	"W+rmDA230IpxAyw1Os8h3UceVReWcgc9JzKI4l2gTl+jI4RmsxvhtJadh7sX+mqw2cG2DWmteBh2q6iM",
+	"O3F4fSN1IrwONqS4fgGd6i55YeFxFjmM3BGPyeLfETq99+NHbdHcbuQfNuhJEzVYQkdC436F8oGWHq35",
+	"9POFp/wiGrNzfGov76ZMo6JxprSCLHcrJoV1u5j25qYdXhLS9VuhvKDqWSDL7q7K/mY69LgTJgmeU4G7",
+	"cfmxdl8zLi3Emya1Tf4jgLltTjbed0qaAe4AQwHydR9Hb8ZvT55IchxlOgV5goHGrXuSPTJljLVD0OP1",
+	"eXf35Uxr+b7tusRRocTvBQQVwugLhzj5iTCz21xl/NY7BAfPXx0MMWC5zyG567i0DTezQ8q97VrbMm69",
+	"xuFSllwmirAekr6KN9UfbbDtxIz1bzqI2VzvgWUeEOT6ql1C/UYnRRbi1uYZRfrlzv33hZSVsNnKpd9N",
+	"bG7KqO1eUC6ju00GCLQiYctyrZLqLgasSW277U9W2O4b3cXYfNVLfkdOWXds4h223dX7FGZgUGAeIrJc",
+	"uIugn8mpJhP/JWAqvxz7NojcLhe11M6GVCy0SLoc5u+1YY10CEMHTzH00eLSFRYpCws07OiDWFE6/KXD",
+	"t5k1KhQv3EIb8Qe5UaZQE6XdZKYLRb914aD5BGwhXeMR/k2iNS8MlA/Kl5Tfsq5aHW6FdXa9UPXb3/uE",
+	"8lATAzxZeMeOS9l6mIFb6JSI4FLqJaTrzNUEvV9duPoTrSeSmznQgW2R5xo9w0kGqeATYhm+QAdzEvIT",
+	"cXRV2FWguU2TSkBK+psSaIrLifei8cBZxlU6mXHhR2B8MTEwKyz99HI2CVHaJBOWcnNktSRaMkgnOV9J",
+	"zWkroDBgUih+w4XkV0SbddpA41mX915mBNu2ayZuIWUY24NKgOVgKDQrwy+kmKGz0O+KIu6Pl+4Liap0",
+	"44MqgE4spdrClDJa0rMZqBTjopkAmZZx0ZVOV2xP+8CxSgszxTPY77PjK8piVAkMGi18XhQ36bNjlkF2",
+	"FWZ4z3h08JJdrRzYmDJizMIc7R1z/Bq3p40CbZT+eD46KMeDSi0TjnFHw0Chh4CTfN5wj3t6BNLOHVJS",
+	"UrXfyfBaSvbe/FVHosWnabfiRFsyfjl9j0yojhjSpzg8ZlqtZaWD0q7MZElDLawjSOqCzspEtLDzWqi0",
+	"jmJp6X10if3jPY2NDGK5i9HLKI5+L8CsOjd6rIPi9DWoztt4muvi1409l7Y6Mc1jdvMfEXlbDqzk+e4m",
+	"v/IRO+zS4y/JQAIid4+a8zS+lvxbn3xNxX2u4WmhfMzXwUW4zYUB+1fKClVBXUf6p1tgN/hU1shKOVyf",
+	"cQt3uup0x6EyN2YjZALCrwTnwNiYpWIunI3ZtD+N2XQypaxGbxqzq8IRik/7+OxCTfv9KeMScWqPs5y7",
+	"RYXbSrNECvwr4QpNXzpmv5x+YAaslgUScaEMZPoGELv3++yMTAlSoHAKbmP5ilnN9iqfjDttnllmYF5I",
+	"bi4U3OYGLNp1G7Mf9DMbswW/Adxcan3NF8DT/dds+vHnT2dsgIZ0cDMamELZKfMegr1QbqEtMLfUvvoy",
+	"bRjGKVqV6YBYPu1fKB/sfgA1d4toPDp4SaFu9TuOwhGicfR/58e9X3nvj2HvVX/Su/w8ikcHL+/+1iUS",
+	"p4Xq9vqR1N1d/kJ9KrKMdyVl2yJkt0lLucb28khHSt67Td0FD1OoZ5aFIewKZtoAKZIBnvbK574I8Zrq",
+	"e953UFrBF2SxcAHy0ULpuOWie6z4K0HCXxClavFmRwqfW2+8utPRXz//1Zkpf3KuaxuwriWkfjVrKe86",
+	"YUlSHNRkzcE6u7pULhBXc4Sk1tnEAjcUptCvnM9hkgqboLPceCiUzXGl+jNUrOoB6JwcQvqVcAkq5WYi",
+	"EW/Kh/4g1QyjZ6IzxkEnDJLCCLf6hKwNqQlt3Vlpurq7QRjZKrY37fWoOYR+9nCX6f5rVt7BOmSgOUgi",
+	"KDDosZ+dfIzJ9Gg/oFDillmdXAMFTXTRJIXADTGo1hkRJOkeEtEUegpD18rVqtNo7LDVHaWTZrrsNeEJ",
+	"KUlob6k3aLCMC+W4UGBQSAoj7+nkiFr9F6cInlQp/qB1xgw4I+CGSzbThlmu0iuNQSefoyZ480p/r9mK",
+	"wZ0hAwgMxHzhaouQMMds6ve8ghCnT6l46LEbBZotjXBgYnYNK0gv1NWK8Y72H5oVEh/Ws5dCMW8ZPCP9",
+	"BRChF6p5/14fLa0SxN3iXNtnb2/ArJjRSzT4xIXCKMuEvVAZcFsYYgEXyvrgMNiizUpO0zYJxyRw9Ewc",
+	"EhOuYczKApl3FISznaVVHoqr/kAxOUplPa1s8KjVZ/sX6kK9NUYbS1A93daWNPWY/+ro+Yv9Zl/NFNdB",
+	"7+RsAauQU0i4Mat1ZoHtWZeCMTF5aRg030LiG3jsvieBOPnD2zOGNp970yGtZlzZJRjL3r09fhNIGI2G",
+	"7FX/sH+wPyau/vD27Jm9UD7k9PVl4Cn5kkpTpO0TaxbD/VIOaAufC3ALjXxD0i5U1UPl+DVUux8Nn7Np",
+	"Ow81DZxQbHqMT6ZhZ++qSZGA8lXHoIDHOU8W0DvoD1sqt1wu+5xe97WZD8JcO/jw/uTtPz69pTnrGL+h",
+	"ylGtdSAa9Yd+pM5B8VxE4+iwP+wfRuQcLggyBwvg0i3+iMaf7+KoATL4eg5bekekuCEZtjHTMgXr2EwY",
+	"66gHy5LfJsCyvVDVR/mzZPOrK6U+M/Q1T3GrjTa5g+Hwnha5jtY4T+955Roe1DzB8waW9cOswYwn4AZL",
+	"ba7RvtR8sehgePBdb3TQGx6cjQ7Gw+F4OPy1YYCbQw7XQypf5bDhmoScdKc30qoZ7EDu2iGpOhiDG7Ld",
+	"ZJMlvry7vHtECyOFAh0dd/cIQN/bhxkPPlnXDtVV17r61vacrrFmyc8v7y7jyJaxAMnMenc8Op/TyXEO",
+	"8SbXtkNqT0rsJlNACI6WwRJ81pGf7dmFXiqmVQIhHCSwvlAlOgvLpr1exm97G7c3RQgJ0Vu7gDt97fFX",
+	"F46BcIvQ70LkIKBbBt6IAE8xbvBQ7gGkqTdVZXmd6/4fna4epzNdFeaddGVHOX6CmDbrvIffDYc7i+1G",
+	"0f2u6VqHKvIG2Iwex7gdgKB9bpLl6PD3g96L5b/+mY9Wfx+mb19mp89vz9Srqw/JkX03+/GPX/gPNz+L",
+	"j/DT9b+jx2hqmXbaoqwoYktug/+S/vlK6unxutZW0U1LM/hM/LrzSivBdWSo39Bzu9YYdHCkJO1Fcw+v",
+	"GWE/E4rNJDmR3mKzaVW1mbYtkF+21KSGVBxtd9GFZXPKCfzZfPTkbeNjvN0+e/cyLPSaTQN0Tcuiw0zy",
+	"+RqsKKbnSswATfj9iZE2D38A18nAR9rwYLqHNdOtCim/um0ePsE274xpj7KzVbJsq/au7/LPlzmM57ZL",
+	"XP3bi/Pu7ddDypagy20aP6hSeZ2STC2lyF/my4vPMDJxYsYTFzOhElmkZcFqmsySKftNCx+W+wjTu58W",
+	"wPbZ/wbLW3Y9I4BMqcA7pRnLhZa+61jYAB2Qvq70IwtVMD4HpmdMOAwYcDRFvnOjl5YtF0ICIRKCBPoo",
+	"NmYYuJQZaIo1fQs1KSF6TExVbc/cXluKmj2N/6WmzGnSQb+L79JeIiG225k+CSmfjVtqcvXTtcjLFutn",
+	"NlBRsqWkZQ+P4T27fQ+2Hk19kpoGE1tel03gwEBVdVlkjC/JzgH5SZ2GffbGyy0bNj7DGVGjFn2D42tu",
+	"1Uc4tE1U16RK8ocPdX+3P+Ig+rljmS671utN52sJES6uPDF8FU5bcqgmHjseo/zEZn2Mqk9t9HCT2uVX",
+	"Atbzejv7QdW93upX/8KIpIo7Rxtd5UejWtP4+fpDkCiZLcY34xfXvx9kUa0w2N5/BwIuG71ThNON4m6o",
+	"6ZY18zUnUFDqH4ogWyZl8wXcJgCp794oZ1YdyXgx6wbzYa1lfFhvh/B2YlwzDuNRo0m5ZdRGwWJVW1Kz",
+	"tm/J3nCca+3YwZCtO7BHSGD44mK0u/9cfpSyxRihMKF6b8b9VQ9GiY8e7LrQ1oKE5BtEirWSTyD6Gxi0",
+	"Wrmi26QRsFAKzoS2h3UWz/eJIK9mBVKMEoyGjmVCObR02qRguqH/XZXlfxpaVAc4L9sv1l0X92rpLqHj",
+	"Tjpa/twQ9RBCNVGjKvRbJfIcGR79XSTXejZjmb6BFA3o2aIwNuXUllsmzY6d5JZdh6FKO7AItTurSa1D",
+	"couilLlXjOS/pazX9/0G8q7XnZmtb3N3X35b0oYyTZTQRs/O1jLn5LD3QsGo1JTlQiSLMsQhIxxmS44W",
+	"vFD0C1JG7prj19DWpeM0rXWbPiXB8oW64jOyPkzeTRhb3bE7ZT2O7mP3klti+bdIFvyITjtX2mfEtJbP",
+	"bKBCqLLg3L7t3dMKA1OViLfHy2C1RLwgQIlDlVs5SFnVBRSHkJgagTbqTyXJfXY0PCojaF4Wp4Sl+pQD",
+	"1R09e/qeity1Rq1z346Pj3rkf/RGXx+8twB1BckPYO1Xp6fWKPZ1Flwbl6rh77+lUNcbjL3bBOLmgTvs",
+	"0O6q3WjN25YfoDHf0sYEYQ47f10rE4pV/RXPZKhKYQS8KktUm8q9URjeMqqj5+C+gaEP4Z4hzT6IhwaW",
+	"vREPjaP0932DfA/FfSNCz8Q9Q4Kmdo+osLIlGevOhSAYGDZ2Jhia5f1GfXM8GIwOXvSH/WF/NH45fDmM",
+	"2pF6s+a+R70YV7pQXolOPnp/OTRw+HH7924yIg8jyGgX+jcJLov5FDUk3FAp09W7M/q1FMXcN7pubThZ",
+	"r4qPPPbTv1rw5mPBjQJrayuSDrUXfEduAX1RnQqcErMMnBGJrdYq/8MHxhIgZ7U1dW5Rvf4/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

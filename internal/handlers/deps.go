@@ -36,7 +36,7 @@ type RunStore interface {
 	NextOutput(ctx context.Context, id string) (int64, error)
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
-	Calls(ctx context.Context, id string) ([]store.Call, error)
+	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
 	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)

@@ -112,14 +112,28 @@ func (h *Host) DeleteRun(ctx context.Context, req host.DeleteRunRequestObject) (
 	return host.DeleteRun204Response{}, nil
 }
 
+// ListCalls returns the run's call log, or the page of it after its first
+// after records, at most limit of them (the validator holds both to the
+// contract's bounds). next, the after of the following page, is set only
+// when the log holds records past this page.
 func (h *Host) ListCalls(ctx context.Context, req host.ListCallsRequestObject) (host.ListCallsResponseObject, error) {
-	calls, err := h.d.Store.Calls(ctx, req.RunId)
+	after, limit := 0, 0
+	if req.Params.After != nil {
+		after = *req.Params.After
+	}
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	calls, total, err := h.d.Store.CallsPage(ctx, req.RunId, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := host.ListCalls200JSONResponse{Calls: make([]host.CallRecord, 0, len(calls))}
+	out := host.ListCalls200JSONResponse{Calls: make([]host.CallRecord, 0, len(calls)), Total: &total}
 	for _, c := range calls {
 		out.Calls = append(out.Calls, callOut(c))
+	}
+	if next := after + len(calls); next < total {
+		out.Next = &next
 	}
 	return out, nil
 }

@@ -342,10 +342,10 @@ func (s *countingStore) AppendCall(ctx context.Context, id string, c store.Call)
 	return err
 }
 
-func (s *countingStore) Calls(ctx context.Context, id string) ([]store.Call, error) {
-	cs, err := s.st.Calls(ctx, id)
+func (s *countingStore) CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error) {
+	cs, total, err := s.st.CallsPage(ctx, id, after, limit)
 	s.m.storeError(ctx, "calls", err)
-	return cs, err
+	return cs, total, err
 }
 
 func (s *countingStore) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {

@@ -257,11 +257,19 @@ func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
 }
 
 // Calls returns a copy of the run's call log in order, or ErrRunNotFound.
-// Under the lock it only takes the log's slice header, capped at its
-// length: a stored record is never written again (AppendCall stores a copy
-// and only appends past the end), so the deep copy is made after the lock
-// is released, and a long log does not hold up the store.
-func (m *Memory) Calls(_ context.Context, id string) ([]Call, error) {
+func (m *Memory) Calls(ctx context.Context, id string) ([]Call, error) {
+	calls, _, err := m.CallsPage(ctx, id, 0, 0)
+	return calls, err
+}
+
+// CallsPage returns a copy of the records of the run's call log after its
+// first after, at most limit of them (limit <= 0: all the rest), and the
+// log's length, or ErrRunNotFound. Under the lock it only takes the log's
+// slice header, capped at its length: a stored record is never written
+// again (AppendCall stores a copy and only appends past the end), so the
+// page is copied after the lock is released, and a long log does not hold
+// up the store.
+func (m *Memory) CallsPage(_ context.Context, id string, after, limit int) ([]Call, int, error) {
 	now := m.now()
 	m.mu.Lock()
 	r, err := m.live(id, now)
@@ -271,13 +279,17 @@ func (m *Memory) Calls(_ context.Context, id string) ([]Call, error) {
 	}
 	m.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]Call, len(log))
-	for i, c := range log {
+	page := log[min(max(after, 0), len(log)):]
+	if limit > 0 && limit < len(page) {
+		page = page[:limit]
+	}
+	out := make([]Call, len(page))
+	for i, c := range page {
 		out[i] = cloneCall(c)
 	}
-	return out, nil
+	return out, len(log), nil
 }
 
 // Mint registers refs in the run's handle table and returns their tokens in

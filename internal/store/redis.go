@@ -538,57 +538,76 @@ func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
 const callsPage = 1000
 
 // Calls returns the run's call log in order, or ErrRunNotFound or
-// ErrStoreUnavailable. It reads the log as it stood at the first page, a
-// page (callsPage records) per script, so a long log never holds Redis up
-// in one step; the log only grows while the run lives, so the pages are
-// one consistent prefix. A run deleted, or deleted and recreated, between
-// pages answers ErrRunNotFound.
+// ErrStoreUnavailable (see CallsPage).
 func (s *Redis) Calls(ctx context.Context, id string) ([]Call, error) {
+	calls, _, err := s.CallsPage(ctx, id, 0, 0)
+	return calls, err
+}
+
+// CallsPage returns the records of the run's call log after its first
+// after, at most limit of them (limit <= 0: all the rest), and the log's
+// length, or ErrRunNotFound or ErrStoreUnavailable. It reads the log as it
+// stood at the first page, a page (callsPage records) per script, so a
+// long log never holds Redis up in one step; the log only grows while the
+// run lives, so the pages are one consistent slice. A run deleted, or
+// deleted and recreated, between pages answers ErrRunNotFound.
+func (s *Redis) CallsPage(ctx context.Context, id string, after, limit int) ([]Call, int, error) {
 	k := s.keys(id)
+	after = max(after, 0)
 	var (
 		out   []Call
 		tok   string
-		total = -1
+		total int
+		end   = -1 // the index past the page's last record, once known
 	)
-	for total < 0 || len(out) < total {
-		start := len(out)
+	for end < 0 || after+len(out) < end {
+		start := after + len(out)
 		stop := start + callsPage - 1
-		if total >= 0 {
-			stop = min(stop, total-1)
+		if end >= 0 {
+			stop = min(stop, end-1)
+		} else if limit > 0 {
+			stop = min(stop, start+limit-1)
 		}
 		v, err := s.eval(ctx, false, scriptCalls, []string{k.run, k.calls}, s.nowUS(), start, stop)
 		if err != nil {
-			return nil, fail(ctx, "calls", err)
+			return nil, 0, fail(ctx, "calls", err)
 		}
 		if n, ok := status(v); ok && n == -1 {
-			return nil, ErrRunNotFound
+			return nil, 0, ErrRunNotFound
 		}
 		a, ok := asSlice(v)
 		if !ok || len(a) != 3 {
-			return nil, corrupt("calls", errReply)
+			return nil, 0, corrupt("calls", errReply)
 		}
 		t, ok1 := a[0].(string)
 		n, ok2 := status(a[1])
 		recs, ok3 := asSlice(a[2])
 		if !ok1 || !ok2 || !ok3 {
-			return nil, corrupt("calls", errReply)
+			return nil, 0, corrupt("calls", errReply)
 		}
-		if total < 0 {
+		if end < 0 {
 			tok, total = t, int(n)
-			out = make([]Call, 0, total)
+			end = max(total, after)
+			if limit > 0 && limit < end-after {
+				end = after + limit
+			}
+			out = make([]Call, 0, end-after)
+			if len(recs) > end-after {
+				return nil, 0, corrupt("calls", errReply)
+			}
 		} else if t != tok || int(n) < total || len(recs) != stop-start+1 {
-			return nil, ErrRunNotFound // another run under the id now
+			return nil, 0, ErrRunNotFound // another run under the id now
 		}
 		for _, x := range recs {
 			rec, _ := x.(string)
 			c, err := decodeCall([]byte(rec))
 			if err != nil {
-				return nil, corrupt("calls", err)
+				return nil, 0, corrupt("calls", err)
 			}
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // ---- handles ----

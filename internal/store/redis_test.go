@@ -178,6 +178,7 @@ func TestRedisUnavailable(t *testing.T) {
 		},
 		"AppendCall": func(ctx context.Context) error { return s.AppendCall(ctx, "r", store.Call{Tool: "loom_search"}) },
 		"Calls":      func(ctx context.Context) error { _, err := s.Calls(ctx, "r"); return err },
+		"CallsPage":  func(ctx context.Context) error { _, _, err := s.CallsPage(ctx, "r", 1, 10); return err },
 		"Mint": func(ctx context.Context) error {
 			_, err := s.Mint(ctx, "r", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, store.MintLimits{})
 			return err

@@ -166,6 +166,12 @@ type Store interface {
 	AppendCall(ctx context.Context, id string, c Call) error
 	// Calls returns the run's call log in order.
 	Calls(ctx context.Context, id string) ([]Call, error)
+	// CallsPage returns the records of the run's call log after its first
+	// after, in order, at most limit of them (limit <= 0: all the rest),
+	// and the number of records the log held when it was read; after past
+	// the end answers none. It copies only the page, never the whole log.
+	// A negative after counts as 0.
+	CallsPage(ctx context.Context, id string, after, limit int) ([]Call, int, error)
 
 	// Mint registers referents (Token ignored) in one atomic step and
 	// returns their tokens in order: an identity already held keeps its

@@ -298,7 +298,7 @@ export interface paths {
         };
         /**
          * The run's call log
-         * @description Each tool output's artifact, including the `cfc` join the agent never sees.
+         * @description Each tool output's artifact, including the `cfc` join the agent never sees. Without `after` and `limit` the whole log is answered; with them, one page of it. A log only grows while its run lives, so a client that holds the first n records asks for `after=n` to read only the new ones.
          */
         get: operations["listCalls"];
         put?: never;
@@ -662,6 +662,10 @@ export interface components {
         };
         CallList: {
             calls: components["schemas"]["CallRecord"][];
+            /** @description How many records the log held when this page was read. */
+            total?: number;
+            /** @description The `after` of the next page: present only when the log holds records past this page. */
+            next?: number;
         };
         ObservationInput: {
             label: components["schemas"]["ConfidentialityLabel"];
@@ -1297,7 +1301,18 @@ export interface operations {
     };
     listCalls: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Skip the log's first `after` records (its oldest) and answer those after them; past the end of the log the page is empty. Default 0.
+                 * @example 1000
+                 */
+                after?: number;
+                /**
+                 * @description Answer at most this many records. Without it, every record after `after` is answered.
+                 * @example 1000
+                 */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /**
@@ -1310,7 +1325,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The call log, oldest first. */
+            /** @description The call log, oldest first, or the page of it that `after` and `limit` select. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1358,7 +1373,8 @@ export interface operations {
                      *             }
                      *           ]
                      *         }
-                     *       ]
+                     *       ],
+                     *       "total": 1
                      *     }
                      */
                     "application/json": components["schemas"]["CallList"];

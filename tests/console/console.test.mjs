@@ -82,11 +82,12 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     else consoleErrors.push(msg.text());
   });
   page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message}`));
-  // The console's reads of the host API, with their X-Loom-Console header.
+  // The console's reads of the host API, with their X-Loom-Console header
+  // and query string.
   const hostReads = [];
   page.on('request', (req) => {
     const u = new URL(req.url());
-    if (req.method() === 'GET' && u.pathname.startsWith('/host/v1/')) hostReads.push([u.pathname, req.headers()['x-loom-console']]);
+    if (req.method() === 'GET' && u.pathname.startsWith('/host/v1/')) hostReads.push([u.pathname, req.headers()['x-loom-console'], u.search]);
   });
   page.on('requestfailed', (req) => consoleErrors.push(`request failed: ${req.method()} ${req.url()} ${req.failure()?.errorText}`));
 
@@ -252,6 +253,27 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     assert.ok(created.length >= 1, 'the run creation (a POST) is logged at info');
   });
 
+  await step('the call log is read incrementally: a poll asks only for the calls after those held', async () => {
+    const path = `/host/v1/runs/${RUN}/calls`;
+    const reads = () => hostReads.filter(([p]) => p === path);
+    const afters = reads().map(([, , q]) => new URLSearchParams(q).get('after'));
+    assert.ok(afters.length >= 3, `the console read the call log (${afters.length} reads)`);
+    assert.deepEqual(afters.filter((a) => !/^\d+$/.test(a || '')), [], 'every read of the call log carries after=<count held>');
+    assert.ok(afters.includes('1'), `after=1 once the first call was shown: ${afters}`);
+    assert.ok(afters.includes('2'), `after=2 once both calls were shown: ${afters}`);
+    assert.deepEqual(reads().filter(([, h]) => h !== 'poll'), [], 'every read of the call log carries X-Loom-Console: poll');
+    // The next poll asks for what follows the rows shown.
+    const shown = await page.locator('#calls-table tr.call').count();
+    assert.ok(shown >= 2, `calls shown (${shown})`);
+    const seen = reads().length;
+    for (let i = 0; i < 60 && reads().length === seen; i++) await page.waitForTimeout(100);
+    const next = reads().slice(seen);
+    assert.ok(next.length >= 1, 'the console polled the call log again');
+    assert.equal(new URLSearchParams(next[0][2]).get('after'), String(shown), 'the poll asks for the calls after those shown');
+    assert.equal(await page.locator('#calls-table tr.call').count(), shown, 'no call shown twice');
+    assert.equal(await page.textContent('#calls-count'), `(${shown})`);
+  });
+
   await step('open a handle\'s value', async () => {
     const handle = page.locator('#handles-table tr.handle').first();
     await handle.waitFor();
@@ -302,6 +324,27 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: `${OUT}run-390x844-full.png`, fullPage: true });
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  await step('a run deleted and created again under its id is read from the start', async () => {
+    const shown = await page.locator('#calls-table tr.call').count();
+    assert.ok(shown >= 2, `calls shown (${shown})`);
+    // A poll between the two requests may meet the run gone (404).
+    expected.push(/status of 404/, /status of 404/, /status of 404/);
+    const auth = { Authorization: `Bearer ${HOST_TOKEN}` };
+    assert.equal((await get(`${origin}/host/v1/runs/${RUN}`, { method: 'DELETE', headers: auth })).status, 204);
+    const res = await get(`${origin}/host/v1/runs`, {
+      method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ runId: RUN, ttlSeconds: 900 }),
+    });
+    assert.equal(res.status, 201, 'the run created again');
+    await page.waitForFunction(() => document.querySelector('#calls-count')?.textContent === '(0)' && !document.querySelector('#run').hidden);
+    assert.equal(await page.locator('#calls-table tr.call').count(), 0, 'no call of the old run shown');
+    const seen = hostReads.length;
+    for (let i = 0; i < 60 && !hostReads.slice(seen).some(([p]) => p === `/host/v1/runs/${RUN}/calls`); i++) await page.waitForTimeout(100);
+    const next = hostReads.slice(seen).filter(([p]) => p === `/host/v1/runs/${RUN}/calls`);
+    assert.ok(next.length >= 1, 'the console polled the call log again');
+    assert.equal(new URLSearchParams(next[0][2]).get('after'), '0', 'the new run\'s log is read from its start');
+    expected.length = 0;
   });
 
   await step('delete the run', async () => {

@@ -23,7 +23,8 @@ const state = {
   openCalls: new Set(),
   openHandles: new Set(),
   openDocs: new Set(),
-  calls: [], // the selected run's last call log
+  calls: [], // the selected run's call log, as far as read
+  callsOf: null, // the createdAt of the run those calls belong to
   handles: [], // and handle table
   collect: null,
   busy: null, // the poll in flight
@@ -320,9 +321,8 @@ function route() {
     state.openCalls.clear();
     state.openHandles.clear();
     state.openDocs.clear();
-    state.calls = [];
+    forgetCalls();
     state.handles = [];
-    callRows.clear();
     handleRows.clear();
     $('#try-response').hidden = true;
     $('#try-error').hidden = true;
@@ -374,6 +374,7 @@ async function refreshRun(id) {
     run = await poll(`/host/v1/runs/${enc(id)}`);
   } catch (e) {
     if (e.status === 404 && state.runId === id) {
+      forgetCalls();
       fill($('#run-summary'));
       $('#run').hidden = true;
       fill($('#run-empty'), el('span', { className: 'error' }, 'Run '), el('code', {}, id), el('span', { className: 'error' }, ' is gone (deleted or expired).'));
@@ -384,11 +385,13 @@ async function refreshRun(id) {
   }
   const base = `/host/v1/runs/${enc(id)}`;
   const [calls, handles, result] = await Promise.all([
-    poll(`${base}/calls`),
+    readCalls(base, run),
     poll(`${base}/handles`),
     run.hasResult ? poll(`${base}/result`) : Promise.resolve(null),
   ]);
   if (state.runId !== id) return;
+  if (calls.reset) forgetCalls();
+  state.callsOf = run.createdAt;
   const first = !state.run;
   state.run = run;
   $('#run').hidden = false;
@@ -396,15 +399,43 @@ async function refreshRun(id) {
   renderSummary(run);
   if (first) buildTry(run);
   section('labels', [run.ceiling, run.modelContextLabel], renderLabels);
-  section('calls', calls.calls || [], renderCalls);
+  // A record is never changed once logged, so the run and the log's
+  // length name its content: no need to compare the whole log each poll.
+  section('calls', calls.calls, renderCalls, `${run.createdAt} ${calls.calls.length}`);
   section('handles', handles.handles || [], renderHandles);
   section('result', result, renderResult);
 }
 
-// section re-renders a part of the run view only when its data changed,
-// so open rows and shown values stay as the operator left them.
-function section(name, data, render) {
-  const text = JSON.stringify(data);
+// readCalls reads the run's call log. A log only grows while its run
+// lives, so it asks only for the records after those already held
+// (?after=n) and appends them; it starts over (reset) when the run is not
+// the one they came from (deleted and created again under the id) or the
+// log is shorter than what is held.
+async function readCalls(base, run) {
+  const held = state.callsOf === run.createdAt ? state.calls.length : 0;
+  const page = await poll(`${base}/calls?after=${held}`);
+  const fresh = page.calls || [];
+  if (held > 0 && typeof page.total === 'number' && page.total < held) {
+    const all = await poll(`${base}/calls?after=0`);
+    return { calls: all.calls || [], reset: true };
+  }
+  if (held === 0) return { calls: fresh, reset: state.calls.length > 0 };
+  return { calls: fresh.length ? state.calls.concat(fresh) : state.calls, reset: false };
+}
+
+// forgetCalls drops the call log held for the shown run.
+function forgetCalls() {
+  state.calls = [];
+  state.callsOf = null;
+  state.openCalls.clear();
+  delete state.last.calls;
+  callRows.clear();
+}
+
+// section re-renders a part of the run view only when its data changed
+// (its text, or the key given), so open rows and shown values stay as the
+// operator left them.
+function section(name, data, render, text = JSON.stringify(data)) {
   if (state.last[name] === text) return;
   state.last[name] = text;
   render(data);

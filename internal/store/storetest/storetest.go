@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,9 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"CallsCopies", testCallsCopies},
 		{"CallsConcurrent", testCallsConcurrent},
 		{"CallsLongLogWhileAppending", testCallsLongLog},
+		{"CallsPage", testCallsPage},
+		{"CallsPageCopies", testCallsPageCopies},
+		{"CallsPageLongLog", testCallsPageLongLog},
 		{"MintDedupe", testMintDedupe},
 		{"MintDistinctIdentities", testMintDistinctIdentities},
 		{"MintTokenGrammar", testMintTokenGrammar},
@@ -537,6 +541,14 @@ var runCalls = []runCall{
 		_, err := s.Calls(ctx, id)
 		return err
 	}},
+	{"CallsPage", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+		_, _, err := s.CallsPage(ctx, id, 0, 10)
+		return err
+	}},
+	{"CallsPagePastEnd", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+		_, _, err := s.CallsPage(ctx, id, 5000, 0)
+		return err
+	}},
 	{"Mint", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
 		_, err := s.Mint(ctx, id, refs(1), store.MintLimits{})
 		return err
@@ -954,6 +966,127 @@ func testCallsLongLog(t *testing.T, h *harness) {
 	inOrder(got, before+during)
 	if n := getRun(t, s, "run-1").Calls; n != before+during {
 		t.Errorf("Run.Calls = %d, want %d", n, before+during)
+	}
+}
+
+// testCallsPage: a page is the records after the first after, at most
+// limit of them (limit <= 0: all the rest), with the log's length; past the
+// end it is empty, and a negative after counts as 0.
+func testCallsPage(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	if got, total, err := s.CallsPage(ctx, "run-1", 0, 10); err != nil || len(got) != 0 || total != 0 {
+		t.Fatalf("CallsPage(new run, 0, 10) = %d, %d, %v, want 0, 0, nil", len(got), total, err)
+	}
+	var all []store.Call
+	for n := 1; n <= 7; n++ {
+		all = append(all, sampleCall(n))
+		if err := s.AppendCall(ctx, "run-1", all[n-1]); err != nil {
+			t.Fatalf("AppendCall = %v", err)
+		}
+	}
+	tests := []struct {
+		after, limit int
+		want         []store.Call
+	}{
+		{0, 0, all},
+		{0, -1, all},
+		{-3, 0, all},
+		{0, 7, all},
+		{0, 100, all},
+		{0, 1, all[:1]},
+		{2, 0, all[2:]},
+		{2, 3, all[2:5]},
+		{5, 3, all[5:]},
+		{6, 1, all[6:]},
+		{7, 0, []store.Call{}},
+		{7, 5, []store.Call{}},
+		{1 << 40, 1000, []store.Call{}},
+		{math.MaxInt, 0, []store.Call{}},
+		{math.MaxInt, math.MaxInt, []store.Call{}},
+		{3, math.MaxInt, all[3:]},
+	}
+	for _, tt := range tests {
+		got, total, err := s.CallsPage(ctx, "run-1", tt.after, tt.limit)
+		if err != nil {
+			t.Fatalf("CallsPage(%d, %d) = %v", tt.after, tt.limit, err)
+		}
+		if total != len(all) {
+			t.Errorf("CallsPage(%d, %d) total = %d, want %d", tt.after, tt.limit, total, len(all))
+		}
+		if diff := cmp.Diff(tt.want, got, cmpOpts); diff != "" {
+			t.Errorf("CallsPage(%d, %d) (-want +got):\n%s", tt.after, tt.limit, diff)
+		}
+	}
+}
+
+func testCallsPageCopies(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	for n := 1; n <= 2; n++ {
+		if err := s.AppendCall(ctx, "run-1", sampleCall(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, err := s.CallsPage(ctx, "run-1", 1, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("CallsPage(1, 1) = %d, %v, want 1, nil", len(got), err)
+	}
+	got[0].Tool = "changed"
+	got[0].Entries[0].Label.Integrity[0] = "Z"
+	got[0].Observed[0][1] = 'Y'
+	*got[0].ExitCode = 98
+	again, _, err := s.CallsPage(ctx, "run-1", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]store.Call{sampleCall(2)}, again, cmpOpts); diff != "" {
+		t.Errorf("call log changed through a page (-want +got):\n%s", diff)
+	}
+}
+
+// testCallsPageLongLog pages through a log longer than one read step of
+// any store (Redis reads 1,000 records a step), with pages that straddle
+// steps: the pages join to the whole log in order.
+func testCallsPageLongLog(t *testing.T, h *harness) {
+	const n = 2345
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	id := func(n int) string { return fmt.Sprintf("run-1:loom_search:%d", n) }
+	for i := 1; i <= n; i++ {
+		if err := s.AppendCall(ctx, "run-1", store.Call{OutputID: id(i), Tool: "loom_search", Status: "ok"}); err != nil {
+			t.Fatalf("AppendCall %d = %v", i, err)
+		}
+	}
+	check := func(name string, got []store.Call, from, count int) {
+		t.Helper()
+		if len(got) != count {
+			t.Fatalf("%s = %d records, want %d", name, len(got), count)
+		}
+		for i, c := range got {
+			if want := id(from + i + 1); c.OutputID != want {
+				t.Fatalf("%s[%d].OutputID = %q, want %q", name, i, c.OutputID, want)
+			}
+		}
+	}
+	// The rest of the log from inside its first step, across two more.
+	got, total, err := s.CallsPage(ctx, "run-1", 999, 0)
+	if err != nil || total != n {
+		t.Fatalf("CallsPage(999, 0) total = %d, %v, want %d, nil", total, err, n)
+	}
+	check("CallsPage(999, 0)", got, 999, n-999)
+	// Pages of 700: each after is where the last page ended.
+	after := 0
+	for after < n {
+		got, total, err := s.CallsPage(ctx, "run-1", after, 700)
+		if err != nil || total != n {
+			t.Fatalf("CallsPage(%d, 700) total = %d, %v, want %d, nil", after, total, err, n)
+		}
+		check(fmt.Sprintf("CallsPage(%d, 700)", after), got, after, min(700, n-after))
+		after += len(got)
 	}
 }
 
