@@ -12,12 +12,12 @@ import (
 )
 
 // TestConnectionCap: with --max-connections 2 on the agent listener, two
-// connections that send nothing hold both slots only until
-// --read-header-timeout, and two idle keep-alive connections give way to
-// a new client at once; the host listener has a cap of its own.
+// connections that send nothing hold both slots only for about a second
+// (not --read-header-timeout, 20s here), and two idle keep-alive
+// connections give way to a new client at once.
 func TestConnectionCap(t *testing.T) {
 	t.Parallel()
-	g := startGateway(t, gwOptions{Flags: []string{"--max-connections", "2", "--read-header-timeout", "1s"}})
+	g := startGateway(t, gwOptions{Flags: []string{"--max-connections", "2", "--read-header-timeout", "20s"}})
 	addr := strings.TrimPrefix(g.AgentURL, "http://")
 	fetch := func(c *http.Client) error {
 		resp, err := c.Get(g.AgentURL + "/openapi.yaml")
@@ -37,8 +37,8 @@ func TestConnectionCap(t *testing.T) {
 		return &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
 	}
 
-	// Two silent connections: the third client waits, then is served once
-	// the read-header timeout closes them.
+	// Two silent connections: the third client waits until the older has
+	// been silent a second, which is then closed for it.
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -51,11 +51,14 @@ func TestConnectionCap(t *testing.T) {
 	if err := fetch(newClient()); err != nil {
 		t.Fatalf("a client behind two silent connections: %v", err)
 	}
-	if waited := time.Since(start); waited < 500*time.Millisecond {
-		t.Errorf("served after %v with two silent connections holding the cap of 2; want a wait for --read-header-timeout (1s)", waited)
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("served after %v with two silent connections holding the cap of 2; want about a second, not --read-header-timeout (20s)", waited)
 	}
 	if n := g.metric(t, `loom_gateway_connections_at_cap_total{listener="agent"}`); n < 1 {
 		t.Errorf("connections_at_cap_total{agent} = %v, want >= 1", n)
+	}
+	if n := g.metric(t, `loom_gateway_connections_silent_closed_total{listener="agent"}`); n < 1 {
+		t.Errorf("connections_silent_closed_total{agent} = %v, want >= 1", n)
 	}
 
 	// Two idle keep-alive connections: a third client is served at once.

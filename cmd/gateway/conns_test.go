@@ -26,6 +26,9 @@ func TestConnectionCap(t *testing.T) {
 		{"flag past the room", (20000-reserve)/2 + 1, 8, 20000, 0, "--max-connections 9857"},
 		{"limit too low for any default", 0, 8, 300, 0, "ulimit -n"},
 		{"more loom processes take room", 0, 1000, 5000, (5000 - fdReserve(1000)) / 2, ""},
+		{"a huge flag does not overflow", 1 << 62, 8, 20000, 0, "need about 2199023255840 open files"},
+		{"the largest flag does not overflow", 1<<63 - 1, 8, 20000, 0, "--max-connections"},
+		{"huge loom slots do not overflow", 0, 1 << 62, 20000, 0, "ulimit -n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,5 +211,56 @@ func TestConnLimitClose(t *testing.T) {
 	first.Close()
 	if n := l.Open(); n != 0 {
 		t.Errorf("%d slots held after every connection closed", n)
+	}
+}
+
+// TestConnLimitClosesSilent: at the cap with no idle connection, a
+// newcomer is served once the oldest connection that has sent nothing has
+// been silent for silentGrace, not after the read-header timeout.
+func TestConnLimitClosesSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimit(2)
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ConnState:         l.ConnState,
+		ReadHeaderTimeout: time.Minute,
+	}
+	go srv.Serve(l.listener(ln))
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String()
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Open() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	if body := get(t, newClient(), url); body != "ok" {
+		t.Fatalf("newcomer got %q", body)
+	}
+	took := time.Since(start)
+	if took < silentGrace/2 || took > 5*silentGrace {
+		t.Errorf("newcomer served after %v; want about silentGrace (%v), far below the read-header timeout", took, silentGrace)
+	}
+	if n := l.hushed.Load(); n != 1 {
+		t.Errorf("%d silent connections closed, want 1", n)
+	}
+	if l.evicted.Load() != 0 {
+		t.Errorf("%d idle connections closed, want 0", l.evicted.Load())
+	}
+	// The oldest silent connection was the one closed.
+	silent[0].SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := silent[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the oldest silent connection is still open")
 	}
 }

@@ -28,6 +28,8 @@ func instrument(d *handlers.Deps, log *slog.Logger, conns map[string]*connLimit)
 				func() float64 { return float64(l.waited.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "loom_gateway_connections_idle_closed_total", Help: "Idle keep-alive connections closed to make room under --max-connections.", ConstLabels: labels},
 				func() float64 { return float64(l.evicted.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "loom_gateway_connections_silent_closed_total", Help: "New connections closed to make room under --max-connections after a second without a complete request.", ConstLabels: labels},
+				func() float64 { return float64(l.hushed.Load()) }),
 		} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
