@@ -26,21 +26,26 @@ type call struct {
 
 // beginOutput takes the run's next output number: every tool output of a
 // run, errors and describe_handle included, gets one (Gateway decision 7).
-// A run whose call log holds MaxCallsPerRun calls is refused first, with
-// errCallLimit: no output number, no process, nothing appended. The count
-// is the run as auth read it for this request, so calls still in flight
-// then may take the log a little past the cap (docs/SECURITY.md).
+// Past MaxCallsPerRun outputs a call is refused with errCallLimit: no
+// process, nothing appended to the call log, no outputId; it is audited and
+// counted. Every numbered output appends at most one record, so refusing
+// every number past the cap keeps the log within it exactly, however many
+// calls race; the run as auth read it refuses most of them before they
+// take a number at all.
 func (d *Deps) beginOutput(ctx context.Context, tool string) (*call, error) {
 	run, ok := runFrom(ctx)
 	if !ok {
 		return nil, errUnauthorized
 	}
 	if d.MaxCallsPerRun > 0 && run.Calls >= d.MaxCallsPerRun {
-		return nil, errCallLimit
+		return nil, d.refuseCall(ctx, run, tool)
 	}
 	n, err := d.Store.NextOutput(ctx, run.ID)
 	if err != nil {
 		return nil, err
+	}
+	if d.MaxCallsPerRun > 0 && n > int64(d.MaxCallsPerRun) {
+		return nil, d.refuseCall(ctx, run, tool)
 	}
 	return &call{
 		run:      run,
@@ -48,6 +53,14 @@ func (d *Deps) beginOutput(ctx context.Context, tool string) (*call, error) {
 		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, n),
 		started:  d.now(),
 	}, nil
+}
+
+// refuseCall audits and counts a call refused call_limit_reached, which has
+// no outputId and no call log record, and returns errCallLimit.
+func (d *Deps) refuseCall(ctx context.Context, run store.Run, tool string) error {
+	c := &call{run: run, tool: tool, started: d.now()}
+	d.audit(ctx, c, store.Call{Tool: tool, Status: "error", Code: codeOf(errCallLimit), StartedAt: c.started})
+	return errCallLimit
 }
 
 // fail records a failed call and returns its error with the outputId.

@@ -3,7 +3,13 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
 // TestCallLimit: a run whose call log holds MaxCallsPerRun calls refuses
@@ -57,6 +63,20 @@ func TestCallLimit(t *testing.T) {
 			if n := len(g.fake.Calls()); n != tt.loom {
 				t.Errorf("loom ran %d times, want %d: a refused call started a process", n, tt.loom)
 			}
+			// Each refusal is audited, without an outputId.
+			refused := 0
+			for _, a := range logRecords(t, g, "audit") {
+				if a["code"] != "call_limit_reached" {
+					continue
+				}
+				refused++
+				if _, ok := a["outputId"]; ok || a["runId"] != "r" || a["status"] != "error" {
+					t.Errorf("audit of a refused call: %v", a)
+				}
+			}
+			if want := len(agentRoutes) - 1; refused != want {
+				t.Errorf("%d refusals audited, want %d", refused, want)
+			}
 			if calls := g.calls(t, "r"); len(calls) != limit {
 				t.Errorf("call log holds %d calls, want %d", len(calls), limit)
 			}
@@ -89,5 +109,51 @@ func TestCallLimitZeroIsNoCap(t *testing.T) {
 	}
 	if calls := g.calls(t, "r"); len(calls) != 20 {
 		t.Errorf("call log holds %d calls, want 20", len(calls))
+	}
+}
+
+// TestCallLimitExactUnderRace: calls racing past the run as auth read it
+// (none has finished, so the log is empty for all) are refused by their
+// output number, so the log holds exactly the cap and loom runs that often.
+func TestCallLimitExactUnderRace(t *testing.T) {
+	t.Parallel()
+	const limit, racers = 5, 40
+	release := make(chan struct{})
+	var arrived atomic.Int32
+	g := newTestGateway(t, gatewayOptions{
+		MaxCallsPerRun: limit,
+		RunFunc: func(ctx context.Context, argv, env []string) (loom.Output, error) {
+			arrived.Add(1)
+			<-release
+			return loomtest.Sample(ctx, argv, env)
+		},
+	})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+	var wg sync.WaitGroup
+	codes := make([]int, racers)
+	for i := range racers {
+		wg.Go(func() {
+			codes[i] = g.call("r", tok, "loom_search", `{"query":"atlas"}`).Code
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for arrived.Load() < limit && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // room for more to arrive, were they let through
+	close(release)
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case http.StatusConflict:
+		default:
+			t.Errorf("a racing call answered %d", c)
+		}
+	}
+	if calls := g.calls(t, "r"); len(calls) != limit || ok != limit || arrived.Load() != limit {
+		t.Errorf("call log holds %d calls, %d answered 200, loom ran %d times; want exactly %d each", len(calls), ok, arrived.Load(), limit)
 	}
 }

@@ -123,9 +123,11 @@ func (d *Deps) audit(ctx context.Context, c *call, rec store.Call) {
 	attrs = append(attrs,
 		slog.String("requestId", requestID(ctx)),
 		slog.String("runId", c.run.ID),
-		slog.String("tool", c.tool),
-		slog.String("outputId", c.outputID),
-		slog.String("status", rec.Status))
+		slog.String("tool", c.tool))
+	if c.outputID != "" { // none for call_limit_reached
+		attrs = append(attrs, slog.String("outputId", c.outputID))
+	}
+	attrs = append(attrs, slog.String("status", rec.Status))
 	if rec.Code != "" {
 		attrs = append(attrs, slog.String("code", rec.Code))
 	}
