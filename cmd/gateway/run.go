@@ -97,15 +97,17 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.auditArgShape, "audit-arg-shape", false, "add to each tool call's audit record the sorted names of the input fields present (never their values)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: gateway [flags]\n\nServes the eight read-only Loom retrieval tools to sandboxed agents.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	// The flag list is printed for --help only; a bad flag gets one line.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintf(stderr, "Usage: gateway [flags]\n\nServes the eight read-only Loom retrieval tools to sandboxed agents.\n\nFlags:\n")
+			fs.PrintDefaults()
 			return nil, errHelp
 		}
-		return nil, usagef("%v", err)
+		return nil, usagef("%v (gateway --help lists the flags and their values)", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -305,11 +307,13 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 			return nil, usagef("%s must be positive", name)
 		}
 	}
-	if o.commandTimeout <= 0 || o.runTTL <= 0 {
-		return nil, usagef("--command-timeout and --run-ttl must be positive")
-	}
-	if o.readHeaderTimeout <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 {
-		return nil, usagef("--read-header-timeout, --read-timeout and --idle-timeout must be positive")
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"--command-timeout", o.commandTimeout}, {"--run-ttl", o.runTTL}, {"--read-header-timeout", o.readHeaderTimeout}, {"--read-timeout", o.readTimeout}, {"--idle-timeout", o.idleTimeout}} {
+		if f.v <= 0 {
+			return nil, usagef("%s %v: must be a positive duration, such as 30s or 2m", f.name, f.v)
+		}
 	}
 	switch {
 	case o.maxConcurrentPerRun < 0:

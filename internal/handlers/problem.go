@@ -56,7 +56,7 @@ var codes = map[string]codeInfo{
 	"request_too_large":       {413, "Request too large", "The request body is larger than the gateway accepts."},
 	"unsupported_media_type":  {415, "Unsupported media type", "The request body must be application/json."},
 	"unheld_handle":           {422, "Unheld handle", "The result names a handle this run does not hold."},
-	"busy":                    {429, "Busy", "Too many loom processes are running; retry later."},
+	"busy":                    {429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds."},
 	"run_limit_reached":       {429, "Run limit reached", "The gateway holds the maximum number of runs."},
 	"cancelled":               {499, "Cancelled", "The call was cancelled before it completed."},
 	"internal_error":          {500, "Internal error", "The gateway failed; the request id identifies the failure in its log."},
