@@ -102,6 +102,7 @@ func TestCommandLine(t *testing.T) {
 		{"negative call cap", nil, append([]string{"--max-calls-per-run", "-1"}, listen...), []string{"--max-calls-per-run"}},
 		{"negative handle byte cap", nil, append([]string{"--max-handle-bytes-per-run", "-1"}, listen...), []string{"--max-handle-bytes-per-run"}},
 		{"zero idle timeout", nil, append([]string{"--idle-timeout", "0s"}, listen...), []string{"--idle-timeout"}},
+		{"unparsable idle timeout", nil, append([]string{"--idle-timeout", "soon"}, listen...), []string{"idle-timeout", "--help"}},
 		{"unknown flag", nil, append([]string{"--max-confidentialty", "[]"}, listen...), []string{"max-confidentialty"}},
 	}
 	for _, tc := range refusals {
@@ -115,6 +116,9 @@ func TestCommandLine(t *testing.T) {
 				if !strings.Contains(out, n) {
 					t.Errorf("the message does not name %q:\n%s", n, out)
 				}
+			}
+			if strings.Contains(out, "Usage:") {
+				t.Errorf("a refusal prints the flag list (only --help should):\n%.300s", out)
 			}
 		})
 	}
