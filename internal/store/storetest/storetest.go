@@ -1359,28 +1359,9 @@ func testMintConcurrentLimit(t *testing.T, h *harness) {
 		batch      = 10
 		max        = 95
 	)
-	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
-	errs := make([]error, goroutines)
-	ok := make([]bool, goroutines)
-	parallel(goroutines, func(g int) {
-		// Disjoint batches of new identities: all or nothing each.
-		var ns []int
-		for k := range batch {
-			ns = append(ns, g*batch+k)
-		}
-		_, err := s.Mint(ctx, "run-1", refs(ns...), store.MintLimits{Handles: max})
-		switch {
-		case err == nil:
-			ok[g] = true
-		case !errors.Is(err, store.ErrHandleLimit):
-			errs[g] = err
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	ok := mintRacing(t, s, goroutines, batch, store.MintLimits{Handles: max})
 	hs := handles(t, s, "run-1")
 	won := 0
 	for _, w := range ok {
@@ -1391,12 +1372,44 @@ func testMintConcurrentLimit(t *testing.T, h *harness) {
 	if want := max / batch * batch; len(hs) != want || won*batch != want {
 		t.Errorf("Handles = %d after %d successful batches of %d, want %d", len(hs), won, batch, want)
 	}
-	// Every batch that succeeded is whole; none that failed left anything.
+	wholeBatches(t, hs, batch, ok)
+}
+
+// mintRacing mints goroutines disjoint batches of batch new identities on
+// run-1 at once under lim, each all or nothing, and reports which were
+// minted; any error but ErrHandleLimit fails the test.
+func mintRacing(t *testing.T, s store.Store, goroutines, batch int, lim store.MintLimits) []bool {
+	t.Helper()
+	errs := make([]error, goroutines)
+	ok := make([]bool, goroutines)
+	parallel(goroutines, func(g int) {
+		var ns []int
+		for k := range batch {
+			ns = append(ns, g*batch+k)
+		}
+		_, err := s.Mint(context.Background(), "run-1", refs(ns...), lim)
+		switch {
+		case err == nil:
+			ok[g] = true
+		case !errors.Is(err, store.ErrHandleLimit):
+			errs[g] = err
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// wholeBatches checks that every batch of mintRacing that succeeded is
+// held whole, and none that failed left anything.
+func wholeBatches(t *testing.T, hs []store.Referent, batch int, ok []bool) {
+	t.Helper()
 	present := map[string]bool{}
 	for _, r := range hs {
 		present[string(r.Value)] = true
 	}
-	for g := range goroutines {
+	for g := range ok {
 		for k := range batch {
 			if in := present[string(ref(g*batch+k).Value)]; in != ok[g] {
 				t.Errorf("batch %d (succeeded %v): identity %d present = %v", g, ok[g], g*batch+k, in)
@@ -1561,7 +1574,6 @@ func testMintConcurrentByteLimit(t *testing.T, h *harness) {
 		goroutines = 20
 		batch      = 10
 	)
-	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
 	batchBytes := make([]int64, goroutines)
@@ -1573,24 +1585,7 @@ func testMintConcurrentByteLimit(t *testing.T, h *harness) {
 		all += batchBytes[g]
 	}
 	limit := all / 2
-	errs := make([]error, goroutines)
-	ok := make([]bool, goroutines)
-	parallel(goroutines, func(g int) {
-		var ns []int
-		for k := range batch {
-			ns = append(ns, g*batch+k)
-		}
-		_, err := s.Mint(ctx, "run-1", refs(ns...), store.MintLimits{Bytes: limit})
-		switch {
-		case err == nil:
-			ok[g] = true
-		case !errors.Is(err, store.ErrHandleLimit):
-			errs[g] = err
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	ok := mintRacing(t, s, goroutines, batch, store.MintLimits{Bytes: limit})
 	hs := handles(t, s, "run-1")
 	total := heldBytes(hs)
 	if total > limit {
@@ -1599,16 +1594,8 @@ func testMintConcurrentByteLimit(t *testing.T, h *harness) {
 	if r := getRun(t, s, "run-1"); r.HandleBytes != total {
 		t.Errorf("Run.HandleBytes = %d, want %d", r.HandleBytes, total)
 	}
-	present := map[string]bool{}
-	for _, r := range hs {
-		present[string(r.Value)] = true
-	}
+	wholeBatches(t, hs, batch, ok)
 	for g := range goroutines {
-		for k := range batch {
-			if in := present[string(ref(g*batch+k).Value)]; in != ok[g] {
-				t.Errorf("batch %d (succeeded %v): identity %d present = %v", g, ok[g], g*batch+k, in)
-			}
-		}
 		if !ok[g] && total+batchBytes[g] <= limit {
 			t.Errorf("batch %d (%d bytes) refused, but fits the final %d of %d", g, batchBytes[g], total, limit)
 		}
