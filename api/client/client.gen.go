@@ -248,6 +248,7 @@ const (
 	HostRefused           ProblemCode = "host_refused"
 	InternalError         ProblemCode = "internal_error"
 	InvalidInput          ProblemCode = "invalid_input"
+	LabelLimitReached     ProblemCode = "label_limit_reached"
 	MalformedPayload      ProblemCode = "malformed_payload"
 	MethodNotAllowed      ProblemCode = "method_not_allowed"
 	NotConfigured         ProblemCode = "not_configured"
@@ -289,6 +290,8 @@ func (e ProblemCode) Valid() bool {
 	case InternalError:
 		return true
 	case InvalidInput:
+		return true
+	case LabelLimitReached:
 		return true
 	case MalformedPayload:
 		return true

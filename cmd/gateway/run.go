@@ -51,6 +51,7 @@ type options struct {
 	maxRuns, maxHandlesPerRun         int
 	maxHandleBytesPerRun              int64
 	maxCallsPerRun                    int
+	maxLabelClauses                   int
 	runTTL, shutdownTimeout           time.Duration
 	readHeaderTimeout, readTimeout    time.Duration
 	idleTimeout                       time.Duration
@@ -86,6 +87,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
 	fs.Int64Var(&o.maxHandleBytesPerRun, "max-handle-bytes-per-run", 64<<20, "`bytes` one run's handles may hold: each handle's value, label, source, kind and label source (handle_limit_reached past it); 0 means no cap")
 	fs.IntVar(&o.maxCallsPerRun, "max-calls-per-run", 10000, "calls one run's call log may hold; every further tool call or describe_handle answers call_limit_reached (409); 0 means no cap")
+	fs.IntVar(&o.maxLabelClauses, "max-label-clauses", 1000, "clauses a run's model-context label may hold; a call whose rows would take it past answers label_limit_reached (409) and none of them, as does an observation; 0 means no cap")
 	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
@@ -329,6 +331,10 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 	if o.maxCallsPerRun < 0 {
 		return nil, usagef("--max-calls-per-run must not be negative (0: no cap)")
 	}
+	if o.maxLabelClauses < 0 {
+		return nil, usagef("--max-label-clauses must not be negative (0: no cap)")
+	}
+	d.MaxLabelClauses = o.maxLabelClauses
 	if o.maxHandleBytesPerRun < 0 {
 		return nil, usagef("--max-handle-bytes-per-run must not be negative (0: no cap)")
 	}

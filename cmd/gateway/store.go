@@ -47,7 +47,7 @@ func redisOptions(u string) (*redis.Options, *redis.ClusterOptions, error) {
 // logged, not fatal: /readyz reports it until it does.
 func openStore(o *options, log *slog.Logger) (handlers.RunStore, func()) {
 	if o.storeURL == "memory" {
-		return store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns}), func() {}
+		return store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
 	}
 	ro, co, _ := redisOptions(o.storeURL)
 	redis.SetLogger(redisLog{log}) // go-redis logs process-wide; send it to ours
@@ -57,7 +57,7 @@ func openStore(o *options, log *slog.Logger) (handlers.RunStore, func()) {
 	} else {
 		c = redis.NewClient(ro)
 	}
-	s := store.NewRedis(c, store.RedisOptions{MaxRuns: o.maxRuns})
+	s := store.NewRedis(c, store.RedisOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := s.Ping(ctx); err != nil {

@@ -192,12 +192,21 @@ func (d *Deps) runTool(ctx context.Context, tool loom.Tool, input []byte) ([]byt
 	}
 	end()
 
+	// A call whose rows would take the run's model-context label past
+	// MaxLabelClauses answers none of them: the label could not record
+	// what the agent read. Checked before minting against the label read
+	// before loom ran; Observe checks again atomically.
+	if d.MaxLabelClauses > 0 && res.Observed != nil && len(ifc.JoinModelContext(run.ModelContext, res.Observed)) > d.MaxLabelClauses {
+		return nil, d.fail(ctx, c, store.ErrLabelLimit)
+	}
 	handles, err := d.mint(ctx, c, res)
 	if err != nil {
 		return nil, d.fail(ctx, c, goneIsCancelled(err))
 	}
 	d.Metrics.minted(len(handles))
 	if res.Observed != nil {
+		// A label grown by a racing call since the check above may still
+		// refuse: the call then answers nothing, its handles unreturned.
 		if _, err := d.Store.Observe(context.WithoutCancel(ctx), c.run.ID, res.Observed); err != nil {
 			return nil, d.fail(ctx, c, goneIsCancelled(err))
 		}

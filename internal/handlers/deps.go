@@ -78,6 +78,11 @@ type Deps struct {
 	// many calls refuses every further output (call_limit_reached) before
 	// it takes an output number. 0 means no cap.
 	MaxCallsPerRun int
+	// MaxLabelClauses caps the clauses of a run's model-context label, as
+	// the store's option of that name does (the store enforces it; the
+	// handlers check it first to mint nothing for a call it refuses, and
+	// at run creation). 0 means no cap.
+	MaxLabelClauses int
 	// MaxConcurrentPerRun caps the tool calls one run has in flight on
 	// this replica; one more answers busy at once. 0 means no cap.
 	MaxConcurrentPerRun int

@@ -94,6 +94,9 @@ type gatewayOptions struct {
 	MaxCallsPerRun int
 	// MaxConcurrentPerRun caps each run's tool calls in flight.
 	MaxConcurrentPerRun int
+	// MaxLabelClauses caps each run's model-context label, in the
+	// handlers and the store.
+	MaxLabelClauses int
 	// WrapStore, when set, wraps the memory store the handlers use.
 	WrapStore func(*store.Memory) RunStore
 	// Registry, when set, gets the gateway's metrics (NewMetrics), and
@@ -124,7 +127,7 @@ func testConfig() *loom.Config {
 func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	t.Helper()
 	clock := &fakeClock{now: testStart}
-	st := store.NewMemory(store.MemoryOptions{Now: clock.Now})
+	st := store.NewMemory(store.MemoryOptions{Now: clock.Now, MaxLabelClauses: opts.MaxLabelClauses})
 	fake := &loomtest.Fake{RunFunc: opts.RunFunc}
 	if fake.RunFunc == nil {
 		fake.RunFunc = loomtest.Sample
@@ -146,6 +149,7 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		AuditArgShape:    opts.AuditArgShape,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
+	d.MaxLabelClauses = opts.MaxLabelClauses
 	d.MaxCallsPerRun = opts.MaxCallsPerRun
 	d.MaxHandleBytesPerRun = opts.MaxHandleBytesPerRun
 	if opts.Registry != nil {

@@ -54,6 +54,9 @@ func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (
 			return nil, err
 		}
 		run.ModelContext = ifc.JoinModelContext(nil, start)
+		if h.d.MaxLabelClauses > 0 && len(run.ModelContext) > h.d.MaxLabelClauses {
+			return nil, store.ErrLabelLimit
+		}
 	}
 	ttl := h.d.runTTL()
 	if in.TtlSeconds != nil {

@@ -53,6 +53,7 @@ var codes = map[string]codeInfo{
 	"result_exists":           {409, "Result exists", "This run already has a result."},
 	"handle_limit_reached":    {409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes."},
 	"call_limit_reached":      {409, "Call limit reached", "The run's call log holds the maximum number of calls."},
+	"label_limit_reached":     {409, "Label limit reached", "The run's model-context label would pass its cap on clauses."},
 	"request_too_large":       {413, "Request too large", "The request body is larger than the gateway accepts."},
 	"unsupported_media_type":  {415, "Unsupported media type", "The request body must be application/json."},
 	"unheld_handle":           {422, "Unheld handle", "The result names a handle this run does not hold."},
@@ -161,6 +162,8 @@ func codeOf(err error) string {
 		return "handle_limit_reached"
 	case errors.Is(err, errCallLimit):
 		return "call_limit_reached"
+	case errors.Is(err, store.ErrLabelLimit):
+		return "label_limit_reached"
 	case errors.Is(err, store.ErrRunLimit):
 		return "run_limit_reached"
 	case errors.Is(err, store.ErrStoreUnavailable):

@@ -60,6 +60,8 @@ func TestToProblem(t *testing.T) {
 		{"handle limit", &callError{OutputID: "r:loom_search:4", Err: store.ErrHandleLimit},
 			want{Status: 409, Code: "handle_limit_reached", OutputID: "r:loom_search:4"}},
 		{"call limit", errCallLimit, want{Status: 409, Code: "call_limit_reached"}},
+		{"label limit", fmt.Errorf("observe: %w", store.ErrLabelLimit), want{Status: 409, Code: "label_limit_reached"}},
+		{"label limit on a call", &callError{OutputID: "r:loom_search:4", Err: store.ErrLabelLimit}, want{Status: 409, Code: "label_limit_reached", OutputID: "r:loom_search:4"}},
 		{"request too large", errRequestTooLarge, want{Status: 413, Code: "request_too_large"}},
 		{"unsupported media type", errUnsupportedMedia, want{Status: 415, Code: "unsupported_media_type"}},
 		{"unheld handle", fmt.Errorf("result: %w", result.ErrUnheldHandle), want{Status: 422, Code: "unheld_handle"}},

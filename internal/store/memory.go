@@ -20,6 +20,9 @@ var _ Store = (*Memory)(nil)
 type MemoryOptions struct {
 	// MaxRuns caps the number of live runs; <= 0 means no cap.
 	MaxRuns int
+	// MaxLabelClauses caps the clauses of a run's model-context label
+	// (Observe); <= 0 means no cap.
+	MaxLabelClauses int
 	// Now is the clock runs expire by; nil means time.Now. It is called
 	// outside the store's lock.
 	Now func() time.Time
@@ -33,6 +36,8 @@ type MemoryOptions struct {
 type Memory struct {
 	now     func() time.Time
 	maxRuns int
+	// maxClauses is MemoryOptions.MaxLabelClauses.
+	maxClauses int
 
 	mu      sync.Mutex
 	runs    map[string]*memRun
@@ -59,10 +64,11 @@ func NewMemory(opts MemoryOptions) *Memory {
 		now = time.Now
 	}
 	return &Memory{
-		now:     now,
-		maxRuns: opts.MaxRuns,
-		runs:    make(map[string]*memRun),
-		byToken: make(map[TokenHash]*memRun),
+		now:        now,
+		maxRuns:    opts.MaxRuns,
+		maxClauses: opts.MaxLabelClauses,
+		runs:       make(map[string]*memRun),
+		byToken:    make(map[TokenHash]*memRun),
 	}
 }
 
@@ -236,7 +242,11 @@ func (m *Memory) Observe(_ context.Context, id string, conf ifc.Confidentiality)
 	if err != nil {
 		return nil, err
 	}
-	r.run.ModelContext = cloneConf(ifc.JoinModelContext(r.run.ModelContext, conf))
+	next := ifc.JoinModelContext(r.run.ModelContext, conf)
+	if m.maxClauses > 0 && len(next) > m.maxClauses {
+		return nil, ErrLabelLimit
+	}
+	r.run.ModelContext = cloneConf(next)
 	return cloneConf(r.run.ModelContext), nil
 }
 

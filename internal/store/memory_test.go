@@ -9,7 +9,7 @@ import (
 
 func TestMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
-		return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, Now: cfg.Now})
+		return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now})
 	})
 }
 
@@ -20,6 +20,6 @@ func TestMemoryRealTime(t *testing.T) {
 			if cfg.Now != nil {
 				t.Fatal("RealTime: Config.Now is set")
 			}
-			return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns})
+			return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses})
 		})
 }

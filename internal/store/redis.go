@@ -30,6 +30,9 @@ type RedisOptions struct {
 	Prefix string
 	// Now is the clock runs expire by; nil means time.Now.
 	Now func() time.Time
+	// MaxLabelClauses caps the clauses of a run's model-context label
+	// (Observe); <= 0 means no cap.
+	MaxLabelClauses int
 }
 
 // DefaultRedisPrefix is the key prefix when RedisOptions.Prefix is empty.
@@ -85,7 +88,9 @@ type Redis struct {
 	c       redis.UniversalClient
 	now     func() time.Time
 	maxRuns int
-	prefix  string
+	// maxClauses is RedisOptions.MaxLabelClauses.
+	maxClauses int
+	prefix     string
 	// candidates is Mint's first number of token candidates per referent
 	// (mintCandidates; tests lower it to reach the retry).
 	candidates int
@@ -109,7 +114,7 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 	}
 	var o [8]byte
 	_, _ = crand.Read(o[:])
-	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, prefix: prefix, candidates: mintCandidates,
+	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, maxClauses: opts.MaxLabelClauses, prefix: prefix, candidates: mintCandidates,
 		origin:    hex.EncodeToString(o[:]),
 		watchIdle: watchIdle, watchBackoff: watchBackoff, watchMaxBackoff: watchMaxBackoff}
 }
@@ -491,6 +496,9 @@ func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 			}
 		}
 		next := ifc.JoinModelContext(prev, conf)
+		if s.maxClauses > 0 && len(next) > s.maxClauses {
+			return nil, ErrLabelLimit
+		}
 		var rec []byte
 		if len(next) > 0 {
 			rec = encodeConf(next)

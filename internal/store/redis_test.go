@@ -76,7 +76,7 @@ func TestRedis(t *testing.T) {
 	url := redisURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
 		c := redisClient(t, url)
-		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, Now: cfg.Now, Prefix: testPrefix(t, c)})
+		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: testPrefix(t, c)})
 	})
 }
 
@@ -87,7 +87,7 @@ func TestRedisRealTime(t *testing.T) {
 	storetest.RunOptions(t, storetest.Options{RealTime: true, TTL: time.Second},
 		func(t *testing.T, cfg storetest.Config) store.Store {
 			c := redisClient(t, url)
-			return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, Prefix: testPrefix(t, c)})
+			return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Prefix: testPrefix(t, c)})
 		})
 }
 
@@ -515,7 +515,7 @@ func TestRedisCluster(t *testing.T) {
 				t.Errorf("cleanup: %v", err)
 			}
 		})
-		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, Now: cfg.Now, Prefix: prefix})
+		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: prefix})
 	})
 }
 

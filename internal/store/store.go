@@ -22,6 +22,7 @@ var (
 	ErrRunExists        = errors.New("store: run exists")
 	ErrRunLimit         = errors.New("store: run limit reached")
 	ErrHandleLimit      = errors.New("store: handle limit reached")
+	ErrLabelLimit       = errors.New("store: label limit reached")
 	ErrResultExists     = errors.New("store: result exists")
 	ErrStoreUnavailable = errors.New("store: unavailable")
 )
@@ -161,6 +162,8 @@ type Store interface {
 	NextOutput(ctx context.Context, id string) (int64, error)
 	// Observe joins conf into the run's model-context label
 	// (ifc.JoinModelContext) atomically and returns the new label.
+	// ErrLabelLimit, with nothing written, if the joined label would hold
+	// more clauses than the store's MaxLabelClauses option.
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	// AppendCall records a call in the run's call log.
 	AppendCall(ctx context.Context, id string, c Call) error

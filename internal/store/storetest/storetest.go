@@ -35,6 +35,9 @@ import (
 type Config struct {
 	// MaxRuns is the live-run limit the store must enforce; 0 means none.
 	MaxRuns int
+	// MaxLabelClauses is the model-context clause limit the store must
+	// enforce (Observe); 0 means none.
+	MaxLabelClauses int
 	// Now is the clock the store must expire runs by. It is a fake clock the
 	// suite advances, or nil under Options.RealTime.
 	Now func() time.Time
@@ -93,6 +96,7 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"NextOutputConcurrent", testNextOutputConcurrent},
 		{"Observe", testObserve},
 		{"ObserveConcurrent", testObserveConcurrent},
+		{"ObserveLabelLimit", testObserveLabelLimit},
 		{"Calls", testCalls},
 		{"CallsCopies", testCallsCopies},
 		{"CallsConcurrent", testCallsConcurrent},
@@ -139,7 +143,12 @@ var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 // store returns a new store with the live-run limit max.
 func (h *harness) store(t *testing.T, max int) store.Store {
 	t.Helper()
-	cfg := Config{MaxRuns: max}
+	return h.storeWith(t, Config{MaxRuns: max})
+}
+
+// storeWith returns a new store built with cfg and the suite's clock.
+func (h *harness) storeWith(t *testing.T, cfg Config) store.Store {
+	t.Helper()
 	if !h.opts.RealTime {
 		h.now = epoch
 		cfg.Now = h.Now
@@ -764,6 +773,74 @@ func testObserve(t *testing.T, h *harness) {
 	got[0][1] = 'X'
 	if diff := cmp.Diff(prev, getRun(t, s, "run-1").ModelContext, cmpOpts); diff != "" {
 		t.Errorf("ModelContext changed through Observe's result (-want +got):\n%s", diff)
+	}
+}
+
+// testObserveLabelLimit: a join that would take the model-context label
+// past MaxLabelClauses is refused with nothing written; clauses already
+// held cost nothing; racing joins never pass the cap.
+func testObserveLabelLimit(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.storeWith(t, Config{MaxLabelClauses: 3})
+	create(t, s, h.run("run-1")) // "Base"
+	label := func() []string {
+		var out []string
+		for _, c := range getRun(t, s, "run-1").ModelContext {
+			out = append(out, string(c))
+		}
+		slices.Sort(out)
+		return out
+	}
+	steps := []struct {
+		obs  ifc.Confidentiality
+		want error
+		held []string
+	}{
+		{conf(`"A"`), nil, []string{`"A"`, `"Base"`}},
+		{conf(`"A"`, `"B"`), nil, []string{`"A"`, `"B"`, `"Base"`}}, // exactly at the cap
+		{conf(`"C"`), store.ErrLabelLimit, []string{`"A"`, `"B"`, `"Base"`}},
+		{conf(`"B"`, `"C"`), store.ErrLabelLimit, []string{`"A"`, `"B"`, `"Base"`}},
+		{conf(`"B"`, `"A"`), nil, []string{`"A"`, `"B"`, `"Base"`}}, // held: free
+		{nil, nil, []string{`"A"`, `"B"`, `"Base"`}},
+	}
+	for i, st := range steps {
+		_, err := s.Observe(ctx, "run-1", st.obs)
+		if !errors.Is(err, st.want) || (st.want == nil) != (err == nil) {
+			t.Errorf("step %d: Observe(%s) = %v, want %v", i, st.obs, err, st.want)
+		}
+		if diff := cmp.Diff(st.held, label()); diff != "" {
+			t.Errorf("step %d: label (-want +got):\n%s", i, diff)
+		}
+	}
+
+	const goroutines, capacity = 20, 6
+	s = h.storeWith(t, Config{MaxLabelClauses: capacity})
+	create(t, s, h.run("run-1"))
+	errs := make([]error, goroutines)
+	won := make([]bool, goroutines)
+	parallel(goroutines, func(g int) {
+		_, err := s.Observe(ctx, "run-1", conf(fmt.Sprintf(`"G%d"`, g)))
+		switch {
+		case err == nil:
+			won[g] = true
+		case !errors.Is(err, store.ErrLabelLimit):
+			errs[g] = err
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, c := range label() {
+		held[c] = true
+	}
+	if len(held) != capacity {
+		t.Errorf("label holds %d clauses after racing joins, want the cap %d", len(held), capacity)
+	}
+	for g, w := range won {
+		if in := held[fmt.Sprintf(`"G%d"`, g)]; in != w {
+			t.Errorf("join %d succeeded %v, its clause held %v", g, w, in)
+		}
 	}
 }
 
