@@ -233,12 +233,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // dependencies, except the store.
 func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handlers.Deps, error) {
 	d := &handlers.Deps{
-		Logger:           log,
-		MaxHandlesPerRun: o.maxHandlesPerRun,
-		MaxCallsPerRun:   o.maxCallsPerRun,
-		MaxRequestBytes:  o.maxRequestBytes,
-		RunTTL:           o.runTTL,
-		AuditArgShape:    o.auditArgShape,
+		Logger:               log,
+		MaxHandlesPerRun:     o.maxHandlesPerRun,
+		MaxCallsPerRun:       o.maxCallsPerRun,
+		MaxLabelClauses:      o.maxLabelClauses,
+		MaxHandleBytesPerRun: o.maxHandleBytesPerRun,
+		MaxRequestBytes:      o.maxRequestBytes,
+		RunTTL:               o.runTTL,
+		AuditArgShape:        o.auditArgShape,
 	}
 	if o.storeURL != "memory" {
 		if _, _, err := redisOptions(o.storeURL); err != nil {
@@ -317,28 +319,25 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 			return nil, usagef("%s %v: must be a positive duration, such as 30s or 2m", f.name, f.v)
 		}
 	}
-	switch {
-	case o.maxConcurrentPerRun < 0:
-		return nil, usagef("--max-concurrent-per-run must be positive (0: the default)")
-	case o.maxConcurrentPerRun == 0:
+	for _, f := range []struct {
+		name string
+		v    int64
+		zero string // what 0 means
+	}{
+		{"--max-concurrent-per-run", int64(o.maxConcurrentPerRun), "the default"},
+		{"--max-connections", int64(o.maxConnections), "the default"},
+		{"--max-calls-per-run", int64(o.maxCallsPerRun), "no cap"},
+		{"--max-label-clauses", int64(o.maxLabelClauses), "no cap"},
+		{"--max-handle-bytes-per-run", o.maxHandleBytesPerRun, "no cap"},
+	} {
+		if f.v < 0 {
+			return nil, usagef("%s must not be negative (0: %s)", f.name, f.zero)
+		}
+	}
+	d.MaxConcurrentPerRun = o.maxConcurrentPerRun
+	if d.MaxConcurrentPerRun == 0 {
 		d.MaxConcurrentPerRun = max(1, o.maxConcurrentLoom/2)
-	default:
-		d.MaxConcurrentPerRun = o.maxConcurrentPerRun
 	}
-	if o.maxConnections < 0 {
-		return nil, usagef("--max-connections must be positive (0: the default)")
-	}
-	if o.maxCallsPerRun < 0 {
-		return nil, usagef("--max-calls-per-run must not be negative (0: no cap)")
-	}
-	if o.maxLabelClauses < 0 {
-		return nil, usagef("--max-label-clauses must not be negative (0: no cap)")
-	}
-	d.MaxLabelClauses = o.maxLabelClauses
-	if o.maxHandleBytesPerRun < 0 {
-		return nil, usagef("--max-handle-bytes-per-run must not be negative (0: no cap)")
-	}
-	d.MaxHandleBytesPerRun = o.maxHandleBytesPerRun
 	return d, nil
 }
 

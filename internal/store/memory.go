@@ -266,12 +266,6 @@ func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
 	return nil
 }
 
-// Calls returns a copy of the run's call log in order, or ErrRunNotFound.
-func (m *Memory) Calls(ctx context.Context, id string) ([]Call, error) {
-	calls, _, err := m.CallsPage(ctx, id, 0, 0)
-	return calls, err
-}
-
 // CallsPage returns a copy of the records of the run's call log after its
 // first after, at most limit of them (limit <= 0: all the rest), and the
 // log's length, or ErrRunNotFound. Under the lock it only takes the log's

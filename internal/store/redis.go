@@ -545,13 +545,6 @@ func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
 // callsPage is how many call records one scriptCalls reads.
 const callsPage = 1000
 
-// Calls returns the run's call log in order, or ErrRunNotFound or
-// ErrStoreUnavailable (see CallsPage).
-func (s *Redis) Calls(ctx context.Context, id string) ([]Call, error) {
-	calls, _, err := s.CallsPage(ctx, id, 0, 0)
-	return calls, err
-}
-
 // CallsPage returns the records of the run's call log after its first
 // after, at most limit of them (limit <= 0: all the rest), and the log's
 // length, or ErrRunNotFound or ErrStoreUnavailable. It reads the log as it

@@ -176,9 +176,9 @@ func TestRedisUnavailable(t *testing.T) {
 			_, err := s.Observe(ctx, "r", ifc.Confidentiality{ifc.Clause(`"A"`)})
 			return err
 		},
-		"AppendCall": func(ctx context.Context) error { return s.AppendCall(ctx, "r", store.Call{Tool: "loom_search"}) },
-		"Calls":      func(ctx context.Context) error { _, err := s.Calls(ctx, "r"); return err },
-		"CallsPage":  func(ctx context.Context) error { _, _, err := s.CallsPage(ctx, "r", 1, 10); return err },
+		"AppendCall":          func(ctx context.Context) error { return s.AppendCall(ctx, "r", store.Call{Tool: "loom_search"}) },
+		"CallsPage whole log": func(ctx context.Context) error { _, _, err := s.CallsPage(ctx, "r", 0, 0); return err },
+		"CallsPage":           func(ctx context.Context) error { _, _, err := s.CallsPage(ctx, "r", 1, 10); return err },
 		"Mint": func(ctx context.Context) error {
 			_, err := s.Mint(ctx, "r", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, store.MintLimits{})
 			return err

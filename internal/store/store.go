@@ -167,10 +167,9 @@ type Store interface {
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	// AppendCall records a call in the run's call log.
 	AppendCall(ctx context.Context, id string, c Call) error
-	// Calls returns the run's call log in order.
-	Calls(ctx context.Context, id string) ([]Call, error)
 	// CallsPage returns the records of the run's call log after its first
-	// after, in order, at most limit of them (limit <= 0: all the rest),
+	// after, in order, at most limit of them (limit <= 0: all the rest, the
+	// whole log for after 0),
 	// and the number of records the log held when it was read; after past
 	// the end answers none. It copies only the page, never the whole log.
 	// A negative after counts as 0.

@@ -290,6 +290,12 @@ func wantErr(t *testing.T, what string, err, want error) {
 }
 
 // parallel runs fn(0..n-1) in n goroutines and waits for them.
+// allCalls is the run's whole call log: the page after none, unbounded.
+func allCalls(ctx context.Context, s store.Store, id string) ([]store.Call, error) {
+	calls, _, err := s.CallsPage(ctx, id, 0, 0)
+	return calls, err
+}
+
 func parallel(n int, fn func(g int)) {
 	var wg sync.WaitGroup
 	for g := range n {
@@ -483,7 +489,7 @@ func testDeleteRunRemovesState(t *testing.T, h *harness) {
 			t.Errorf("Handle(recreated, %q) = %v, %v, want false, nil", tok, ok, err)
 		}
 	}
-	if calls, err := s.Calls(ctx, "run-1"); err != nil || len(calls) != 0 {
+	if calls, err := allCalls(ctx, s, "run-1"); err != nil || len(calls) != 0 {
 		t.Errorf("Calls(recreated) = %d, %v, want 0, nil", len(calls), err)
 	}
 	_, err := s.Result(ctx, "run-1")
@@ -547,7 +553,7 @@ var runCalls = []runCall{
 		return s.AppendCall(ctx, id, store.Call{Tool: "loom_search"})
 	}},
 	{"Calls", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
-		_, err := s.Calls(ctx, id)
+		_, err := allCalls(ctx, s, id)
 		return err
 	}},
 	{"CallsPage", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
@@ -655,7 +661,7 @@ func testExpiry(t *testing.T, h *harness) {
 		if hs := handles(t, s, r.ID); len(hs) != 0 {
 			t.Errorf("Handles(%q recreated after expiry) = %d, want 0", r.ID, len(hs))
 		}
-		if calls, err := s.Calls(ctx, r.ID); err != nil || len(calls) != 0 {
+		if calls, err := allCalls(ctx, s, r.ID); err != nil || len(calls) != 0 {
 			t.Errorf("Calls(%q recreated after expiry) = %d, %v, want 0, nil", r.ID, len(calls), err)
 		}
 		_, err := s.Result(ctx, r.ID)
@@ -904,7 +910,7 @@ func testCalls(t *testing.T, h *harness) {
 	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
-	got, err := s.Calls(ctx, "run-1")
+	got, err := allCalls(ctx, s, "run-1")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("Calls(new run) = %d, %v, want 0, nil", len(got), err)
 	}
@@ -916,7 +922,7 @@ func testCalls(t *testing.T, h *harness) {
 			t.Fatalf("AppendCall = %v", err)
 		}
 	}
-	got, err = s.Calls(ctx, "run-1")
+	got, err = allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -943,7 +949,7 @@ func testCallsCopies(t *testing.T, h *harness) {
 	in.Observed[0][1] = 'Z'
 	*in.ExitCode = 99
 	// Mutate what came out.
-	got, err := s.Calls(ctx, "run-1")
+	got, err := allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -952,7 +958,7 @@ func testCallsCopies(t *testing.T, h *harness) {
 	got[0].Entries = append(got[0].Entries[:0], store.CallEntry{Status: "bogus"})
 	got[0].Observed[0][1] = 'Y'
 	*got[0].ExitCode = 98
-	again, err := s.Calls(ctx, "run-1")
+	again, err := allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -973,7 +979,7 @@ func testCallsConcurrent(t *testing.T, h *harness) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Calls(ctx, "run-1")
+	got, err := allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1027,7 +1033,7 @@ func testCallsLongLog(t *testing.T, h *harness) {
 		done <- err
 	}()
 	for range 3 {
-		got, err := s.Calls(ctx, "run-1")
+		got, err := allCalls(ctx, s, "run-1")
 		if err != nil {
 			t.Fatalf("Calls while appending = %v", err)
 		}
@@ -1036,7 +1042,7 @@ func testCallsLongLog(t *testing.T, h *harness) {
 	if err := <-done; err != nil {
 		t.Fatalf("AppendCall = %v", err)
 	}
-	got, err := s.Calls(ctx, "run-1")
+	got, err := allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
