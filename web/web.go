@@ -4,7 +4,8 @@
 //
 // The console is two halves:
 //
-//   - the static page (HTML, CSS, JS modules, codes.json) under /console/,
+//   - the static page (HTML, CSS, JS modules) under /console/, and
+//     codes.json, the gateway's problem table (package problem),
 //     served by [Console.Public] WITHOUT the host token: browsers cannot
 //     attach a bearer token to a page load, and the files hold no data;
 //   - the data routes under /console/, mounted by [Console.Mount] on the
@@ -30,12 +31,15 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/loom-gateway/gateway/api"
-	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/reqid"
 )
 
 //go:embed static
@@ -53,6 +57,7 @@ type Options struct {
 type Console struct {
 	files    fs.FS
 	contract []byte
+	codes    []byte
 	agent    *url.URL
 	proxy    *httputil.ReverseProxy
 }
@@ -68,7 +73,7 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: contract: %w", err)
 	}
-	c := &Console{files: sub, contract: contract}
+	c := &Console{files: sub, contract: contract, codes: codesJSON()}
 	if o.AgentURL != "" {
 		u, err := url.Parse(o.AgentURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -198,6 +203,12 @@ func (c *Console) Public(next http.Handler) http.Handler {
 		if name == "" {
 			name = "index.html"
 		}
+		if name == "codes.json" {
+			staticHeaders(w)
+			w.Header().Set("Content-Type", "application/json")
+			http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(c.codes))
+			return
+		}
 		if !c.isFile(name) {
 			next.ServeHTTP(w, r)
 			return
@@ -258,6 +269,7 @@ func (c *Console) Mount(r chi.Router) {
 	files := c.Public(http.NotFoundHandler())
 	r.Method(http.MethodGet, "/console", files)
 	r.Method(http.MethodGet, "/console/", files)
+	r.Method(http.MethodGet, "/console/codes.json", files)
 	_ = fs.WalkDir(c.files, ".", func(name string, _ fs.DirEntry, err error) error {
 		if err == nil && c.isFile(name) {
 			r.Method(http.MethodGet, "/console/"+name, files)
@@ -282,11 +294,19 @@ func validRunID(id string) bool {
 
 func (c *Console) forward(w http.ResponseWriter, r *http.Request) {
 	if !agentRoutes[chi.URLParam(r, "tool")] || !validRunID(chi.URLParam(r, "runId")) {
-		writeProblem(w, http.StatusNotFound, "route_not_found", "Not found", "No such route.")
+		p := problem.New(agent.RouteNotFound)
+		p.RequestID = reqid.FromContext(r.Context())
+		problem.Write(w, p)
 		return
 	}
 	if c.proxy == nil {
-		writeProblem(w, http.StatusServiceUnavailable, "agent_unreachable", "Agent listener unreachable", "The console has no agent listener to forward to.")
+		p := problem.Custom("agent_unreachable", problem.Info{
+			Status: http.StatusServiceUnavailable,
+			Title:  agentUnreachable.Title,
+			Detail: "The console has no agent listener to forward to.",
+		})
+		p.RequestID = reqid.FromContext(r.Context())
+		problem.Write(w, p)
 		return
 	}
 	// The answer is the agent's, headers included: drop what the host
@@ -319,24 +339,31 @@ func (c *Console) rewrite(pr *httputil.ProxyRequest) {
 	// The agent's request keeps this request's id: one id finds the
 	// console's request record, the agent's, its audit record and its
 	// problem.
-	handlers.ForwardRequestID(h, handlers.RequestID(in.Context()))
+	reqid.Forward(h, reqid.FromContext(in.Context()))
 	out.Header = h
 }
 
-func proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	writeProblem(w, http.StatusBadGateway, "agent_unreachable", "Agent listener unreachable", "The console could not reach the agent listener.")
+// agentUnreachable is the console proxy's own problem, not one of the
+// contract's codes: the agent listener could not be reached.
+var agentUnreachable = problem.Info{
+	Status: http.StatusBadGateway,
+	Title:  "Agent listener unreachable",
+	Detail: "The console could not reach the agent listener.",
 }
 
-// writeProblem answers an RFC 9457 problem of the console's own.
-func writeProblem(w http.ResponseWriter, status int, code, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"type":   "https://loom-gateway.dev/problems/" + code,
-		"title":  title,
-		"status": status,
-		"detail": detail,
-		"code":   code,
-	})
+func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problem.Custom("agent_unreachable", agentUnreachable)
+	p.RequestID = reqid.FromContext(r.Context())
+	problem.Write(w, p)
+}
+
+// codesJSON is what /console/codes.json answers: the gateway's problem
+// table (package problem) and the console's own agent_unreachable.
+func codesJSON() []byte {
+	codes := map[string]problem.Info{"agent_unreachable": agentUnreachable}
+	for _, c := range problem.Codes() {
+		codes[string(c)] = problem.Lookup(c)
+	}
+	b, _ := json.Marshal(codes)
+	return b
 }

@@ -12,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/loom-gateway/gateway/internal/handlers"
 )
 
 // demoSetup is the --demo sample Loom: the gateway's own executable linked
@@ -76,7 +74,7 @@ func (s *demoSetup) cleanup() { _ = os.RemoveAll(s.dir) }
 
 // start creates the demo run through the host API and prints the lines to
 // try it.
-func (s *demoSetup) start(ctx context.Context, d *handlers.Deps, agentAddr, hostAddr string, w io.Writer) error {
+func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr string, w io.Writer) error {
 	hostURL := "http://" + hostAddr
 	body := `{"runId":"demo","maxConfidentiality":` + demoCeiling + `,"ttlSeconds":86400}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostURL+"/host/v1/runs", strings.NewReader(body))

@@ -17,7 +17,7 @@ import (
 // returns what mounts GET /metrics on the host router, behind the host
 // token. The agent listener never serves it. conns are the listeners'
 // connection limits, by listener name.
-func instrument(d *handlers.Deps, log *slog.Logger, conns map[string]*connLimit) (func(chi.Router), error) {
+func instrument(d *deps, log *slog.Logger, conns map[string]*connLimit) (func(chi.Router), error) {
 	reg := prometheus.NewRegistry()
 	for listener, l := range conns {
 		labels := prometheus.Labels{"listener": listener}

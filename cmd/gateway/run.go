@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -177,12 +178,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usagef("--host-listen %s is TCP: a host token is required (--host-token-file or LOOM_GATEWAY_HOST_TOKEN)", o.hostListen)
 	}
 
-	agentSrv := newServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), o, agentConns, log)
+	core, hd := d.build()
+	agentSrv := newServer(handlers.AgentRouter(hd, handlers.NewAgent(hd), agentSpec), o, agentConns, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {
 		return err
 	}
-	hostSrv := newServer(console.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, func(r chi.Router) {
+	hostSrv := newServer(console.Public(handlers.HostRouter(hd, handlers.NewHost(hd), hostSpec, func(r chi.Router) {
 		console.Mount(r)
 		mountMetrics(r)
 	})), o, hostConns, log)
@@ -194,8 +196,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	var watching sync.WaitGroup
 	defer func() { stopWatch(); watching.Wait() }()
-	if w, ok := st.(handlers.DeleteWatcher); ok {
-		watching.Go(func() { d.FollowDeletes(watchCtx, w) })
+	if w, ok := st.(gateway.DeleteWatcher); ok {
+		watching.Go(func() { core.FollowDeletes(watchCtx, w) })
 	}
 
 	errc := make(chan error, 2)
@@ -204,7 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if mem, ok := st.(*store.Memory); ok {
 		go sweep(ctx, mem)
 	}
-	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Config != nil, "maxConnections", maxConns)
+	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
 
 	if demo != nil {
 		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr().String(), stdout); err != nil {
@@ -229,18 +231,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return err
 }
 
+// deps is what run wires: the core's configuration and what the HTTP
+// faces take besides the core.
+type deps struct {
+	gateway.Config
+	// HostToken, when set, is required on the host listener.
+	HostToken string
+	// MaxRequestBytes caps request bodies.
+	MaxRequestBytes int64
+	// Metrics are the gateway's metrics (instrument), the core's
+	// Recorder.
+	Metrics *handlers.Metrics
+}
+
+// build returns the core and the handlers' dependencies over it.
+func (d *deps) build() (*gateway.Service, *handlers.Deps) {
+	cfg := d.Config
+	if d.Metrics != nil {
+		cfg.Recorder = d.Metrics
+	}
+	core := gateway.New(cfg)
+	return core, &handlers.Deps{Core: core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
+}
+
 // buildDeps validates the configuration flags and builds the handlers'
 // dependencies, except the store.
-func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handlers.Deps, error) {
-	d := &handlers.Deps{
-		Logger:               log,
-		MaxHandlesPerRun:     o.maxHandlesPerRun,
-		MaxCallsPerRun:       o.maxCallsPerRun,
-		MaxLabelClauses:      o.maxLabelClauses,
-		MaxHandleBytesPerRun: o.maxHandleBytesPerRun,
-		MaxRequestBytes:      o.maxRequestBytes,
-		RunTTL:               o.runTTL,
-		AuditArgShape:        o.auditArgShape,
+func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps, error) {
+	d := &deps{
+		Config: gateway.Config{
+			Logger:               log,
+			MaxHandlesPerRun:     o.maxHandlesPerRun,
+			MaxCallsPerRun:       o.maxCallsPerRun,
+			MaxLabelClauses:      o.maxLabelClauses,
+			MaxHandleBytesPerRun: o.maxHandleBytesPerRun,
+			RunTTL:               o.runTTL,
+			AuditArgShape:        o.auditArgShape,
+		},
+		MaxRequestBytes: o.maxRequestBytes,
 	}
 	if o.storeURL != "memory" {
 		if _, _, err := redisOptions(o.storeURL); err != nil {
@@ -255,7 +282,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*handl
 		if err != nil {
 			return nil, &usageError{msg: err.Error()}
 		}
-		d.Config, d.LoomPath = cfg, cfg.CLIPath
+		d.Loom, d.LoomPath = cfg, cfg.CLIPath
 		hostPath, set := os.LookupEnv("PATH")
 		d.Env = loom.Env(cfg, hostPath, set)
 		// A call keeps its slot, and its deadline, until loom's output

@@ -10,14 +10,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
 var (
-	_ handlers.RunStore      = (*store.Memory)(nil)
-	_ handlers.RunStore      = (*store.Redis)(nil)
-	_ handlers.DeleteWatcher = (*store.Redis)(nil)
+	_ gateway.Store         = (*store.Memory)(nil)
+	_ gateway.Store         = (*store.Redis)(nil)
+	_ gateway.DeleteWatcher = (*store.Redis)(nil)
 )
 
 // redisOptions parses a --store redis:// or rediss:// URL with go-redis.
@@ -45,7 +45,7 @@ func redisOptions(u string) (*redis.Options, *redis.ClusterOptions, error) {
 // openStore builds the run store of --store (validated by buildDeps) and
 // returns it with its close function. A Redis that does not answer yet is
 // logged, not fatal: /readyz reports it until it does.
-func openStore(o *options, log *slog.Logger) (handlers.RunStore, func()) {
+func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 	if o.storeURL == "memory" {
 		return store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
 	}

@@ -13,6 +13,7 @@ import (
 	"runtime/trace"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -28,7 +29,7 @@ import (
 //
 // With a non-nil runner (--own-cost) the handlers call it instead of
 // starting loom, and profilePath may be empty.
-func startInProcess(ctx context.Context, dir, loomPath string, runs int, profilePath, tracePath string, runner handlers.Runner) (*target, error) {
+func startInProcess(ctx context.Context, dir, loomPath string, runs int, profilePath, tracePath string, runner gateway.Runner) (*target, error) {
 	cfgPath, err := writeConfig(dir, loomPath)
 	if err != nil {
 		return nil, err
@@ -38,23 +39,23 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 		return nil, err
 	}
 	const hostToken = "loadgen-host-token-0123456789abcdef"
-	d := &handlers.Deps{
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	gc := gateway.Config{
 		Store:            store.NewMemory(store.MemoryOptions{MaxRuns: 10000}),
-		Config:           cfg,
+		Loom:             cfg,
 		LoomPath:         cfg.CLIPath,
 		Env:              loom.Env(cfg, "/usr/bin:/bin", true),
 		Runner:           loom.New(loom.Options{Timeout: 30 * time.Second, MaxConcurrent: 2 * runs}),
 		Tools:            loom.Tools,
 		MaxHandlesPerRun: 100000,
 		MaxCallsPerRun:   0, // one run per client for the whole burst: no cap
-		MaxRequestBytes:  1 << 20,
 		RunTTL:           time.Hour,
-		HostToken:        hostToken,
-		Logger:           slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:           logger,
 	}
 	if runner != nil {
-		d.Runner = runner
+		gc.Runner = runner
 	}
+	d := &handlers.Deps{Core: gateway.New(gc), MaxRequestBytes: 1 << 20, HostToken: hostToken, Logger: logger}
 	agentSpec, err := handlers.LoadSpec("agent")
 	if err != nil {
 		return nil, err

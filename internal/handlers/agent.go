@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/loom-gateway/gateway/api/agent"
-	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
-	"github.com/loom-gateway/gateway/internal/result"
-	"github.com/loom-gateway/gateway/internal/store"
 )
 
 var _ agent.StrictServerInterface = (*Agent)(nil)
@@ -54,10 +50,14 @@ func (a *Agent) LoomProfile(ctx context.Context, req agent.LoomProfileRequestObj
 	return a.tool(ctx, loom.Profile, *req.Body)
 }
 
-// tool runs one of the eight tools; the body is the result object written
-// by ifc in the reference's key order.
+// tool runs one of the eight tools; the body is the result object the
+// core wrote in the reference's key order.
 func (a *Agent) tool(ctx context.Context, t loom.Tool, input []byte) (rawJSON, error) {
-	body, err := a.d.runTool(ctx, t, input)
+	run, ok := runFrom(ctx)
+	if !ok {
+		return rawJSON{}, errUnauthorized
+	}
+	body, err := a.d.Core.Call(ctx, run, t, input)
 	if err != nil {
 		return rawJSON{}, err
 	}
@@ -67,41 +67,15 @@ func (a *Agent) tool(ctx context.Context, t loom.Tool, input []byte) (rawJSON, e
 // DescribeHandle reports a held referent's kind, source tool, labelSource
 // and atom types, never its value (Gateway decision 10).
 func (a *Agent) DescribeHandle(ctx context.Context, req agent.DescribeHandleRequestObject) (agent.DescribeHandleResponseObject, error) {
-	c, err := a.d.beginOutput(ctx, "describe_handle")
+	run, ok := runFrom(ctx)
+	if !ok {
+		return nil, errUnauthorized
+	}
+	desc, err := a.d.Core.Describe(ctx, run, req.Body.Token)
 	if err != nil {
 		return nil, err
 	}
-	token := strings.TrimSpace(req.Body.Token)
-	ref, held, err := a.d.Store.Handle(ctx, c.run.ID, token)
-	if err != nil {
-		return nil, a.d.fail(ctx, c, err)
-	}
-	resp := description{OutputID: c.outputID, Token: token, Known: held}
-	if held {
-		resp.Referent = &referentKind{Kind: ref.Kind, Source: ref.Source, LabelSource: ref.LabelSource}
-		disclosed := ifc.Disclose(ref.Label)
-		resp.Label = &disclosed
-	}
-	a.d.record(ctx, c, store.Call{
-		OutputID: c.outputID, Tool: c.tool, Status: "ok",
-		Duration: a.d.now().Sub(c.started), StartedAt: c.started,
-	})
-	return marshalRaw(http.StatusOK, resp)
-}
-
-// description is describe_handle's answer, in Gateway decision 10's order.
-type description struct {
-	OutputID string         `json:"outputId"`
-	Token    string         `json:"token"`
-	Known    bool           `json:"known"`
-	Referent *referentKind  `json:"referent,omitempty"`
-	Label    *ifc.Disclosed `json:"label,omitempty"`
-}
-
-type referentKind struct {
-	Kind        string `json:"kind"`
-	Source      string `json:"source"`
-	LabelSource string `json:"labelSource"`
+	return marshalRaw(http.StatusOK, desc)
 }
 
 // WriteResult resolves the agent's structured result against the run's
@@ -111,26 +85,11 @@ func (a *Agent) WriteResult(ctx context.Context, req agent.WriteResultRequestObj
 	if !ok {
 		return nil, errUnauthorized
 	}
-	// A run that has its result (as auth read it) refuses another before
-	// the handle table is copied and the body resolved against it, so
-	// repeating a write costs nothing; PutResult still holds the rule
-	// atomically for writes that race.
-	if run.HasResult {
-		return nil, store.ErrResultExists
-	}
-	held, err := a.d.Store.Handles(ctx, run.ID)
+	w, err := a.d.Core.WriteResult(ctx, run, req.Body.Value)
 	if err != nil {
 		return nil, err
 	}
-	res, links, err := result.Write(req.Body.Value, run.ID, held)
-	if err != nil {
-		return nil, err
-	}
-	res.WrittenAt = a.d.now()
-	if err := a.d.Store.PutResult(ctx, run.ID, res); err != nil {
-		return nil, err
-	}
-	return agent.WriteResult201JSONResponse{Status: agent.ResultWrittenStatusOk, Documents: len(res.Documents), Links: links}, nil
+	return agent.WriteResult201JSONResponse{Status: agent.ResultWrittenStatusOk, Documents: w.Documents, Links: w.Links}, nil
 }
 
 // rawJSON is a JSON body written as given; it answers every agent and host

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -142,7 +143,7 @@ func TestRunDeletedAfterAuth(t *testing.T) {
 			t.Errorf("DELETE = %d %s", rec.Code, rec.Body)
 		}
 	}
-	g = newTestGateway(t, gatewayOptions{WrapStore: func(m *store.Memory) RunStore {
+	g = newTestGateway(t, gatewayOptions{WrapStore: func(m *store.Memory) gateway.Store {
 		hs.Memory = m
 		return hs
 	}})

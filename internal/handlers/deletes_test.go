@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
-var _ DeleteWatcher = (*store.Redis)(nil)
+var _ gateway.DeleteWatcher = (*store.Redis)(nil)
 
 // fakeWatcher is a DeleteWatcher the test drives: each function sent on
 // events is called with the watch, on WatchDeletes' goroutine.
@@ -83,7 +84,7 @@ func twoCallsInFlight(t *testing.T) (g *testGateway, r, other <-chan *httptest.R
 	<-started
 	t.Cleanup(func() {
 		// Let the other call end, whatever the test did.
-		g.deps.inflight.cancelRun("other")
+		g.deps.cancelRun("other")
 		<-oc
 	})
 	return g, rc, oc
@@ -205,7 +206,7 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 	down := &downStore{}
 	g := newTestGateway(t, gatewayOptions{
 		RunFunc:   blockingLoom(started, loomtest.Fail(loom.ErrCancelled)),
-		WrapStore: func(m *store.Memory) RunStore { down.Memory = m; return down },
+		WrapStore: func(m *store.Memory) gateway.Store { down.Memory = m; return down },
 	})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
 	rc := make(chan *httptest.ResponseRecorder, 1)
@@ -216,7 +217,7 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 	f.send(t, func(w store.DeleteWatch) { w.Subscribed() })
 	stillRunning(t, rc, "run r's call")
 	down.down.Store(false)
-	g.deps.inflight.cancelRun("r")
+	g.deps.cancelRun("r")
 	wantProblem(t, ended(t, rc, "run r's call"), 499, "cancelled")
 }
 

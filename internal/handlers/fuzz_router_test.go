@@ -26,6 +26,7 @@ import (
 
 	"github.com/loom-gateway/gateway/api"
 	"github.com/loom-gateway/gateway/internal/contracttest"
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
@@ -213,18 +214,19 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 		return loom.Output{Stdout: stdout, ExitCode: code}, nil
 	}}
 	logs := &syncBuffer{}
-	d := &Deps{
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	core := gateway.New(gateway.Config{
 		Store:            st,
 		Runner:           &fuzzRunner{real: loom.New(loom.Options{Timeout: 10 * time.Second, MaxStdout: 1 << 20, MaxConcurrent: 8, QueueWait: 5 * time.Second}), fake: fake},
-		Config:           cfg,
+		Loom:             cfg,
 		LoomPath:         cli,
 		Env:              loom.Env(cfg, os.Getenv("PATH"), true),
 		Tools:            loom.Tools,
 		MaxHandlesPerRun: 10000,
-		MaxRequestBytes:  64 << 10,
 		RunTTL:           time.Hour,
-		Logger:           slog.New(slog.NewTextHandler(logs, nil)),
-	}
+		Logger:           logger,
+	})
+	d := &Deps{Core: core, MaxRequestBytes: 64 << 10, Logger: logger}
 	spec, err := LoadSpec("agent")
 	if err != nil {
 		f.Fatal(err)
@@ -263,7 +265,7 @@ func (fz *fuzzGateway) rotate(tb testing.TB) {
 		}
 	}
 	mk := func(name string) fuzzRun {
-		r := fuzzRun{id: fmt.Sprintf("fz-%s-%d", name, fz.n), token: randomText(32)}
+		r := fuzzRun{id: fmt.Sprintf("fz-%s-%d", name, fz.n), token: fmt.Sprintf("fuzz-token-%s-%d-%d", name, fz.n, time.Now().UnixNano())}
 		now := time.Now().UTC()
 		if err := fz.store.CreateRun(ctx, store.Run{ID: r.id, TokenHash: store.HashToken(r.token), CreatedAt: now, ExpiresAt: now.Add(time.Hour), Ceiling: fz.ceil}); err != nil {
 			tb.Fatal(err)
@@ -403,13 +405,13 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 	if err := json.Unmarshal(body, &p); err != nil {
 		return fmt.Errorf("problem is not JSON: %v", err)
 	}
-	info, ok := codes[p.Code]
+	info, ok := problemInfo(p.Code)
 	switch {
 	case !ok:
 		return fmt.Errorf("code %q is not in the codes table", p.Code)
-	case p.Status != resp.StatusCode || info.status != resp.StatusCode:
+	case p.Status != resp.StatusCode || info.Status != resp.StatusCode:
 		return fmt.Errorf("problem %s with status %d in a %d answer", p.Code, p.Status, resp.StatusCode)
-	case p.Title != info.title || p.Detail != info.detail:
+	case p.Title != info.Title || p.Detail != info.Detail:
 		return fmt.Errorf("problem %s without its fixed text", p.Code)
 	case p.Type != "https://loom-gateway.dev/problems/"+p.Code:
 		return fmt.Errorf("problem type %q", p.Type)

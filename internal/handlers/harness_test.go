@@ -13,21 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // Compile-time checks that the concrete types satisfy the interfaces the
 // handlers consume (STYLE 4).
 var (
-	_ RunStore = (*store.Memory)(nil)
-	_ Runner   = (*loom.CLI)(nil)
-	_ Runner   = (*loomtest.Fake)(nil)
+	_ gateway.Store  = (*store.Memory)(nil)
+	_ gateway.Runner = (*loom.CLI)(nil)
+	_ gateway.Runner = (*loomtest.Fake)(nil)
 )
 
 // testStart is the fake clock's starting instant.
@@ -98,16 +101,74 @@ type gatewayOptions struct {
 	// handlers and the store.
 	MaxLabelClauses int
 	// WrapStore, when set, wraps the memory store the handlers use.
-	WrapStore func(*store.Memory) RunStore
+	WrapStore func(*store.Memory) gateway.Store
 	// Registry, when set, gets the gateway's metrics (NewMetrics), and
 	// the store is instrumented as in production.
 	Registry      prometheus.Registerer
 	AuditArgShape bool
 }
 
+// testDeps is a test gateway's configuration: the core's and the
+// handlers'. Tests may change it until the gateway serves its first
+// request, when the core and the routers are built from it; beforeMeasure
+// may change at any time.
+type testDeps struct {
+	gateway.Config
+	HostToken       string
+	MaxRequestBytes int64
+	Metrics         *Metrics
+	beforeMeasure   func(stage context.Context)
+
+	once      sync.Once
+	core      *gateway.Service
+	handlers  *Deps
+	agentSpec *openapi3.T
+	hostSpec  *openapi3.T
+	agent     http.Handler
+	host      http.Handler
+}
+
+// build builds the core and the routers, once.
+func (d *testDeps) build() {
+	d.once.Do(func() {
+		cfg := d.Config
+		cfg.BeforeMeasure = func(stage context.Context) {
+			if d.beforeMeasure != nil {
+				d.beforeMeasure(stage)
+			}
+		}
+		if d.Metrics != nil {
+			cfg.Recorder = d.Metrics
+		}
+		d.core = gateway.New(cfg)
+		d.handlers = &Deps{Core: d.core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
+		d.agent = AgentRouter(d.handlers, NewAgent(d.handlers), d.agentSpec)
+		d.host = HostRouter(d.handlers, NewHost(d.handlers), d.hostSpec, nil)
+	})
+}
+
+// Core is the gateway's core, built on first use.
+func (d *testDeps) Core() *gateway.Service {
+	d.build()
+	return d.core
+}
+
+// FollowDeletes runs the core's FollowDeletes.
+func (d *testDeps) FollowDeletes(ctx context.Context, w gateway.DeleteWatcher) {
+	d.Core().FollowDeletes(ctx, w)
+}
+
+// lazy serves through the router that pick returns, once built.
+func (d *testDeps) lazy(pick func() http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.build()
+		pick().ServeHTTP(w, r)
+	})
+}
+
 // testGateway is both routers over one set of deps.
 type testGateway struct {
-	deps  *Deps
+	deps  *testDeps
 	store *store.Memory
 	fake  *loomtest.Fake
 	clock *fakeClock
@@ -133,20 +194,22 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		fake.RunFunc = loomtest.Sample
 	}
 	logs := &syncBuffer{}
-	var rs RunStore = st
+	var rs gateway.Store = st
 	if opts.WrapStore != nil {
 		rs = opts.WrapStore(st)
 	}
-	d := &Deps{
-		Store:            rs,
-		Runner:           fake,
-		MaxRequestBytes:  opts.MaxRequestBytes,
-		MaxHandlesPerRun: opts.MaxHandlesPerRun,
-		RunTTL:           time.Hour,
-		HostToken:        opts.HostToken,
-		Logger:           slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:              clock.Now,
-		AuditArgShape:    opts.AuditArgShape,
+	d := &testDeps{
+		Config: gateway.Config{
+			Store:            rs,
+			Runner:           fake,
+			MaxHandlesPerRun: opts.MaxHandlesPerRun,
+			RunTTL:           time.Hour,
+			Logger:           slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Now:              clock.Now,
+			AuditArgShape:    opts.AuditArgShape,
+		},
+		MaxRequestBytes: opts.MaxRequestBytes,
+		HostToken:       opts.HostToken,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
 	d.MaxLabelClauses = opts.MaxLabelClauses
@@ -165,7 +228,7 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("test config: %v", err)
 		}
-		d.Config, d.LoomPath = cfg, cfg.CLIPath
+		d.Loom, d.LoomPath = cfg, cfg.CLIPath
 		d.Env = loom.Env(cfg, "/usr/bin:/bin", true)
 		d.Tools = loom.Tools
 		if opts.Tools != nil {
@@ -189,14 +252,15 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	if err != nil {
 		t.Fatalf("LoadSpec(host): %v", err)
 	}
+	d.agentSpec, d.hostSpec = agentSpec, hostSpec
 	return &testGateway{
 		deps:  d,
 		store: st,
 		fake:  fake,
 		clock: clock,
 		logs:  logs,
-		agent: AgentRouter(d, NewAgent(d), agentSpec),
-		host:  HostRouter(d, NewHost(d), hostSpec, nil),
+		agent: d.lazy(func() http.Handler { return d.agent }),
+		host:  d.lazy(func() http.Handler { return d.host }),
 	}
 }
 
@@ -290,7 +354,7 @@ func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, code 
 	if p.Code != code || p.Status != status {
 		t.Fatalf("problem = %s/%d, want %s/%d; body %s", p.Code, p.Status, code, status, rec.Body)
 	}
-	if p.Title != codes[code].title || p.Detail != codes[code].detail {
+	if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail != problem.Lookup(problem.Code(code)).Detail {
 		t.Errorf("problem text = %q / %q, want the fixed text of %s", p.Title, p.Detail, code)
 	}
 	if p.RequestID == "" || p.RequestID != rec.Header().Get("X-Request-Id") {
@@ -378,4 +442,27 @@ type toolEntry struct {
 type disclosedLabel struct {
 	Confidentiality [][]string `json:"confidentiality"`
 	Integrity       []string   `json:"integrity"`
+}
+
+// cancelRun cancels the run's calls in flight, as deleting it does (it
+// deletes the run).
+func (d *testDeps) cancelRun(id string) {
+	_ = d.Core().DeleteRun(context.Background(), id)
+}
+
+// handlersDeps are the handlers' dependencies, built on first use.
+func (d *testDeps) handlersDeps() *Deps {
+	d.build()
+	return d.handlers
+}
+
+// problemInfo is the table's entry of a code; ok is false for a code the
+// table lacks.
+func problemInfo(code string) (problem.Info, bool) {
+	for _, c := range problem.Codes() {
+		if string(c) == code {
+			return problem.Lookup(c), true
+		}
+	}
+	return problem.Info{}, false
 }

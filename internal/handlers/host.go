@@ -2,19 +2,14 @@ package handlers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/loom-gateway/gateway/api/host"
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -30,88 +25,56 @@ func NewHost(d *Deps) *Host { return &Host{d: d} }
 // once and stored only as a hash.
 func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (host.CreateRunResponseObject, error) {
 	in := req.Body
-	run := store.Run{CreatedAt: wireTime(h.d.now()), Ceiling: h.d.MaxConfidentiality}
-	if in.RunId != nil {
-		// The contract's pattern admits them, but no client reaches a
-		// path segment "." or "..": URL resolution removes it.
-		if *in.RunId == "." || *in.RunId == ".." {
-			return nil, &inputError{Pointer: "/runId"}
-		}
-		run.ID = *in.RunId
-	} else {
-		run.ID = "run-" + randomText(12)
-	}
+	spec := gateway.RunSpec{ID: in.RunId}
 	if in.MaxConfidentiality != nil {
-		manifest, err := parseClauses(*in.MaxConfidentiality, "/maxConfidentiality")
-		if err != nil {
-			return nil, err
-		}
-		run.Ceiling = ifc.Meet(h.d.MaxConfidentiality, ifc.CeilingOf(manifest))
+		spec.MaxConfidentiality = clausesIn(*in.MaxConfidentiality)
 	}
 	if in.ModelContextLabel != nil {
-		start, err := parseClauses(in.ModelContextLabel.Confidentiality, "/modelContextLabel/confidentiality")
-		if err != nil {
-			return nil, err
-		}
-		run.ModelContext = ifc.JoinModelContext(nil, start)
-		if h.d.MaxLabelClauses > 0 && len(run.ModelContext) > h.d.MaxLabelClauses {
-			return nil, store.ErrLabelLimit
-		}
+		spec.ModelContext = clausesIn(in.ModelContextLabel.Confidentiality)
 	}
-	ttl := h.d.runTTL()
 	if in.TtlSeconds != nil {
-		ttl = time.Duration(*in.TtlSeconds) * time.Second
+		ttl := time.Duration(*in.TtlSeconds) * time.Second
+		spec.TTL = &ttl
 	}
-	run.ExpiresAt = run.CreatedAt.Add(ttl)
 	if in.Tools != nil {
-		run.Tools = []string{}
-		for i, t := range *in.Tools {
-			tool, ok := loom.ParseTool(string(t))
-			if !ok || !h.d.offers(tool) {
-				return nil, &inputError{Pointer: fmt.Sprintf("/tools/%d", i), Choices: h.d.toolNames()}
-			}
-			run.Tools = append(run.Tools, string(tool))
+		tools := make([]string, 0, len(*in.Tools))
+		for _, t := range *in.Tools {
+			tools = append(tools, string(t))
 		}
+		spec.Tools = &tools
 	}
-	token := randomText(32)
-	run.TokenHash = store.HashToken(token)
-	if err := h.d.Store.CreateRun(ctx, run); err != nil {
+	c, err := h.d.Core.CreateRun(ctx, spec)
+	if err != nil {
 		return nil, err
 	}
-	h.d.logger().LogAttrs(ctx, slog.LevelInfo, "run created",
-		slog.String("requestId", requestID(ctx)), slog.String("runId", run.ID),
-		slog.Time("expiresAt", wireTime(run.ExpiresAt)))
-	return host.CreateRun201JSONResponse{RunId: run.ID, Token: token, ExpiresAt: wireTime(run.ExpiresAt)}, nil
+	return host.CreateRun201JSONResponse{RunId: c.Run.ID, Token: c.Token, ExpiresAt: gateway.WireTime(c.Run.ExpiresAt)}, nil
 }
 
 func (h *Host) ListRuns(ctx context.Context, _ host.ListRunsRequestObject) (host.ListRunsResponseObject, error) {
-	runs, err := h.d.Store.Runs(ctx)
+	runs, err := h.d.Core.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := host.ListRuns200JSONResponse{Runs: make([]host.RunSummary, 0, len(runs))}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, h.d.summary(r))
+		out.Runs = append(out.Runs, h.summary(r))
 	}
 	return out, nil
 }
 
 func (h *Host) GetRun(ctx context.Context, req host.GetRunRequestObject) (host.GetRunResponseObject, error) {
-	r, err := h.d.Store.Run(ctx, req.RunId)
+	r, err := h.d.Core.Run(ctx, req.RunId)
 	if err != nil {
 		return nil, err
 	}
-	return host.GetRun200JSONResponse(h.d.summary(r)), nil
+	return host.GetRun200JSONResponse(h.summary(r)), nil
 }
 
 // DeleteRun removes the run; its calls in flight answer cancelled.
 func (h *Host) DeleteRun(ctx context.Context, req host.DeleteRunRequestObject) (host.DeleteRunResponseObject, error) {
-	if err := h.d.Store.DeleteRun(ctx, req.RunId); err != nil {
+	if err := h.d.Core.DeleteRun(ctx, req.RunId); err != nil {
 		return nil, err
 	}
-	h.d.inflight.cancelRun(req.RunId)
-	h.d.logger().LogAttrs(ctx, slog.LevelInfo, "run deleted",
-		slog.String("requestId", requestID(ctx)), slog.String("runId", req.RunId))
 	return host.DeleteRun204Response{}, nil
 }
 
@@ -127,7 +90,7 @@ func (h *Host) ListCalls(ctx context.Context, req host.ListCallsRequestObject) (
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}
-	calls, total, err := h.d.Store.CallsPage(ctx, req.RunId, after, limit)
+	calls, total, err := h.d.Core.CallsPage(ctx, req.RunId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +107,7 @@ func (h *Host) ListCalls(ctx context.Context, req host.ListCallsRequestObject) (
 // AddObservation joins another tool's label into the run's model-context
 // label, the query label of the run's next call.
 func (h *Host) AddObservation(ctx context.Context, req host.AddObservationRequestObject) (host.AddObservationResponseObject, error) {
-	conf, err := parseClauses(req.Body.Label.Confidentiality, "/label/confidentiality")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := h.d.Store.Observe(ctx, req.RunId, conf); err != nil {
+	if err := h.d.Core.Observe(ctx, req.RunId, clausesIn(req.Body.Label.Confidentiality)); err != nil {
 		return nil, err
 	}
 	return host.AddObservation204Response{}, nil
@@ -157,7 +116,7 @@ func (h *Host) AddObservation(ctx context.Context, req host.AddObservationReques
 // ListHandles returns the handle table with values and full labels: what a
 // result writer on the host side needs.
 func (h *Host) ListHandles(ctx context.Context, req host.ListHandlesRequestObject) (host.ListHandlesResponseObject, error) {
-	refs, err := h.d.Store.Handles(ctx, req.RunId)
+	refs, err := h.d.Core.Handles(ctx, req.RunId)
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +136,7 @@ func (h *Host) ListHandles(ctx context.Context, req host.ListHandlesRequestObjec
 }
 
 func (h *Host) GetResult(ctx context.Context, req host.GetResultRequestObject) (host.GetResultResponseObject, error) {
-	res, err := h.d.Store.Result(ctx, req.RunId)
-	if errors.Is(err, store.ErrNoResult) {
-		return nil, errNoResult
-	}
+	res, err := h.d.Core.Result(ctx, req.RunId)
 	if err != nil {
 		return nil, err
 	}
@@ -199,11 +155,11 @@ func (h *Host) GetResult(ctx context.Context, req host.GetResultRequestObject) (
 }
 
 // summary is a run as the host sees it.
-func (d *Deps) summary(r store.Run) host.RunSummary {
+func (h *Host) summary(r store.Run) host.RunSummary {
 	s := host.RunSummary{
 		RunId:             r.ID,
-		CreatedAt:         wireTime(r.CreatedAt),
-		ExpiresAt:         wireTime(r.ExpiresAt),
+		CreatedAt:         gateway.WireTime(r.CreatedAt),
+		ExpiresAt:         gateway.WireTime(r.ExpiresAt),
 		ModelContextLabel: host.ConfidentialityLabel{Confidentiality: clausesOut(r.ModelContext)},
 		Tools:             []host.ToolId{},
 		Calls:             r.Calls,
@@ -216,23 +172,12 @@ func (d *Deps) summary(r store.Run) host.RunSummary {
 	}
 	tools := r.Tools
 	if tools == nil {
-		tools = d.toolNames()
+		tools = h.d.Core.ToolNames()
 	}
 	for _, t := range tools {
 		s.Tools = append(s.Tools, host.ToolId(t))
 	}
 	return s
-}
-
-func (d *Deps) toolNames() []string {
-	names := make([]string, 0, len(d.Tools))
-	if d.Config == nil {
-		return names
-	}
-	for _, t := range d.Tools {
-		names = append(names, string(t))
-	}
-	return names
 }
 
 func callOut(c store.Call) host.CallRecord {
@@ -246,7 +191,7 @@ func callOut(c store.Call) host.CallRecord {
 		Truncated:  c.Truncated,
 		ExitCode:   c.ExitCode,
 		DurationMs: c.Duration.Milliseconds(),
-		StartedAt:  wireTime(c.StartedAt),
+		StartedAt:  gateway.WireTime(c.StartedAt),
 	}
 	out.Cfc.Version = 1
 	if c.Observed != nil {
@@ -278,21 +223,17 @@ func callOut(c store.Call) host.CallRecord {
 	return out
 }
 
-// parseClauses reads a host-supplied clause list strictly; a bad clause is
-// invalid_input at ptr.
-func parseClauses(in []host.Clause, ptr string) (ifc.Confidentiality, error) {
+// clausesIn is a host clause list as the JSON the core reads; an absent
+// list is empty.
+func clausesIn(in []host.Clause) []byte {
+	if in == nil {
+		return []byte("[]")
+	}
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return nil, &inputError{Pointer: ptr}
+		return []byte("null") // refused by the core as invalid input
 	}
-	if in == nil {
-		raw = []byte("[]")
-	}
-	conf, err := ifc.ParseConfidentiality(raw)
-	if err != nil {
-		return nil, &inputError{Pointer: ptr}
-	}
-	return conf, nil
+	return raw
 }
 
 func clausesOut(c ifc.Confidentiality) []host.Clause {
@@ -319,18 +260,5 @@ func nonNil[T any](s []T) []T {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// wireTime is a timestamp as the gateway writes it: UTC, to the
-// millisecond.
-func wireTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
-
-// randomText returns n random bytes as unpadded base64url.
-func randomText(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-var errNoResult = errors.New("handlers: no result")
 
 func (r rawJSON) VisitListRunsResponse(w http.ResponseWriter) error { return r.write(w) }

@@ -51,7 +51,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	if len(hostPaths) < 9 {
 		t.Fatalf("%d host paths, want at least 9", len(hostPaths))
 	}
-	host := HostRouter(g.deps, NewHost(g.deps), hostSpec, func(r chi.Router) {
+	host := HostRouter(g.deps.handlersDeps(), NewHost(g.deps.handlersDeps()), hostSpec, func(r chi.Router) {
 		r.Method(http.MethodGet, "/metrics", MetricsHandler(prometheus.NewRegistry(), g.deps.Logger))
 	})
 	for path, methods := range hostPaths {
@@ -145,7 +145,7 @@ func TestHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := httptest.NewServer(HostRouter(g.deps, NewHost(g.deps), hostSpec, func(r chi.Router) {
+	host := httptest.NewServer(HostRouter(g.deps.handlersDeps(), NewHost(g.deps.handlersDeps()), hostSpec, func(r chi.Router) {
 		r.Method(http.MethodGet, "/metrics", MetricsHandler(prometheus.NewRegistry(), g.deps.Logger))
 	}))
 	t.Cleanup(host.Close)

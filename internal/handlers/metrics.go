@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -48,7 +50,7 @@ type loadReporter interface {
 	Queued() int64
 }
 
-// runCounter is a cheap count of the live runs a RunStore may offer; the
+// runCounter is a cheap count of the live runs a gateway.Store may offer; the
 // live-runs gauge otherwise counts Runs, at most once per liveRunsTTL.
 type runCounter interface {
 	CountRuns(ctx context.Context) (int, error)
@@ -62,7 +64,7 @@ const liveRunsTTL = 10 * time.Second
 // read runner (nil when the tools are not configured) and the live-runs
 // gauge reads st at scrape time. It returns an error when reg already holds
 // a metric of the same name.
-func NewMetrics(reg prometheus.Registerer, runner Runner, st RunStore) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, runner any, st gateway.Store) (*Metrics, error) {
 	const ns = "loom_gateway"
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -171,8 +173,9 @@ func (l promLogger) Println(v ...any) {
 	}
 }
 
-// call records one tool call: its outcome, durations and row counts.
-func (m *Metrics) call(c *call, rec store.Call) {
+// Call records one tool call: its outcome, durations and row counts
+// (gateway.Recorder).
+func (m *Metrics) Call(tool string, rec store.Call, loomTime *time.Duration) {
 	if m == nil {
 		return
 	}
@@ -180,19 +183,19 @@ func (m *Metrics) call(c *call, rec store.Call) {
 	if rec.Status != "ok" {
 		code = rec.Code
 	}
-	m.calls.WithLabelValues(c.tool, code).Inc()
-	m.callDuration.WithLabelValues(c.tool).Observe(rec.Duration.Seconds())
-	if c.loomTime != nil {
-		m.loomDuration.WithLabelValues(c.tool).Observe(c.loomTime.Seconds())
+	m.calls.WithLabelValues(tool, code).Inc()
+	m.callDuration.WithLabelValues(tool).Observe(rec.Duration.Seconds())
+	if loomTime != nil {
+		m.loomDuration.WithLabelValues(tool).Observe(loomTime.Seconds())
 	}
-	if rec.Status != "ok" || c.tool == "describe_handle" {
+	if rec.Status != "ok" || tool == "describe_handle" {
 		return
 	}
-	m.rowsAdmitted.WithLabelValues(c.tool).Add(float64(rec.Admitted))
-	m.rowsOmitted.WithLabelValues(c.tool).Add(float64(rec.Omitted))
+	m.rowsAdmitted.WithLabelValues(tool).Add(float64(rec.Admitted))
+	m.rowsOmitted.WithLabelValues(tool).Add(float64(rec.Omitted))
 	for _, e := range rec.Entries {
 		if e.Status == "withheld" {
-			m.rowsWithheld.WithLabelValues(c.tool, reasonLabel(e.ReasonCode)).Inc()
+			m.rowsWithheld.WithLabelValues(tool, reasonLabel(e.ReasonCode)).Inc()
 		}
 	}
 }
@@ -206,7 +209,8 @@ func reasonLabel(code string) string {
 	return "other"
 }
 
-func (m *Metrics) minted(n int) {
+// Minted counts n handles minted (gateway.Recorder).
+func (m *Metrics) Minted(n int) {
 	if m == nil || n == 0 {
 		return
 	}
@@ -229,16 +233,16 @@ func (m *Metrics) storeError(ctx context.Context, op string, err error) {
 	if m == nil || err == nil {
 		return
 	}
-	switch code := codeOf(err); {
-	case code == "store_unavailable", code == "internal_error" && ctx.Err() == nil:
-		m.storeErrors.WithLabelValues(op, code).Inc()
+	switch code := gateway.CodeOf(err); {
+	case code == agent.StoreUnavailable, code == agent.InternalError && ctx.Err() == nil:
+		m.storeErrors.WithLabelValues(op, string(code)).Inc()
 	}
 }
 
 // liveRuns counts the store's live runs for the runs_live gauge, reusing a
 // count for ttl; a failed count keeps the last one.
 type liveRuns struct {
-	st  RunStore
+	st  gateway.Store
 	ttl time.Duration
 
 	mu    sync.Mutex
@@ -275,7 +279,7 @@ func (l *liveRuns) count() float64 {
 
 // InstrumentStore returns st with its failures counted in
 // loom_gateway_store_errors_total. Set Deps.Store to it.
-func (m *Metrics) InstrumentStore(st RunStore) RunStore {
+func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 	if m == nil {
 		return st
 	}
@@ -290,7 +294,7 @@ var storeOps = []string{
 
 // countingStore counts the failures of the store it wraps.
 type countingStore struct {
-	st RunStore
+	st gateway.Store
 	m  *Metrics
 }
 

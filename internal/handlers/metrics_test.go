@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -109,7 +110,7 @@ func scrape(t *testing.T, g prometheus.Gatherer) string {
 
 // loadRunner is a Runner reporting fixed process slot counts.
 type loadRunner struct {
-	Runner
+	gateway.Runner
 	inFlight, queued atomic.Int64
 }
 
@@ -190,12 +191,12 @@ func TestGauges(t *testing.T) {
 	}
 }
 
-type loadlessRunner struct{ Runner }
+type loadlessRunner struct{ gateway.Runner }
 
 // countedRuns is a store that counts its runs cheaply and fails when
 // asked to.
 type countedRuns struct {
-	RunStore
+	gateway.Store
 	n    int
 	fail bool
 	runs atomic.Int32 // Runs calls
@@ -245,7 +246,7 @@ func TestMetricsOnlyOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := HostRouter(g.deps, NewHost(g.deps), hostSpec, func(r chi.Router) {
+	host := HostRouter(g.deps.handlersDeps(), NewHost(g.deps.handlersDeps()), hostSpec, func(r chi.Router) {
 		r.Method(http.MethodGet, "/metrics", MetricsHandler(reg, g.deps.Logger))
 	})
 	_, tok := g.createRun(t, `{"runId":"r"}`)

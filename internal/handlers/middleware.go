@@ -3,10 +3,8 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,43 +17,18 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
+	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
-type ctxKey int
-
-const (
-	requestIDKey ctxKey = iota
-	runKey
-)
-
-// requestID returns the id the request-id middleware gave the request.
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
+// runKey is the context key of the run the agent's token opened.
+type runKey struct{}
 
 // runFrom returns the run the agent's token opened.
 func runFrom(ctx context.Context) (store.Run, bool) {
-	r, ok := ctx.Value(runKey).(store.Run)
+	r, ok := ctx.Value(runKey{}).(store.Run)
 	return r, ok
-}
-
-// withRequestID gives every request a fresh random id, returned in the
-// X-Request-Id header and carried by every problem and log line; a
-// request the console's proxy forwards keeps the console request's id
-// (forwarded.go).
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := forwardedRequestID(r) // the console's try-a-tool proxy
-		if !ok {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
 }
 
 // recoverer turns a panic into an internal_error problem and logs it.
@@ -67,7 +40,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.ErrorContext(r.Context(), "panic", "requestId", requestID(r.Context()), "panic", v)
+					log.ErrorContext(r.Context(), "panic", "requestId", reqid.FromContext(r.Context()), "panic", v)
 					writeProblem(w, r, nil, errors.New("handlers: panic"))
 				}
 			}()
@@ -197,12 +170,13 @@ func runIDOfPath(path string) string {
 	return id
 }
 
-// agentAuth opens the run named by the path with the bearer token. A
-// missing token, or one that opens no run, answers 401 whatever the path;
-// a token of another run answers 404, so run ids cannot be probed. A valid
-// token on a path outside /v1/runs/{runId}/ goes on with no run (to the
-// route_not_found or method_not_allowed answer).
-func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
+// agentAuth opens the run named by the path with the bearer token
+// (gateway.Service.Authenticate): a missing token, or one that opens no
+// run, answers 401 whatever the path; a token of another run answers 404,
+// so run ids cannot be probed. A valid token on a path outside
+// /v1/runs/{runId}/ goes on with no run (to the route_not_found or
+// method_not_allowed answer).
+func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, ok := bearer(r)
@@ -210,32 +184,17 @@ func agentAuth(st RunStore, log *slog.Logger) func(http.Handler) http.Handler {
 				writeProblem(w, r, log, errUnauthorized)
 				return
 			}
-			h := store.HashToken(tok)
-			ctx := r.Context()
 			// Escaped, as the router reads it: a percent-encoded id is
 			// no run's id, whatever it decodes to.
 			id := runIDOfPath(r.URL.EscapedPath())
-			if id != "" {
-				run, err := st.Run(ctx, id)
-				switch {
-				case err == nil && subtle.ConstantTimeCompare(run.TokenHash[:], h[:]) == 1:
-					next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, runKey, run)))
-					return
-				case err != nil && !errors.Is(err, store.ErrRunNotFound):
-					writeProblem(w, r, log, err)
-					return
-				}
-			}
-			_, err := st.RunByToken(ctx, h)
+			run, err := core.Authenticate(r.Context(), id, tok)
 			switch {
-			case errors.Is(err, store.ErrRunNotFound):
-				writeProblem(w, r, log, errUnauthorized)
 			case err != nil:
 				writeProblem(w, r, log, err)
 			case id == "":
 				next.ServeHTTP(w, r)
 			default:
-				writeProblem(w, r, log, errRunNotFound)
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 			}
 		})
 	}

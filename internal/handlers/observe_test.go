@@ -18,9 +18,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -128,7 +131,7 @@ var auditKeys = []string{"admitted", "durationMs", "level", "msg", "omitted", "o
 
 // failingStore fails the named operation with err.
 type failingStore struct {
-	RunStore
+	gateway.Store
 	op  string
 	err error
 }
@@ -137,14 +140,14 @@ func (s failingStore) Observe(ctx context.Context, id string, conf ifc.Confident
 	if s.op == "observe" {
 		return nil, s.err
 	}
-	return s.RunStore.Observe(ctx, id, conf)
+	return s.Store.Observe(ctx, id, conf)
 }
 
 func (s failingStore) Ping(ctx context.Context) error {
 	if s.op == "ping" {
 		return s.err
 	}
-	return s.RunStore.Ping(ctx)
+	return s.Store.Ping(ctx)
 }
 
 // timed wraps a RunFunc so its output reports a process wall time of d.
@@ -189,8 +192,8 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 		{name: "invalid input", tool: loom.Search, body: `{"query":"-x"}`, code: "invalid_input"},
 		{name: "ceiling unavailable", opts: gatewayOptions{ReadCeilingFile: "/nonexistent/ceiling.json"}, tool: loom.Search, body: `{"query":"a"}`, code: "ceiling_unavailable"},
 		{name: "handle limit", opts: gatewayOptions{MaxHandlesPerRun: 1}, tool: loom.Search, body: `{"query":"a"}`, code: "handle_limit_reached", exitCode: ptr(0), loomRan: true},
-		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *store.Memory) RunStore {
-			return failingStore{RunStore: m, op: "observe", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
+		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *store.Memory) gateway.Store {
+			return failingStore{Store: m, op: "observe", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
 		}}, tool: loom.Search, body: `{"query":"a"}`, code: "store_unavailable", exitCode: ptr(0), loomRan: true, storeOp: "observe"},
 		{name: "describe_handle", tool: "describe_handle", body: `{"token":"cfh:v:22222"}`},
 	}
@@ -210,7 +213,7 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 			if tt.code == "" {
 				wantStatus(t, rec, http.StatusOK)
 			} else {
-				wantProblem(t, rec, codes[tt.code].status, tt.code)
+				wantProblem(t, rec, problem.Lookup(problem.Code(tt.code)).Status, tt.code)
 			}
 
 			audits := logRecords(t, g, "audit")
@@ -294,7 +297,7 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 			}
 			status := "200"
 			if tt.code != "" {
-				status = itoa(codes[tt.code].status)
+				status = itoa(problem.Lookup(problem.Code(tt.code)).Status)
 			}
 			if got := metricValue(t, reg, "loom_gateway_http_requests_total", "listener", "agent", "route", "/v1/runs/{runId}/"+string(tt.tool), "status", status); got != 1 {
 				t.Errorf("http_requests_total{agent,%s,%s} = %v, want 1", tt.tool, status, got)
@@ -353,26 +356,6 @@ func TestAuditArgShape(t *testing.T) {
 				t.Errorf("the log holds an argument value: %s", g.logs)
 			}
 		})
-	}
-}
-
-func TestArgNames(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{`{"query":"a","all":true}`, []string{"all", "query"}},
-		{`{}`, []string{}},
-		{`[]`, []string{}},
-		{`not json`, []string{}},
-		{`{"b":{"nested":1},"a":[1,2]}`, []string{"a", "b"}},
-		{`{"has space":1,"ok":2,"` + strings.Repeat("x", 65) + `":3}`, []string{"?", "ok"}},
-	}
-	for _, tt := range tests {
-		if got := argNames([]byte(tt.in)); !cmp.Equal(got, tt.want) {
-			t.Errorf("argNames(%s) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 
@@ -480,12 +463,12 @@ func TestReadyzReflectsReality(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	down := func(m *store.Memory) RunStore {
-		return failingStore{RunStore: m, op: "ping", err: fmt.Errorf("dial: %w", store.ErrStoreUnavailable)}
+	down := func(m *store.Memory) gateway.Store {
+		return failingStore{Store: m, op: "ping", err: fmt.Errorf("dial: %w", store.ErrStoreUnavailable)}
 	}
 	for _, tt := range []struct {
 		name     string
-		wrap     func(*store.Memory) RunStore
+		wrap     func(*store.Memory) gateway.Store
 		loomPath string
 		status   int
 		checks   map[string]string
@@ -610,6 +593,14 @@ func TestConsolePollLogsAtDebug(t *testing.T) {
 	}
 }
 
+// macOf is this process's MAC of a forwarded request id.
+func macOf(id string) string {
+	h := http.Header{}
+	reqid.Forward(h, id)
+	_, mac, _ := strings.Cut(h.Get(reqid.ForwardedHeader), ".")
+	return mac
+}
+
 // TestForwardedRequestID: the agent listener takes the request id of a
 // request the console's proxy forwards (ForwardRequestID), and only
 // with this process's MAC: a client cannot choose its request id.
@@ -628,7 +619,7 @@ func TestForwardedRequestID(t *testing.T) {
 		wantStatus(t, rec, 200)
 		return rec.Header().Get("X-Request-Id")
 	}
-	if got := send(func(h http.Header) { ForwardRequestID(h, outer) }); got != outer {
+	if got := send(func(h http.Header) { reqid.Forward(h, outer) }); got != outer {
 		t.Errorf("forwarded request id %q, want %q", got, outer)
 	}
 	audits := logRecords(t, g, "audit")
@@ -636,11 +627,10 @@ func TestForwardedRequestID(t *testing.T) {
 		t.Errorf("the audit record does not carry the forwarded id")
 	}
 	for name, set := range map[string]func(http.Header){
-		"no MAC":       func(h http.Header) { h.Set(ForwardedIDHeader, outer) },
-		"wrong MAC":    func(h http.Header) { h.Set(ForwardedIDHeader, outer+"."+strings.Repeat("0", 64)) },
+		"no MAC":       func(h http.Header) { h.Set(reqid.ForwardedHeader, outer) },
+		"wrong MAC":    func(h http.Header) { h.Set(reqid.ForwardedHeader, outer+"."+strings.Repeat("0", 64)) },
 		"X-Request-Id": func(h http.Header) { h.Set("X-Request-Id", outer) },
-		"MAC of other": func(h http.Header) { h.Set(ForwardedIDHeader, outer+"."+forwardMAC("ab")) },
-		"not hex":      func(h http.Header) { h.Set(ForwardedIDHeader, "XYZ."+forwardMAC("XYZ")) },
+		"MAC of other": func(h http.Header) { h.Set(reqid.ForwardedHeader, outer+"."+macOf("ab")) },
 	} {
 		if got := send(set); got == outer || got == "" || got == "XYZ" {
 			t.Errorf("%s: request id %q, want a fresh one", name, got)

@@ -13,7 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/result"
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -38,7 +41,7 @@ func TestToProblem(t *testing.T) {
 		{"gateway input error", &inputError{Pointer: "/runId"}, want{Status: 400, Code: "invalid_input", Pointer: "/runId"}},
 		{"gateway input error with choices", &inputError{Pointer: "/tools/0", Choices: []string{"loom_search"}},
 			want{Status: 400, Code: "invalid_input", Pointer: "/tools/0", Choices: []string{"loom_search"}}},
-		{"builder refusal", &callError{OutputID: "r:loom_page_discover:3", Err: &loom.InputError{Field: "kind", Reason: loom.ReasonEnum, Choices: []string{"all", "project"}}},
+		{"builder refusal", gateway.Classify(&loom.InputError{Field: "kind", Reason: loom.ReasonEnum, Choices: []string{"all", "project"}}, "r:loom_page_discover:3"),
 			want{Status: 400, Code: "invalid_input", OutputID: "r:loom_page_discover:3", Pointer: "/kind", Choices: []string{"all", "project"}}},
 		{"builder refusal of the whole input", &loom.InputError{Reason: loom.ReasonNotObject}, want{Status: 400, Code: "invalid_input"}},
 		{"result value invalid", fmt.Errorf("write: %w", result.ErrInvalidValue), want{Status: 400, Code: "invalid_input"}},
@@ -47,26 +50,26 @@ func TestToProblem(t *testing.T) {
 		{"run not found (handlers)", errRunNotFound, want{Status: 404, Code: "run_not_found"}},
 		{"run not found (store)", fmt.Errorf("get: %w", store.ErrRunNotFound), want{Status: 404, Code: "run_not_found"}},
 		{"route not found", errRouteNotFound, want{Status: 404, Code: "route_not_found"}},
-		{"not configured", &callError{OutputID: "r:loom_search:1", Err: errNotConfigured},
+		{"not configured", gateway.Classify(gateway.ErrNotConfigured, "r:loom_search:1"),
 			want{Status: 404, Code: "not_configured", OutputID: "r:loom_search:1"}},
-		{"result not found", errNoResult, want{Status: 404, Code: "result_not_found"}},
-		{"person not found", &callError{OutputID: "r:loom_people:2", Err: loom.ErrNotFound},
+		{"result not found", gateway.ErrNoResult, want{Status: 404, Code: "result_not_found"}},
+		{"person not found", gateway.Classify(loom.ErrNotFound, "r:loom_people:2"),
 			want{Status: 404, Code: "not_found", OutputID: "r:loom_people:2"}},
 		{"method not allowed", errMethodNotAllowed, want{Status: 405, Code: "method_not_allowed"}},
 		{"request timeout", errRequestTimeout, want{Status: 408, Code: "request_timeout"}},
 		{"person contested", loom.ErrContested, want{Status: 409, Code: "contested"}},
 		{"run exists", store.ErrRunExists, want{Status: 409, Code: "run_exists"}},
 		{"result exists", store.ErrResultExists, want{Status: 409, Code: "result_exists"}},
-		{"handle limit", &callError{OutputID: "r:loom_search:4", Err: store.ErrHandleLimit},
+		{"handle limit", gateway.Classify(store.ErrHandleLimit, "r:loom_search:4"),
 			want{Status: 409, Code: "handle_limit_reached", OutputID: "r:loom_search:4"}},
-		{"call limit", errCallLimit, want{Status: 409, Code: "call_limit_reached"}},
+		{"call limit", gateway.ErrCallLimit, want{Status: 409, Code: "call_limit_reached"}},
 		{"label limit", fmt.Errorf("observe: %w", store.ErrLabelLimit), want{Status: 409, Code: "label_limit_reached"}},
-		{"label limit on a call", &callError{OutputID: "r:loom_search:4", Err: store.ErrLabelLimit}, want{Status: 409, Code: "label_limit_reached", OutputID: "r:loom_search:4"}},
+		{"label limit on a call", gateway.Classify(store.ErrLabelLimit, "r:loom_search:4"), want{Status: 409, Code: "label_limit_reached", OutputID: "r:loom_search:4"}},
 		{"request too large", errRequestTooLarge, want{Status: 413, Code: "request_too_large"}},
 		{"unsupported media type", errUnsupportedMedia, want{Status: 415, Code: "unsupported_media_type"}},
 		{"unheld handle", fmt.Errorf("result: %w", result.ErrUnheldHandle), want{Status: 422, Code: "unheld_handle"}},
-		{"busy", &callError{OutputID: "r:loom_search:5", Err: loom.ErrBusy},
-			want{Status: 429, Code: "busy", OutputID: "r:loom_search:5", RetryAfter: retryAfterSeconds}},
+		{"busy", gateway.Classify(loom.ErrBusy, "r:loom_search:5"),
+			want{Status: 429, Code: "busy", OutputID: "r:loom_search:5", RetryAfter: problem.RetryAfterSeconds}},
 		{"run limit", store.ErrRunLimit, want{Status: 429, Code: "run_limit_reached"}},
 		{"cancelled (handlers)", errCancelled, want{Status: 499, Code: "cancelled"}},
 		{"cancelled (loom)", loom.ErrCancelled, want{Status: 499, Code: "cancelled"}},
@@ -75,15 +78,15 @@ func TestToProblem(t *testing.T) {
 		{"stdout limit", loom.ErrStdoutLimit, want{Status: 502, Code: "command_failed"}},
 		{"start error", &loom.StartError{Err: errors.New("exec /secret/loom: no such file")}, want{Status: 502, Code: "command_failed"}},
 		{"not JSON", loom.ErrNotJSON, want{Status: 502, Code: "command_failed"}},
-		{"exit code", &callError{OutputID: "r:loom_search:6", Err: &loom.ExitError{Code: 2}},
+		{"exit code", gateway.Classify(&loom.ExitError{Code: 2}, "r:loom_search:6"),
 			want{Status: 502, Code: "command_failed", OutputID: "r:loom_search:6"}},
-		{"host refused with code", &callError{OutputID: "r:loom_search:7", Err: &loom.HostRefusedError{HostCode: "rate_limited", HasHostCode: true}},
+		{"host refused with code", gateway.Classify(&loom.HostRefusedError{HostCode: "rate_limited", HasHostCode: true}, "r:loom_search:7"),
 			want{Status: 502, Code: "host_refused", OutputID: "r:loom_search:7", HostCode: "rate_limited"}},
 		{"host refused without code", &loom.HostRefusedError{}, want{Status: 502, Code: "host_refused"}},
 		{"host refused, code not a string", &loom.HostRefusedError{HostCode: "ignored", HasHostCode: false}, want{Status: 502, Code: "host_refused"}},
 		{"schema version", loom.ErrSchemaVersion, want{Status: 502, Code: "schema_version_mismatch"}},
 		{"malformed payload", loom.ErrMalformedPayload, want{Status: 502, Code: "malformed_payload"}},
-		{"ceiling unavailable", &callError{OutputID: "r:loom_search:8", Err: &loom.CeilingUnavailableError{Reason: loom.ReasonRecordMissing}},
+		{"ceiling unavailable", gateway.Classify(&loom.CeilingUnavailableError{Reason: loom.ReasonRecordMissing}, "r:loom_search:8"),
 			want{Status: 503, Code: "ceiling_unavailable", OutputID: "r:loom_search:8"}},
 		{"store unavailable", fmt.Errorf("redis: %w", store.ErrStoreUnavailable), want{Status: 503, Code: "store_unavailable"}},
 	}
@@ -91,8 +94,8 @@ func TestToProblem(t *testing.T) {
 	// Every code of the table has at least one row, and no row names a
 	// code the table lacks.
 	var tableCodes, rowCodes []string
-	for c := range codes {
-		tableCodes = append(tableCodes, c)
+	for _, c := range problem.Codes() {
+		tableCodes = append(tableCodes, string(c))
 	}
 	for _, tt := range tests {
 		if !slices.Contains(rowCodes, tt.want.Code) {
@@ -110,16 +113,16 @@ func TestToProblem(t *testing.T) {
 			t.Parallel()
 			p := toProblem(tt.err)
 			got := want{
-				Status: p.Status, Code: p.Code, OutputID: p.OutputID, HostCode: p.HostCode,
-				Pointer: p.Pointer, Choices: p.Choices, RetryAfter: p.retryAfter,
+				Status: p.Status, Code: string(p.Code), OutputID: p.OutputID, HostCode: p.HostCode,
+				Pointer: p.Pointer, Choices: p.Choices, RetryAfter: p.RetryAfter,
 			}
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("toProblem(%v) mismatch (-want +got):\n%s", tt.err, diff)
 			}
-			info := codes[tt.want.Code]
-			if p.Title != info.title || p.Detail != info.detail || info.status != tt.want.Status {
+			info := problem.Lookup(problem.Code(tt.want.Code))
+			if p.Title != info.Title || p.Detail != info.Detail || info.Status != tt.want.Status {
 				t.Errorf("toProblem(%v) text = %q / %q (table status %d), want the table's %q / %q / %d",
-					tt.err, p.Title, p.Detail, info.status, info.title, info.detail, tt.want.Status)
+					tt.err, p.Title, p.Detail, info.Status, info.Title, info.Detail, tt.want.Status)
 			}
 			if wantType := "https://loom-gateway.dev/problems/" + tt.want.Code; p.Type != wantType {
 				t.Errorf("toProblem(%v).Type = %q, want %q", tt.err, p.Type, wantType)
@@ -136,7 +139,7 @@ func TestWriteProblemHidesUnknownErrors(t *testing.T) {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	const secret = "open /secret/path MARKER-stderr: permission denied"
-	h := withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := reqid.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, log, fmt.Errorf("handlers: %w", errors.New(secret)))
 	}))
 	rec := httptest.NewRecorder()
@@ -161,7 +164,7 @@ func TestWriteProblemRetryAfter(t *testing.T) {
 		want string
 	}{
 		{loom.ErrBusy, "1"},
-		{&callError{OutputID: "r:loom_search:1", Err: loom.ErrBusy}, "1"},
+		{gateway.Classify(loom.ErrBusy, "r:loom_search:1"), "1"},
 		{loom.ErrTimeout, ""},
 		{store.ErrRunLimit, ""},
 	} {

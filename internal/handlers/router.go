@@ -16,6 +16,7 @@ import (
 	"github.com/loom-gateway/gateway/api"
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/api/host"
+	"github.com/loom-gateway/gateway/internal/reqid"
 )
 
 // LoadSpec parses api/openapi.yaml and keeps only the operations tagged
@@ -147,18 +148,18 @@ func validationError(err error, status int, body []byte) error {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
+	r.Use(reqid.Middleware, d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
-		r.Use(agentAuth(d.Store, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
+		r.Use(agentAuth(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
 		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  d.requestErrorHandler,
 			ResponseErrorHandlerFunc: d.errorHandler,
 		})
 		agent.HandlerWithOptions(si, agent.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
 	})
-	auth := agentAuth(d.Store, d.logger())
+	auth := agentAuth(d.Core, d.logger())
 	r.NotFound(d.refuse(auth, errRouteNotFound))
 	r.MethodNotAllowed(d.refuse(auth, errMethodNotAllowed))
 	return r
@@ -168,7 +169,7 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 // beside the contract (metrics, the console) after the host-token check.
 func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
+	r.Use(reqid.Middleware, d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/readyz", d.readyz)
 	r.Group(func(r chi.Router) {

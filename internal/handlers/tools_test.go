@@ -135,7 +135,7 @@ func TestToolsSample(t *testing.T) {
 			if len(calls) != i+1 {
 				t.Fatalf("runner calls = %d, want %d", len(calls), i+1)
 			}
-			wantArgv, err := loom.BuildArgv(g.deps.Config, tt.tool, []byte(tt.body))
+			wantArgv, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
 			if err != nil {
 				t.Fatalf("BuildArgv(%s): %v", tt.body, err)
 			}
@@ -187,11 +187,11 @@ func TestToolArgv(t *testing.T) {
 			if len(calls) != 1 {
 				t.Fatalf("runner calls = %d, want 1", len(calls))
 			}
-			want := append([]string{g.deps.Config.CLIPath}, tt.want...)
+			want := append([]string{g.deps.Loom.CLIPath}, tt.want...)
 			if diff := cmp.Diff(want, calls[0].Argv); diff != "" {
 				t.Errorf("argv mismatch (-want +got):\n%s", diff)
 			}
-			built, err := loom.BuildArgv(g.deps.Config, tt.tool, []byte(tt.body))
+			built, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
 			if err != nil || !cmp.Equal(built, calls[0].Argv) {
 				t.Errorf("BuildArgv(%s) = %q, %v; the runner got %q", tt.body, built, err, calls[0].Argv)
 			}

@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"errors"
+
+	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/result"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// Conditions the core raises itself.
+var (
+	// ErrUnauthorized: no token, or one that opens no run (401).
+	ErrUnauthorized = errors.New("gateway: unauthorized")
+	// ErrRunNotFound: a valid token of another run (404).
+	ErrRunNotFound = errors.New("gateway: run not found")
+	// ErrNotConfigured: the gateway or the run does not offer the tool.
+	ErrNotConfigured = errors.New("gateway: tool not configured")
+	// ErrCancelled: the client went away, or the run was deleted,
+	// before the call completed. It is also the cancel cause of the
+	// calls of a deleted run: the one cancellation cause of the core.
+	ErrCancelled = errors.New("gateway: cancelled")
+	// ErrCallLimit: the run's call log is full (call_limit_reached).
+	ErrCallLimit = errors.New("gateway: call limit reached")
+	// ErrNoResult: the run has no result yet (result_not_found).
+	ErrNoResult = errors.New("gateway: no result")
+)
+
+// Error is an error the core has classified: its problem code, the
+// outputId of the call it ended (when the call took one), and the host's
+// code for host_refused. Err is the cause, for the log; its text never
+// reaches a client.
+type Error struct {
+	Code     problem.Code
+	OutputID string
+	HostCode string
+	Err      error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// InputError is invalid input the core found in a host request (a run id,
+// a tool name): Pointer names the member, never its value; Choices are
+// the values it takes, when they are few.
+type InputError struct {
+	Pointer string
+	Choices []string
+}
+
+func (e *InputError) Error() string { return "gateway: invalid input at " + e.Pointer }
+
+// Classify wraps err as an *Error with its code and, for a call, its
+// outputId. An error already classified keeps its code.
+func Classify(err error, outputID string) *Error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		if e.OutputID == "" && outputID != "" {
+			c := *e
+			c.OutputID = outputID
+			return &c
+		}
+		return e
+	}
+	e := &Error{Code: CodeOf(err), OutputID: outputID, Err: err}
+	if hr, ok := errors.AsType[*loom.HostRefusedError](err); ok && hr.HasHostCode {
+		e.HostCode = hr.HostCode
+	}
+	return e
+}
+
+// CodeOf is the problem code of err: the code of an *Error, or the
+// contract's code of a condition of the core, loom, the store or the
+// result writer; internal_error for anything else.
+func CodeOf(err error) problem.Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		return agent.Unauthorized
+	case errors.Is(err, ErrRunNotFound), errors.Is(err, store.ErrRunNotFound):
+		return agent.RunNotFound
+	case errors.Is(err, ErrNoResult), errors.Is(err, store.ErrNoResult):
+		return agent.ResultNotFound
+	case errors.Is(err, ErrNotConfigured):
+		return agent.NotConfigured
+	case errors.Is(err, store.ErrRunExists):
+		return agent.RunExists
+	case errors.Is(err, store.ErrResultExists):
+		return agent.ResultExists
+	case errors.Is(err, store.ErrHandleLimit):
+		return agent.HandleLimitReached
+	case errors.Is(err, ErrCallLimit):
+		return agent.CallLimitReached
+	case errors.Is(err, store.ErrLabelLimit):
+		return agent.LabelLimitReached
+	case errors.Is(err, store.ErrRunLimit):
+		return agent.RunLimitReached
+	case errors.Is(err, store.ErrStoreUnavailable):
+		return agent.StoreUnavailable
+	case errors.Is(err, result.ErrUnheldHandle):
+		return agent.UnheldHandle
+	case errors.Is(err, result.ErrInvalidValue), errors.Is(err, result.ErrTooDeep):
+		return agent.InvalidInput
+	case errors.Is(err, ErrCancelled), errors.Is(err, loom.ErrCancelled):
+		return agent.Cancelled
+	case errors.Is(err, loom.ErrBusy):
+		return agent.Busy
+	case errors.Is(err, loom.ErrNotFound):
+		return agent.NotFound
+	case errors.Is(err, loom.ErrContested):
+		return agent.Contested
+	case errors.Is(err, loom.ErrSchemaVersion):
+		return agent.SchemaVersionMismatch
+	case errors.Is(err, loom.ErrMalformedPayload):
+		return agent.MalformedPayload
+	case errors.Is(err, loom.ErrCommandFailed), errors.Is(err, loom.ErrStart),
+		errors.Is(err, loom.ErrTimeout), errors.Is(err, loom.ErrStdoutLimit):
+		return agent.CommandFailed
+	}
+	if _, ok := errors.AsType[*loom.HostRefusedError](err); ok {
+		return agent.HostRefused
+	}
+	if _, ok := errors.AsType[*loom.CeilingUnavailableError](err); ok {
+		return agent.CeilingUnavailable
+	}
+	if _, ok := errors.AsType[*loom.InputError](err); ok {
+		return agent.InvalidInput
+	}
+	if _, ok := errors.AsType[*InputError](err); ok {
+		return agent.InvalidInput
+	}
+	return agent.InternalError
+}

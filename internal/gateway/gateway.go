@@ -1,0 +1,178 @@
+// Package gateway is the core of loom-gateway: one method per use case,
+// called by every face (the REST handlers, MCP). A tool call (Call) runs
+// the whole sequence: the output number, the run's in-flight cap, the
+// ceiling meet, the argument builder, the loom slot and deadline, the
+// process, the payload's interpretation and measurement, minting, the
+// model-context observation, the call record and the audit event.
+// Describe and WriteResult are describe_handle and the result writer; the
+// host operations create, read and delete runs. Every error a method
+// returns is classified: CodeOf names its problem code, and a call's
+// errors carry its outputId (*Error).
+//
+// Faces translate between their wire types and these methods; they do no
+// label arithmetic, locking, exec or JSON scanning of their own.
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// Runner runs one loom process (*loom.CLI in production).
+type Runner interface {
+	Run(ctx context.Context, argv, env []string) (loom.Output, error)
+}
+
+// Store is the run state the core reads and writes (the memory and Redis
+// stores implement it).
+type Store interface {
+	CreateRun(ctx context.Context, r store.Run) error
+	Run(ctx context.Context, id string) (store.Run, error)
+	RunByToken(ctx context.Context, h store.TokenHash) (store.Run, error)
+	Runs(ctx context.Context) ([]store.Run, error)
+	DeleteRun(ctx context.Context, id string) error
+	NextOutput(ctx context.Context, id string) (int64, error)
+	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
+	AppendCall(ctx context.Context, id string, c store.Call) error
+	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
+	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
+	Handles(ctx context.Context, id string) ([]store.Referent, error)
+	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
+	PutResult(ctx context.Context, id string, res store.Result) error
+	Result(ctx context.Context, id string) (store.Result, error)
+	Ping(ctx context.Context) error
+}
+
+// Recorder is told of every tool call the core records and of the handles
+// it mints (the Prometheus metrics).
+type Recorder interface {
+	// Call records one call: its tool, its record, and the loom
+	// process's wall time (nil when none ran).
+	Call(tool string, rec store.Call, loomTime *time.Duration)
+	// Minted counts n handles minted.
+	Minted(n int)
+}
+
+// Config is what the core is built from.
+type Config struct {
+	Store  Store
+	Runner Runner
+	// Loom is the loom retrieval configuration; nil means the eight
+	// tools are not configured and answer not_configured.
+	Loom *loom.Config
+	// Env is the child environment built from Loom (loom.Env).
+	Env []string
+	// Slots, when set, bounds the calls in their loom stage: a call takes
+	// a slot before its process starts and keeps it until its output is
+	// measured (--max-concurrent-loom, --busy-wait). Runner must then take
+	// no slot of its own (loom.Options.Limiter). Nil: only the Runner
+	// bounds anything.
+	Slots *loom.Limiter
+	// CommandTimeout bounds a call's loom stage, the process and the
+	// measuring of its output, from the moment it takes its slot
+	// (--command-timeout); past it the call answers command_failed. Zero:
+	// only the Runner's own timeout.
+	CommandTimeout time.Duration
+	// Tools is the set of tools the gateway offers (--allow-tool).
+	Tools []loom.Tool
+	// MaxConfidentiality is the process-wide ceiling (--max-confidentiality).
+	MaxConfidentiality ifc.Ceiling
+	// MaxHandlesPerRun caps a run's handle table; 0 means no cap.
+	MaxHandlesPerRun int
+	// MaxHandleBytesPerRun caps the bytes a run's handle table holds
+	// (store.ReferentBytes summed); 0 means no cap.
+	MaxHandleBytesPerRun int64
+	// MaxCallsPerRun caps a run's call log: a run whose log holds this
+	// many calls refuses every further output (call_limit_reached) before
+	// it takes an output number. 0 means no cap.
+	MaxCallsPerRun int
+	// MaxLabelClauses caps the clauses of a run's model-context label, as
+	// the store's option of that name does (the store enforces it; the
+	// core checks it first to mint nothing for a call it refuses, and at
+	// run creation). 0 means no cap.
+	MaxLabelClauses int
+	// MaxConcurrentPerRun caps the tool calls one run has in flight on
+	// this replica; one more answers busy at once. 0 means no cap.
+	MaxConcurrentPerRun int
+	// RunTTL is a run's lifetime when the host gives none (an hour when
+	// zero).
+	RunTTL time.Duration
+	// LoomPath is checked by Ready; empty when not configured.
+	LoomPath string
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Recorder, when set, counts calls and handles.
+	Recorder Recorder
+	// AuditArgShape adds the sorted names of a tool input's top-level
+	// members to its audit record; values are never logged.
+	AuditArgShape bool
+	// BeforeMeasure, when set (tests), runs in a call's loom stage, under
+	// its slot and deadline, just before its output is measured.
+	BeforeMeasure func(stage context.Context)
+}
+
+// Service runs the gateway's use cases. It is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	inflight inflight
+}
+
+// New returns the core over cfg.
+func New(cfg Config) *Service {
+	s := &Service{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.cfg.Now == nil {
+		s.cfg.Now = time.Now
+	}
+	if s.cfg.RunTTL <= 0 {
+		s.cfg.RunTTL = time.Hour
+	}
+	return s
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now() }
+
+// Offers reports whether the gateway offers the tool at all: configured
+// and allowed by --allow-tool.
+func (s *Service) Offers(t loom.Tool) bool {
+	return s.cfg.Loom != nil && slices.Contains(s.cfg.Tools, t)
+}
+
+// ToolNames are the tools the gateway offers, in --allow-tool order;
+// empty when the tools are not configured.
+func (s *Service) ToolNames() []string {
+	names := make([]string, 0, len(s.cfg.Tools))
+	if s.cfg.Loom == nil {
+		return names
+	}
+	for _, t := range s.cfg.Tools {
+		names = append(names, string(t))
+	}
+	return names
+}
+
+// Tools are the loom tools run may call: those the gateway offers that
+// the run's tools (nil: all) name, in the gateway's order.
+func (s *Service) Tools(run store.Run) []loom.Tool {
+	var out []loom.Tool
+	for _, t := range s.cfg.Tools {
+		if s.Offers(t) && runAllows(run, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// runAllows reports whether the run may call the tool.
+func runAllows(r store.Run, t loom.Tool) bool {
+	return r.Tools == nil || slices.Contains(r.Tools, string(t))
+}

@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// RunSpec is what the host asks of a new run. Nil members take the
+// gateway's defaults.
+type RunSpec struct {
+	// ID is the run id (the contract's pattern checked); nil: generated.
+	ID *string
+	// MaxConfidentiality is the manifest's ceiling, a JSON clause list;
+	// it is met with the gateway's --max-confidentiality.
+	MaxConfidentiality []byte
+	// ModelContext is the starting model-context label's confidentiality,
+	// a JSON clause list.
+	ModelContext []byte
+	// TTL is the run's lifetime; nil: Config.RunTTL.
+	TTL *time.Duration
+	// Tools are the tools the run may call, each one the gateway offers;
+	// nil: every tool the gateway offers.
+	Tools *[]string
+}
+
+// Created is a new run and its token, which is shown once: the store
+// keeps only its hash.
+type Created struct {
+	Run   store.Run
+	Token string
+}
+
+// CreateRun creates a run and issues its token: 256 random bits.
+// A member of spec the gateway refuses is an *InputError naming it.
+func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) {
+	run := store.Run{CreatedAt: WireTime(s.now()), Ceiling: s.cfg.MaxConfidentiality}
+	if spec.ID != nil {
+		// The contract's pattern admits them, but no client reaches a
+		// path segment "." or "..": URL resolution removes it.
+		if *spec.ID == "." || *spec.ID == ".." {
+			return Created{}, Classify(&InputError{Pointer: "/runId"}, "")
+		}
+		run.ID = *spec.ID
+	} else {
+		run.ID = "run-" + randomText(12)
+	}
+	if spec.MaxConfidentiality != nil {
+		manifest, err := parseClauses(spec.MaxConfidentiality, "/maxConfidentiality")
+		if err != nil {
+			return Created{}, err
+		}
+		run.Ceiling = ifc.Meet(s.cfg.MaxConfidentiality, ifc.CeilingOf(manifest))
+	}
+	if spec.ModelContext != nil {
+		start, err := parseClauses(spec.ModelContext, "/modelContextLabel/confidentiality")
+		if err != nil {
+			return Created{}, err
+		}
+		run.ModelContext = ifc.JoinModelContext(nil, start)
+		if s.cfg.MaxLabelClauses > 0 && len(run.ModelContext) > s.cfg.MaxLabelClauses {
+			return Created{}, Classify(store.ErrLabelLimit, "")
+		}
+	}
+	ttl := s.cfg.RunTTL
+	if spec.TTL != nil {
+		ttl = *spec.TTL
+	}
+	run.ExpiresAt = run.CreatedAt.Add(ttl)
+	if spec.Tools != nil {
+		run.Tools = []string{}
+		for i, t := range *spec.Tools {
+			tool, ok := loom.ParseTool(t)
+			if !ok || !s.Offers(tool) {
+				return Created{}, Classify(&InputError{Pointer: fmt.Sprintf("/tools/%d", i), Choices: s.ToolNames()}, "")
+			}
+			run.Tools = append(run.Tools, string(tool))
+		}
+	}
+	token := randomText(32)
+	run.TokenHash = store.HashToken(token)
+	if err := s.cfg.Store.CreateRun(ctx, run); err != nil {
+		return Created{}, Classify(err, "")
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "run created",
+		slog.String("requestId", reqid.FromContext(ctx)), slog.String("runId", run.ID),
+		slog.Time("expiresAt", WireTime(run.ExpiresAt)))
+	return Created{Run: run, Token: token}, nil
+}
+
+// Runs returns the live runs.
+func (s *Service) Runs(ctx context.Context) ([]store.Run, error) {
+	runs, err := s.cfg.Store.Runs(ctx)
+	if err != nil {
+		return nil, Classify(err, "")
+	}
+	return runs, nil
+}
+
+// Run returns the run with id (run_not_found when there is none).
+func (s *Service) Run(ctx context.Context, id string) (store.Run, error) {
+	r, err := s.cfg.Store.Run(ctx, id)
+	if err != nil {
+		return store.Run{}, Classify(err, "")
+	}
+	return r, nil
+}
+
+// DeleteRun removes the run; its calls in flight on this replica answer
+// cancelled (those on other replicas through FollowDeletes).
+func (s *Service) DeleteRun(ctx context.Context, id string) error {
+	if err := s.cfg.Store.DeleteRun(ctx, id); err != nil {
+		return Classify(err, "")
+	}
+	s.inflight.cancelRun(id)
+	s.log.LogAttrs(ctx, slog.LevelInfo, "run deleted",
+		slog.String("requestId", reqid.FromContext(ctx)), slog.String("runId", id))
+	return nil
+}
+
+// CallsPage returns the run's call records after its first after, at
+// most limit of them (0: all), and the length of the whole log.
+func (s *Service) CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error) {
+	calls, total, err := s.cfg.Store.CallsPage(ctx, id, after, limit)
+	if err != nil {
+		return nil, 0, Classify(err, "")
+	}
+	return calls, total, nil
+}
+
+// Observe joins another tool's label confidentiality (a JSON clause list)
+// into the run's model-context label, the query label of the run's next
+// call.
+func (s *Service) Observe(ctx context.Context, id string, confidentiality []byte) error {
+	conf, err := parseClauses(confidentiality, "/label/confidentiality")
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.Observe(ctx, id, conf); err != nil {
+		return Classify(err, "")
+	}
+	return nil
+}
+
+// Handles returns the run's handle table, values and full labels: what a
+// result writer on the host side needs.
+func (s *Service) Handles(ctx context.Context, id string) ([]store.Referent, error) {
+	refs, err := s.cfg.Store.Handles(ctx, id)
+	if err != nil {
+		return nil, Classify(err, "")
+	}
+	return refs, nil
+}
+
+// Result returns the run's result (result_not_found before one is
+// written).
+func (s *Service) Result(ctx context.Context, id string) (store.Result, error) {
+	res, err := s.cfg.Store.Result(ctx, id)
+	if err != nil {
+		return store.Result{}, Classify(err, "")
+	}
+	return res, nil
+}
+
+// Ready checks that the store answers and the loom executable is there:
+// each check's state ("ok", "unreachable", "missing") and whether all
+// pass.
+func (s *Service) Ready(ctx context.Context) (checks map[string]string, ok bool) {
+	checks, ok = map[string]string{"store": "ok"}, true
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		checks["store"], ok = "unreachable", false
+	}
+	if s.cfg.LoomPath != "" {
+		checks["loom"] = "ok"
+		if !executable(s.cfg.LoomPath) {
+			checks["loom"], ok = "missing", false
+		}
+	}
+	return checks, ok
+}
+
+// executable reports whether path names a regular file someone may execute.
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// parseClauses reads a host-supplied clause list strictly; a bad clause is
+// invalid input at ptr.
+func parseClauses(raw []byte, ptr string) (ifc.Confidentiality, error) {
+	conf, err := ifc.ParseConfidentiality(raw)
+	if err != nil {
+		return nil, Classify(&InputError{Pointer: ptr}, "")
+	}
+	return conf, nil
+}
+
+// WireTime is a timestamp as the gateway writes it: UTC, to the
+// millisecond.
+func WireTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// randomText returns n random bytes as unpadded base64url.
+func randomText(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
