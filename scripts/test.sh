@@ -15,8 +15,8 @@ command -v node >/dev/null && node --version || { echo "node is required (Node 2
 step "npm packages (tools/lint)"
 (cd tools/lint && npm ci --no-audit --no-fund --loglevel=error)
 
-step "generated code is clean (go generate)"
-sums() { find api -name '*.gen.go' -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum go.mod go.sum; }
+step "generated code and docs/ERRORS.md are clean (go generate)"
+sums() { find api -name '*.gen.go' -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum go.mod go.sum docs/ERRORS.md; }
 before=$(sums)
 go generate ./...
 go mod tidy

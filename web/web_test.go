@@ -260,7 +260,9 @@ func TestCodesAreTheProblemTable(t *testing.T) {
 	}
 	want := map[string]problem.Info{"agent_unreachable": agentUnreachable}
 	for _, c := range problem.Codes() {
-		want[string(c)] = problem.Lookup(c)
+		info := problem.Lookup(c)
+		info.When = "" // documentation only, not served
+		want[string(c)] = info
 	}
 	if len(want) < 20 {
 		t.Fatalf("the problem table has %d codes", len(want))

@@ -18,45 +18,64 @@ import (
 // Code is a problem code of the contract (the generated enum).
 type Code = agent.ProblemCode
 
-// Info is the fixed status, title and detail of one code.
+// Info is the fixed status, title and detail of one code, and when it
+// is answered (for the documentation only: docs/ERRORS.md is generated
+// from this table).
 type Info struct {
 	Status int    `json:"status"`
 	Title  string `json:"title"`
 	Detail string `json:"detail"`
+	When   string `json:"-"`
 }
 
-// table is the contract's code enum with each code's status and text.
-// TestTableIsTheContract holds it to api/openapi.yaml.
-var table = map[Code]Info{
-	agent.InvalidInput:          {400, "Invalid input", "The request does not match what the operation takes."},
-	agent.Unauthorized:          {401, "Unauthorized", "A valid bearer token is required."},
-	agent.RunNotFound:           {404, "Run not found", "No such run."},
-	agent.RouteNotFound:         {404, "Not found", "No such route."},
-	agent.NotConfigured:         {404, "Tool not configured", "This tool is not offered for this run."},
-	agent.ResultNotFound:        {404, "Result not found", "This run has no result yet."},
-	agent.NotFound:              {404, "Person not found", "Loom resolved no live person for the lookup."},
-	agent.MethodNotAllowed:      {405, "Method not allowed", "The route does not take this method."},
-	agent.RequestTimeout:        {408, "Request timeout", "The request body did not arrive in time."},
-	agent.Contested:             {409, "Person contested", "Loom resolved more than one live person for the lookup."},
-	agent.RunExists:             {409, "Run exists", "A run with this id exists."},
-	agent.ResultExists:          {409, "Result exists", "This run already has a result."},
-	agent.HandleLimitReached:    {409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes."},
-	agent.CallLimitReached:      {409, "Call limit reached", "The run's call log holds the maximum number of calls."},
-	agent.LabelLimitReached:     {409, "Label limit reached", "The run's model-context label would pass its cap on clauses."},
-	agent.RequestTooLarge:       {413, "Request too large", "The request body is larger than the gateway accepts."},
-	agent.UnsupportedMediaType:  {415, "Unsupported media type", "The request body must be application/json."},
-	agent.UnheldHandle:          {422, "Unheld handle", "The result names a handle this run does not hold."},
-	agent.Busy:                  {429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds."},
-	agent.RunLimitReached:       {429, "Run limit reached", "The gateway holds the maximum number of runs."},
-	agent.Cancelled:             {499, "Cancelled", "The call was cancelled before it completed."},
-	agent.InternalError:         {500, "Internal error", "The gateway failed; the request id identifies the failure in its log."},
-	agent.CommandFailed:         {502, "Command failed", "The loom command failed."},
-	agent.HostRefused:           {502, "Host refused", "The loom host refused the request."},
-	agent.SchemaVersionMismatch: {502, "Schema version mismatch", "The loom payload states a schema version the gateway does not read."},
-	agent.MalformedPayload:      {502, "Malformed payload", "The loom payload does not have the shape the command returns."},
-	agent.CeilingUnavailable:    {503, "Ceiling unavailable", "The run's read-ceiling record cannot be read."},
-	agent.StoreUnavailable:      {503, "Store unavailable", "The run store cannot be reached."},
+// Entry is one row of the table.
+type Entry struct {
+	Code Code
+	Info
 }
+
+// entries are the contract's code enum with each code's status and text,
+// in the order the documentation lists them. TestTableIsTheContract holds
+// them to api/openapi.yaml.
+var entries = []Entry{
+	{agent.InvalidInput, Info{400, "Invalid input", "The request does not match what the operation takes.", "the contract or the argument builder refuses the input (or a run id `.` or `..`); no process starts"}},
+	{agent.Unauthorized, Info{401, "Unauthorized", "A valid bearer token is required.", "no run token, or one that opens no run; wrong host token"}},
+	{agent.RunNotFound, Info{404, "Run not found", "No such run.", "another run's token, or an unknown run on the host API"}},
+	{agent.RouteNotFound, Info{404, "Not found", "No such route.", "no such route"}},
+	{agent.NotConfigured, Info{404, "Tool not configured", "This tool is not offered for this run.", "the tool is not offered (no config, `--allow-tool`, or the run's `tools`)"}},
+	{agent.ResultNotFound, Info{404, "Result not found", "This run has no result yet.", "the run has no result yet"}},
+	{agent.NotFound, Info{404, "Person not found", "Loom resolved no live person for the lookup.", "`loom people` (or search by `person`) resolved no live person"}},
+	{agent.MethodNotAllowed, Info{405, "Method not allowed", "The route does not take this method.", "a known path, a method it does not take (with `Allow`)"}},
+	{agent.RequestTimeout, Info{408, "Request timeout", "The request body did not arrive in time.", "the body did not arrive within `--read-timeout` (with `Connection: close`)"}},
+	{agent.Contested, Info{409, "Person contested", "Loom resolved more than one live person for the lookup.", "more than one live person"}},
+	{agent.RunExists, Info{409, "Run exists", "A run with this id exists.", "a run with that id exists"}},
+	{agent.ResultExists, Info{409, "Result exists", "This run already has a result.", "the run already has a result"}},
+	{agent.HandleLimitReached, Info{409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes.", "the call's new handles would pass `--max-handles-per-run` handles or `--max-handle-bytes-per-run` bytes; nothing of the call is minted"}},
+	{agent.CallLimitReached, Info{409, "Call limit reached", "The run's call log holds the maximum number of calls.", "the run's call log holds `--max-calls-per-run` calls; no `outputId`, no process, nothing in the call log; it has an `audit` record (without `outputId`) and counts in `loom_gateway_tool_calls_total`"}},
+	{agent.LabelLimitReached, Info{409, "Label limit reached", "The run's model-context label would pass its cap on clauses.", "the run's model-context label would hold more than `--max-label-clauses` clauses: a tool call (with its `outputId`; nothing minted, no row answered, the label unchanged), an observation, or a new run's starting label"}},
+	{agent.RequestTooLarge, Info{413, "Request too large", "The request body is larger than the gateway accepts.", "body over `--max-request-bytes`"}},
+	{agent.UnsupportedMediaType, Info{415, "Unsupported media type", "The request body must be application/json.", "a `Content-Type` other than `application/json` (or JSON in a charset other than UTF-8), checked before the body, or a body without one"}},
+	{agent.UnheldHandle, Info{422, "Unheld handle", "The result names a handle this run does not hold.", "the result names a token the run does not hold"}},
+	{agent.Busy, Info{429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds.", "no loom process slot within `--busy-wait`, or the run already has `--max-concurrent-per-run` calls in flight (with `Retry-After`)"}},
+	{agent.RunLimitReached, Info{429, "Run limit reached", "The gateway holds the maximum number of runs.", "`--max-runs` live runs"}},
+	{agent.Cancelled, Info{499, "Cancelled", "The call was cancelled before it completed.", "the client went away, or the run was deleted, mid-call"}},
+	{agent.InternalError, Info{500, "Internal error", "The gateway failed; the request id identifies the failure in its log.", "a gateway fault; the request id finds it in the log"}},
+	{agent.CommandFailed, Info{502, "Command failed", "The loom command failed.", "loom could not start, timed out, overflowed stdout, exited non-zero or printed no JSON"}},
+	{agent.HostRefused, Info{502, "Host refused", "The loom host refused the request.", "loom answered `ok: false` (its `code` as `hostCode`)"}},
+	{agent.SchemaVersionMismatch, Info{502, "Schema version mismatch", "The loom payload states a schema version the gateway does not read.", "a search payload of another schema version"}},
+	{agent.MalformedPayload, Info{502, "Malformed payload", "The loom payload does not have the shape the command returns.", "a payload without the command's shape"}},
+	{agent.CeilingUnavailable, Info{503, "Ceiling unavailable", "The run's read-ceiling record cannot be read.", "the read-ceiling record cannot be read or names other facets"}},
+	{agent.StoreUnavailable, Info{503, "Store unavailable", "The run store cannot be reached.", "the run store cannot be reached"}},
+}
+
+// table is entries by code.
+var table = func() map[Code]Info {
+	t := make(map[Code]Info, len(entries))
+	for _, e := range entries {
+		t[e.Code] = e.Info
+	}
+	return t
+}()
 
 // Lookup returns the fixed status and text of code; an unknown code is
 // internal_error's.
@@ -67,6 +86,9 @@ func Lookup(code Code) Info {
 	return table[agent.InternalError]
 }
 
+// Table returns the table's rows in documentation order.
+func Table() []Entry { return slices.Clone(entries) }
+
 // Codes returns every code of the table, sorted.
 func Codes() []Code {
 	codes := make([]Code, 0, len(table))
@@ -75,13 +97,6 @@ func Codes() []Code {
 	}
 	slices.Sort(codes)
 	return codes
-}
-
-// TableJSON is the table as the operator console reads it:
-// {"<code>": {"status", "title", "detail"}, ...}.
-func TableJSON() []byte {
-	b, _ := json.Marshal(table) // map keys are written sorted
-	return b
 }
 
 // RetryAfterSeconds is what a busy answer tells the client to wait.

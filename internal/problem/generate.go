@@ -1,0 +1,3 @@
+package problem
+
+//go:generate go run ./errorsdoc ../../docs/ERRORS.md
