@@ -51,6 +51,10 @@ var outcomeCases = []outcomeCase{
 	{name: "refused", beh: behaviour{Stdout: `{"ok":false,"code":"facet_denied","message":"` + markerStderr + ` /etc/loom"}`}, status: 502, code: "host_refused", hostCode: "facet_denied"},
 	{name: "refused-exit-1", beh: behaviour{Stdout: `{"ok":false,"code":"rate_limited"}`, Exit: 1}, status: 502, code: "host_refused", hostCode: "rate_limited", exitCode: exit(1)},
 	{name: "refused-numeric-code", beh: behaviour{Stdout: `{"ok":false,"code":7}`}, status: 502, code: "host_refused"},
+	// A code that is not a short code is dropped: no host text in the
+	// problem, the call log or the audit line, however long.
+	{name: "refused-huge-code", beh: behaviour{StdoutFile: "huge-code.json"}, files: map[string][]byte{"huge-code.json": []byte(`{"ok":false,"code":"` + markerStderr + strings.Repeat("x", 2<<20) + `"}`)}, status: 502, code: "host_refused"},
+	{name: "refused-free-text-code", beh: behaviour{Stdout: `{"ok":false,"code":"` + markerStderr + ` at /etc/loom"}`}, status: 502, code: "host_refused"},
 	{name: "refused-people", tool: "loom_people", body: `{"query":"person:case=refused-people"}`, beh: behaviour{Stdout: `{"ok":false,"code":"unknown_verb"}`, Exit: 3}, status: 502, code: "host_refused", hostCode: "unknown_verb"},
 	{name: "refused-context", tool: "loom_context", body: `{"read":"where","at":"case=refused-context"}`, beh: behaviour{Stdout: `{"ok":false}`}, status: 502, code: "host_refused"},
 	// schema_version_mismatch
@@ -130,6 +134,9 @@ func TestLoomOutcomes(t *testing.T) {
 			}
 			if rep.Header.Get("Retry-After") != "" {
 				t.Errorf("Retry-After on a %s", tc.code)
+			}
+			if len(rep.Body) > 2048 || strings.Contains(string(rep.Body), markerStderr) {
+				t.Errorf("problem of %d bytes, or with host text: %.300s", len(rep.Body), rep.Body)
 			}
 			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("answer took %v", d)

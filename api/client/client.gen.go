@@ -537,9 +537,11 @@ type CallRecord struct {
 	// Entries Each entry's status, reason code, disclosed label and handle; never the value.
 	Entries  *[]CallEntry `json:"entries,omitempty"`
 	ExitCode *int         `json:"exitCode,omitempty"`
-	HostCode *string      `json:"hostCode,omitempty"`
-	Omitted  int          `json:"omitted"`
-	OutputId string       `json:"outputId"`
+
+	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
+	HostCode *string `json:"hostCode,omitempty"`
+	Omitted  int     `json:"omitted"`
+	OutputId string  `json:"outputId"`
 
 	// StartedAt UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
 	StartedAt time.Time        `json:"startedAt"`
@@ -726,7 +728,9 @@ type Problem struct {
 	Code    ProblemCode `json:"code"`
 
 	// Detail A fixed sentence per code; never host text.
-	Detail   *string `json:"detail,omitempty"`
+	Detail *string `json:"detail,omitempty"`
+
+	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
 	HostCode *string `json:"hostCode,omitempty"`
 	OutputId *string `json:"outputId,omitempty"`
 

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -128,7 +129,7 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	if isObject && ok.Kind() == 'f' {
 		e := &HostRefusedError{}
 		if code.Kind() == '"' {
-			if s, err := unquote(code); err == nil {
+			if s, err := unquote(code); err == nil && plainHostCode(s) {
 				e.HostCode, e.HasHostCode = s, true
 			}
 		}
@@ -431,4 +432,10 @@ func BenchmarkInterpret(b *testing.B) {
 			})
 		}
 	}
+}
+
+// plainHostCode is the short-code rule of host codes, by regular
+// expression: the reference for hostCode.
+func plainHostCode(s string) bool {
+	return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`).MatchString(s)
 }

@@ -70,10 +70,8 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 
 	if isObject && ok.Kind() == 'f' {
 		e := &HostRefusedError{}
-		if code.Kind() == '"' {
-			if s, err := unquote(code); err == nil {
-				e.HostCode, e.HasHostCode = s, true
-			}
+		if c, ok := hostCode(code); ok {
+			e.HostCode, e.HasHostCode = c, true
 		}
 		return nil, e
 	}
@@ -87,6 +85,32 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 		return nil, ErrSchemaVersion
 	}
 	return payload, nil
+}
+
+// MaxHostCode is the longest host code the gateway passes on.
+const MaxHostCode = 64
+
+// hostCode returns loom's code member as the host code of a
+// host_refused answer when it is a short code: a JSON string of 1 to
+// MaxHostCode characters, each a letter, digit or one of "_.:-". Anything
+// else (another type, an empty, long or free-text string) is dropped: no
+// host text reaches a problem, the call log or a log line. A string too
+// long to be such a code even fully escaped is dropped unread.
+func hostCode(v jsontext.Value) (string, bool) {
+	if v.Kind() != '"' || len(v) > 6*MaxHostCode+2 {
+		return "", false
+	}
+	c, err := unquote(v)
+	if err != nil || c == "" || len(c) > MaxHostCode {
+		return "", false
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '.' || b == ':' || b == '-') {
+			return "", false
+		}
+	}
+	return c, true
 }
 
 // isNumberOne reports whether v is a JSON number equal to 1 as a float64

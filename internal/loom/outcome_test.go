@@ -2,6 +2,7 @@ package loom
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -59,7 +60,12 @@ func TestInterpret(t *testing.T) {
 		{name: "ok false beats profile fallback", tool: Profile, stdout: `{"ok":false,"hasProfile":false}`, exit: 1, wantErr: &HostRefusedError{}},
 		{name: "ok false code number", tool: PageRead, stdout: `{"ok":false,"code":7}`, wantErr: &HostRefusedError{}},
 		{name: "ok false code null", tool: PageRead, stdout: `{"ok":false,"code":null}`, wantErr: &HostRefusedError{}},
-		{name: "ok false code empty string", tool: PageRead, stdout: `{"code":"","ok":false}`, wantErr: &HostRefusedError{HasHostCode: true}},
+		{name: "ok false code empty string", tool: PageRead, stdout: `{"code":"","ok":false}`, wantErr: &HostRefusedError{}},
+		{name: "ok false code of 64", tool: PageRead, stdout: `{"ok":false,"code":"` + strings.Repeat("a", 64) + `"}`, wantErr: &HostRefusedError{HostCode: strings.Repeat("a", 64), HasHostCode: true}},
+		{name: "ok false code of 65 dropped", tool: PageRead, stdout: `{"ok":false,"code":"` + strings.Repeat("a", 65) + `"}`, wantErr: &HostRefusedError{}},
+		{name: "ok false huge code dropped", tool: PageRead, stdout: `{"ok":false,"code":"` + strings.Repeat("x", 1<<20) + `"}`, wantErr: &HostRefusedError{}},
+		{name: "ok false free text dropped", tool: PageRead, stdout: `{"ok":false,"code":"open /etc/loom: denied"}`, wantErr: &HostRefusedError{}},
+		{name: "ok false code with a dot, colon and dash", tool: PageRead, stdout: `{"ok":false,"code":"broker.down:v2-x_y"}`, wantErr: &HostRefusedError{HostCode: "broker.down:v2-x_y", HasHostCode: true}},
 		{name: "ok false escaped code", tool: PageRead, stdout: `{"ok":false,"code":"a\u0062"}`, wantErr: &HostRefusedError{HostCode: "ab", HasHostCode: true}},
 		{name: "ok false escaped name", tool: PageRead, stdout: `{"\u006fk":false}`, wantErr: &HostRefusedError{}},
 		{name: "ok false inside an array", tool: CalendarList, stdout: `[{"ok":false}]`, want: `[{"ok":false}]`},

@@ -630,6 +630,7 @@ export interface components {
             /** @enum {string} */
             status: "ok" | "error";
             code?: string;
+            /** @description loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped. */
             hostCode?: string;
             admitted: number;
             withheld: number;
@@ -712,6 +713,7 @@ export interface components {
             /** @enum {string} */
             code: "invalid_input" | "unauthorized" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
             outputId?: string;
+            /** @description loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped. */
             hostCode?: string;
             /** @description For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body). */
             pointer?: string;
