@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -82,7 +83,13 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 					writeProblem(w, r, log, errRequestTimeout)
 					return
 				}
-				writeProblem(w, r, log, errCancelled)
+				if clientGone(r, err) {
+					writeProblem(w, r, log, errCancelled)
+					return
+				}
+				// A client still there sent a body that does not frame
+				// (a malformed chunk): a bad request, not a cancellation.
+				writeProblem(w, r, log, &inputError{})
 				return
 			}
 			if len(bytes.TrimSpace(body)) > 0 {
@@ -105,14 +112,37 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 // jsonMediaType reports whether a Content-Type names JSON the gateway can
 // read: application/json, with no charset or charset=utf-8 (RFC 8259 8.1:
 // JSON is UTF-8; a body declared in another charset would be misread).
-// Other parameters, and parameters that do not parse, are ignored.
+// Other parameters are ignored; when the parameters do not parse, each
+// charset among them is still read, so a charset other than UTF-8 is
+// refused however the rest reads.
 func jsonMediaType(ct string) bool {
-	mt, params, _ := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if mt != "application/json" {
 		return false
 	}
-	cs, ok := params["charset"]
-	return !ok || strings.EqualFold(cs, "utf-8")
+	if err == nil {
+		cs, ok := params["charset"]
+		return !ok || strings.EqualFold(cs, "utf-8")
+	}
+	_, rest, _ := strings.Cut(ct, ";")
+	for _, p := range strings.Split(rest, ";") {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "charset") {
+			continue
+		}
+		if !strings.EqualFold(strings.Trim(strings.TrimSpace(v), `"`), "utf-8") {
+			return false
+		}
+	}
+	return true
+}
+
+// clientGone reports whether a body read failed because the client went
+// away (the request's context ended, the connection closed or was reset
+// mid-body) rather than because what it sent does not frame.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // timedOut reports whether a body read failed at the server's read
