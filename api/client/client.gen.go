@@ -557,7 +557,7 @@ type CallRecordCfcVersion int
 // CallRecordStatus defines model for CallRecord.Status.
 type CallRecordStatus string
 
-// Clause A confidentiality clause, a bare atom or `{"anyOf": [atoms]}` over a nonempty list.
+// Clause A confidentiality clause, a bare atom or `{"anyOf": [atoms]}`. In a ceiling (`maxConfidentiality`) the list may be empty: `{"anyOf": []}` admits no label clause, so such a ceiling admits only public labels; in a label (`modelContextLabel`, an observation) it must be nonempty.
 type Clause = json.RawMessage
 
 // Confidentiality A conjunction of clauses.

@@ -315,7 +315,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			}
 			text = b
 		}
-		conf, err := ifc.ParseConfidentiality(text)
+		conf, err := ifc.ParseCeiling(text)
 		if err != nil {
 			return nil, usagef("--max-confidentiality: not a JSON clause list")
 		}

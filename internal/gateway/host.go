@@ -55,9 +55,9 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 		run.ID = "run-" + randomText(12)
 	}
 	if spec.MaxConfidentiality != nil {
-		manifest, err := parseClauses(spec.MaxConfidentiality, "/maxConfidentiality")
+		manifest, err := ifc.ParseCeiling(spec.MaxConfidentiality)
 		if err != nil {
-			return Created{}, err
+			return Created{}, Classify(&InputError{Pointer: "/maxConfidentiality"}, "")
 		}
 		run.Ceiling = ifc.Meet(s.cfg.MaxConfidentiality, ifc.CeilingOf(manifest))
 	}

@@ -157,7 +157,7 @@ func TestCreateRunRefusals(t *testing.T) {
 		{name: "clause of the wrong type", body: `{"maxConfidentiality":[42]}`, status: 400, code: "invalid_input", pointer: "/maxConfidentiality/0"},
 		{name: "clause without type", body: `{"maxConfidentiality":[{"owner":"x"}]}`, status: 400, code: "invalid_input", pointer: "/maxConfidentiality"},
 		{name: "clause with type and anyOf", body: `{"maxConfidentiality":[{"type":"A","anyOf":["B"]}]}`, status: 400, code: "invalid_input", pointer: "/maxConfidentiality"},
-		{name: "empty anyOf", body: `{"maxConfidentiality":[{"anyOf":[]}]}`, status: 400, code: "invalid_input", pointer: "/maxConfidentiality/0"},
+		{name: "empty anyOf in a label", body: `{"modelContextLabel":{"confidentiality":[{"anyOf":[]}]}}`, status: 400, code: "invalid_input", pointer: "/modelContextLabel/confidentiality"},
 		{name: "bad model-context clause", body: `{"modelContextLabel":{"confidentiality":[{"x":1}]}}`, status: 400, code: "invalid_input", pointer: "/modelContextLabel/confidentiality"},
 		{name: "unknown tool", body: `{"tools":["loom_write"]}`, status: 400, code: "invalid_input", pointer: "/tools/0",
 			choices: []string{"loom_search", "loom_page_discover", "loom_page_inspect", "loom_page_read", "loom_people", "loom_calendar_list", "loom_context", "loom_profile"}},
@@ -435,5 +435,34 @@ func TestServedContract(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	if !bytes.Equal(rec.Body.Bytes(), api.Spec) {
 		t.Errorf("GET /openapi.yaml does not serve api/openapi.yaml")
+	}
+}
+
+// A run whose ceiling holds {"anyOf": []} is created, and its tool calls
+// admit only public rows: every labelled row is withheld.
+func TestEmptyAlternativeCeilingRun(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r","maxConfidentiality":[{"anyOf":[]}]}`)
+	rec := g.call("r", tok, "loom_search", `{"query":"atlas"}`)
+	wantStatus(t, rec, http.StatusOK)
+	var res struct {
+		Admitted, Withheld int
+		Entries            []struct {
+			Status string          `json:"status"`
+			Label  json.RawMessage `json:"label"`
+		}
+	}
+	decode(t, rec, &res)
+	if res.Withheld == 0 {
+		t.Fatalf("no row withheld under the empty-alternative ceiling: %s", rec.Body)
+	}
+	for _, e := range res.Entries {
+		if e.Status == "admitted" && !strings.Contains(string(e.Label), `"confidentiality":[]`) {
+			t.Errorf("a labelled row was admitted: %s", e.Label)
+		}
+	}
+	if s := g.hostDo(http.MethodGet, "/host/v1/runs/r", ""); !strings.Contains(s.Body.String(), `"ceiling":[{"anyOf":[]}]`) {
+		t.Errorf("summary does not show the ceiling: %s", s.Body)
 	}
 }

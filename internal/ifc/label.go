@@ -209,6 +209,37 @@ func ParseConfidentiality(data []byte) (Confidentiality, error) {
 	return strictClauses(n, "")
 }
 
+// ParseCeiling reads a host-supplied ceiling as ParseConfidentiality
+// reads a label, but for one thing: a clause {"anyOf": []} is a valid
+// ceiling clause (SEMANTICS (e.4): it subsumes no label clause, so a
+// ceiling holding it admits only labels without clauses). Errors are
+// *LabelError.
+func ParseCeiling(data []byte) (Confidentiality, error) {
+	n, err := parseTree(data)
+	if err != nil {
+		return nil, &LabelError{Reason: "invalid JSON"}
+	}
+	if n.kind == jsontext.KindBeginArray {
+		// Check each clause with its empty alternatives set aside.
+		var out Confidentiality
+		for i, v := range n.vals {
+			if alts := v.member(keyAnyOf); v.kind == jsontext.KindBeginObject && len(v.keys) == 1 && alts != nil &&
+				alts.kind == jsontext.KindBeginArray && len(alts.vals) == 0 {
+				b, _ := appendNode(nil, v, -1)
+				out = append(out, b)
+				continue
+			}
+			if reason := clauseShape(v); reason != "" {
+				return nil, &LabelError{Path: fmt.Sprintf("[%d]", i), Reason: reason}
+			}
+			b, _ := appendNode(nil, v, -1)
+			out = append(out, b)
+		}
+		return out, nil
+	}
+	return strictClauses(n, "")
+}
+
 // ParseClauses reads a JSON array of any values as ceiling clauses without
 // checking their shape, as the reference accepts a read-ceiling record's
 // loomReadCeiling. A malformed clause can only narrow a ceiling: it admits

@@ -517,7 +517,7 @@ export interface components {
         Atom: string | {
             type: string;
         };
-        /** @description A confidentiality clause, a bare atom or `{"anyOf": [atoms]}` over a nonempty list. */
+        /** @description A confidentiality clause, a bare atom or `{"anyOf": [atoms]}`. In a ceiling (`maxConfidentiality`) the list may be empty: `{"anyOf": []}` admits no label clause, so such a ceiling admits only public labels; in a label (`modelContextLabel`, an observation) it must be nonempty. */
         Clause: string | {
             type?: string;
             anyOf?: components["schemas"]["Atom"][];
