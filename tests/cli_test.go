@@ -56,7 +56,7 @@ func TestCommandLine(t *testing.T) {
 	t.Parallel()
 	dir := newScenarioDir(t)
 	tokenFile := filepath.Join(dir, "host-token")
-	writeFile(t, tokenFile, []byte("host-token-cli"))
+	writeFile(t, tokenFile, []byte("host-token-cli-0123456789abcdef-0123"))
 	writeConfig := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		writeFile(t, p, []byte(text))
@@ -96,6 +96,8 @@ func TestCommandLine(t *testing.T) {
 		{"config not JSON", nil, append([]string{"--loom-retrieval-config", writeConfig("bad.json", `{"cliPath":`)}, listen...), nil},
 		{"unknown tool", nil, append([]string{"--loom-retrieval-config", writeConfig("good.json", good), "--allow-tool", "loom_write"}, listen...), []string{"loom_write"}},
 		{"TCP host listener without a token", nil, []string{"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0"}, []string{"token"}},
+		{"weak host token file", nil, []string{"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0", "--host-token-file", writeConfig("weak-token", "abc\n")}, []string{"host token", "32"}},
+		{"weak host token in the environment", []string{"LOOM_GATEWAY_HOST_TOKEN=short-token"}, []string{"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0"}, []string{"host token", "32"}},
 		{"bad ceiling flag", nil, append([]string{"--max-confidentiality", "[17"}, listen...), []string{"--max-confidentiality"}},
 		{"more connections than open files", nil, append([]string{"--max-connections", "100000000"}, listen...), []string{"--max-connections", "ulimit -n"}},
 		{"negative connection cap", nil, append([]string{"--max-connections", "-1"}, listen...), []string{"--max-connections"}},

@@ -254,6 +254,9 @@ func (d *deps) build() (*gateway.Service, *handlers.Deps) {
 	return core, &handlers.Deps{Core: core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
 }
 
+// minHostToken is the shortest host token the gateway takes, in bytes.
+const minHostToken = 32
+
 // buildDeps validates the configuration flags and builds the handlers'
 // dependencies, except the store.
 func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps, error) {
@@ -331,6 +334,9 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 		if token == "" {
 			return nil, usagef("--host-token-file %s is empty", o.hostTokenFile)
 		}
+	}
+	if token != "" && len(token) < minHostToken {
+		return nil, usagef("the host token is %d bytes; it must be at least %d (make one with: head -c 32 /dev/urandom | base64 > host-token)", len(token), minHostToken)
 	}
 	d.HostToken = token
 	for name, v := range map[string]int64{"--max-stdout-bytes": o.maxStdoutBytes, "--max-request-bytes": o.maxRequestBytes, "--max-concurrent-loom": int64(o.maxConcurrentLoom), "--max-runs": int64(o.maxRuns)} {
