@@ -269,4 +269,67 @@ func TestHostUnixSocket(t *testing.T) {
 			t.Errorf("GET /host/v1/runs on the agent listener (token %q): %d %s, want %d", tc.token, r.StatusCode, got, tc.want)
 		}
 	}
+
+	// A second gateway on the same path finds the socket answering: it
+	// exits 2 saying the path is in use, and leaves the first one's host
+	// API where it was.
+	code, second := runGateway(t, nil, "--listen", freePort(t), "--host-listen", "unix:"+sock, "--log-format", "text")
+	if code != 2 || !strings.Contains(second, "in use") {
+		t.Errorf("second gateway on a live socket: exit %d, want 2 saying the path is in use\n%s", code, second)
+	}
+	resp, err = hc.Get("http://host/healthz")
+	if err != nil {
+		t.Fatalf("the first gateway's host socket after a second gateway tried it: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the first gateway's /healthz after a second gateway tried its socket: %d", resp.StatusCode)
+	}
+}
+
+// TestHostStaleSocket: a socket nothing answers on (left by a process that
+// is gone) is removed and the gateway serves its host API there.
+func TestHostStaleSocket(t *testing.T) {
+	t.Parallel()
+	dir := newScenarioDir(t)
+	sock := filepath.Join(dir, "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("no stale socket at %s: %v", sock, err)
+	}
+	cmd := exec.Command(gatewayBin, "--listen", freePort(t), "--host-listen", "unix:"+sock, "--log-format", "text", "--shutdown-timeout", "5s")
+	cmd.Env = gatewayEnv()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := hc.Get("http://host/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz on the stale socket's path within 15s: %v\n%s", err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -386,7 +386,9 @@ func listenHost(addr string) (net.Listener, error) {
 		return ln, nil
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		_ = os.Remove(path) // a stale socket of an earlier process
+		if err := removeStaleSocket(path); err != nil {
+			return nil, usagef("--host-listen %s: %v", addr, err)
+		}
 	}
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
@@ -395,6 +397,26 @@ func listenHost(addr string) (net.Listener, error) {
 		return nil, usagef("--host-listen %s: %v", addr, err)
 	}
 	return ln, nil
+}
+
+// removeStaleSocket removes the socket at path only when nothing answers
+// on it: a socket that refuses connections is the leftover of a process
+// that is gone. One that accepts is another gateway's live host API (the
+// default path is shared by every gateway started with defaults), and one
+// that cannot be probed is left alone too.
+func removeStaleSocket(path string) error {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return errors.New("the path is in use: a process is serving on that socket (stop it or choose another path)")
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return errors.New("a socket is at the path and cannot be probed; remove it or choose another path")
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return errors.New("a stale socket is at the path and cannot be removed")
+	}
+	return nil
 }
 
 // newServer is one listener's server. Its write deadline runs from the end
