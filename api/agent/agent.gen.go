@@ -107,6 +107,78 @@ func (e HandleDescriptionReferentLabelSource) Valid() bool {
 	}
 }
 
+// Defines values for InputFaultReason.
+const (
+	ConflictingFields InputFaultReason = "conflicting_fields"
+	ControlCharacter  InputFaultReason = "control_character"
+	DuplicateKey      InputFaultReason = "duplicate_key"
+	EmptyBody         InputFaultReason = "empty_body"
+	InvalidUtf8       InputFaultReason = "invalid_utf8"
+	LeadingDash       InputFaultReason = "leading_dash"
+	NotADate          InputFaultReason = "not_a_date"
+	NotALookup        InputFaultReason = "not_a_lookup"
+	NotInChoices      InputFaultReason = "not_in_choices"
+	NotJson           InputFaultReason = "not_json"
+	NullNotAllowed    InputFaultReason = "null_not_allowed"
+	OneOfRequired     InputFaultReason = "one_of_required"
+	OutOfRange        InputFaultReason = "out_of_range"
+	PatternMismatch   InputFaultReason = "pattern_mismatch"
+	Required          InputFaultReason = "required"
+	TooDeep           InputFaultReason = "too_deep"
+	TooLong           InputFaultReason = "too_long"
+	TooShort          InputFaultReason = "too_short"
+	UnknownField      InputFaultReason = "unknown_field"
+	WrongType         InputFaultReason = "wrong_type"
+)
+
+// Valid indicates whether the value is a known member of the InputFaultReason enum.
+func (e InputFaultReason) Valid() bool {
+	switch e {
+	case ConflictingFields:
+		return true
+	case ControlCharacter:
+		return true
+	case DuplicateKey:
+		return true
+	case EmptyBody:
+		return true
+	case InvalidUtf8:
+		return true
+	case LeadingDash:
+		return true
+	case NotADate:
+		return true
+	case NotALookup:
+		return true
+	case NotInChoices:
+		return true
+	case NotJson:
+		return true
+	case NullNotAllowed:
+		return true
+	case OneOfRequired:
+		return true
+	case OutOfRange:
+		return true
+	case PatternMismatch:
+		return true
+	case Required:
+		return true
+	case TooDeep:
+		return true
+	case TooLong:
+		return true
+	case TooShort:
+		return true
+	case UnknownField:
+		return true
+	case WrongType:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	Busy                  ProblemCode = "busy"
@@ -314,7 +386,7 @@ type CalendarListInput = json.RawMessage
 // ContextInput defines model for ContextInput.
 type ContextInput = json.RawMessage
 
-// Date defines model for Date.
+// Date A date written YYYY-MM-DD.
 type Date = string
 
 // DescribeHandleInput defines model for DescribeHandleInput.
@@ -373,6 +445,43 @@ type HandleDescriptionReferentKind string
 // HandleDescriptionReferentLabelSource defines model for HandleDescription.Referent.LabelSource.
 type HandleDescriptionReferentLabelSource string
 
+// InputFault defines model for InputFault.
+type InputFault struct {
+	// Choices The values the member takes, when they are few (an enum), or the fields an object takes (an unknown field).
+	Choices *[]string `json:"choices,omitempty"`
+
+	// Pointer A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is.
+	Pointer string `json:"pointer"`
+
+	// Reason Why the input was refused, one of a fixed vocabulary:
+	// `unknown_field` (the object takes no such member; `choices` lists
+	// the ones it takes), `required` (a member is missing),
+	// `one_of_required` (one of several members is required),
+	// `conflicting_fields` (two members that cannot be given together),
+	// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+	// (lengths in UTF-16 code units for free text), `out_of_range`,
+	// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+	// `control_character`, `leading_dash`, `not_a_lookup`,
+	// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+	// JSON value), `empty_body` (the operation takes a body and none was
+	// sent), `too_deep` (a value nested deeper than the gateway takes).
+	Reason InputFaultReason `json:"reason"`
+}
+
+// InputFaultReason Why the input was refused, one of a fixed vocabulary:
+// `unknown_field` (the object takes no such member; `choices` lists
+// the ones it takes), `required` (a member is missing),
+// `one_of_required` (one of several members is required),
+// `conflicting_fields` (two members that cannot be given together),
+// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+// (lengths in UTF-16 code units for free text), `out_of_range`,
+// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+// `control_character`, `leading_dash`, `not_a_lookup`,
+// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+// JSON value), `empty_body` (the operation takes a body and none was
+// sent), `too_deep` (a value nested deeper than the gateway takes).
+type InputFaultReason string
+
 // PageDiscoverInput defines model for PageDiscoverInput.
 type PageDiscoverInput = json.RawMessage
 
@@ -384,12 +493,17 @@ type PeopleInput = json.RawMessage
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Choices For invalid_input on an enum, the valid choices.
+	// Choices For invalid_input on an enum, the valid choices (the first fault's); for route_not_found on a run's path, the tools the run may call.
 	Choices *[]string   `json:"choices,omitempty"`
 	Code    ProblemCode `json:"code"`
 
-	// Detail A fixed sentence per code; never host text.
+	// Detail A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent.
 	Detail *string `json:"detail,omitempty"`
+
+	// Errors For invalid_input, one item per fault found in the input, the
+	// first fault first (the one `pointer`, `choices` and `detail`
+	// name). Never holds a value that was sent.
+	Errors *[]InputFault `json:"errors,omitempty"`
 
 	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
 	HostCode *string `json:"hostCode,omitempty"`
@@ -1819,82 +1933,95 @@ func (sh *strictHandler) WriteResult(w http.ResponseWriter, r *http.Request, run
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fzrc9s4kv9XunhblbiOejmPyShf1pdkZrKXnc0lntu6iXwiRLYkjEmAA4C2NT7/71fdAClSoh3Z88qH",
-	"/UZSBNBo/Prd1HWU6qLUCpWz0fQ6KoURBTo0fPehUm8zusjQpkaWTmoVTaPTNcJaWzeQ1laYgakUyGwY",
-	"xRFeiaLMMZpGplKDr6I4kjSgFG4dxZESRfjpbRbFkcGfK2kwi6bOVBhHNl1jIWi5vxhcRtPo30Zb4kb+",
-	"VzvyNN3c3NAEttTKItP63uhFjgVdplo5VI4uRVnmMhVE+Kj0b/z7T5Z2cb0llkZkRJlUFyKX2VyqsnJR",
-	"HGXohMzDjolctA4yjRaUdlAIl67BrRFoQSNSRywotVQOTTSNRrkspAsbReuIldF48rfX/zX5n+Mfn0Rx",
-	"ZJ1wlY2mT8fjOHLSMefeeiKgJsJtSnq8dq6009Eo17oYrITDS7EZZnhRb8uOutTfHMrQmnHM0u5BnyhA",
-	"Y7SJQVj48M0r+Prps68gLAieOxYupVuDAKIzA+LkkBY/1Tr/gLbK3R1H0nMUIiukc4SKSRyhckbS+X66",
-	"jtZCZcygdLmeXky/Ov/5uIjiKBcLzMMSS5mhclLk0m2i6adPHaYNwyKjpUjRjS61OY/OzgihDlfGjzi7",
-	"CRN+1JVJGaz6snVQW+ri6ELkFVNslSxLdNE0+k+ZnuvlEgp9gRk4DafrythMbAgY9fmeuFxYOA+vKu3Q",
-	"Rjc38XVkUFitXnkopst0nqLMpVrN8SpFzHjRhhBi+hrzLLo5IzZdYK5LpubnCs0mmkY/V8I4NPkGylwo",
-	"JdWKTuVcKkKhRWFSFkntJO/zAxKniex3WhcQzgukhUo5U1mHGeCVQ6NEDplwgrak66Max5GuXFl5jLPs",
-	"T4nnc7/QdNImXZ8TN0ylUsGDlyK3GG93NJ0cjN0WyHrgS1LrtM4fWTD80kvACzQbMPoS6pP08JXOAh88",
-	"aAM1JTWy/cHU0G6IY7Vzojb/XQNhV3g28LeP//geGChAh1g6UFWeE+uuBis9CKJNUjD8IC7/jtaKFdI5",
-	"vRI5qkyYd9K6tyzPLBqZpMlF/t7oEo1j0QjsK1uPriORs0yEBRZa5ygUTbw0uvgcV18Lx0Q4fdibN42S",
-	"0oufMHUHbI/gdfWwnbnPggKvWP0ZFGy8UFVFNP0UXa7RYBRHInXyguT9rKHbOhMExEqV4qErVMrJ/LCX",
-	"b9r27pOn7ezefGN+T6+jQly9Q7Vy62g6GcdRIVX7thSOBDWaRv/7aTz4+uz66c3AXxxvL/4S9ez+NSN4",
-	"gd+xrn3I8Th9jmqHxONnz7s07q28wx0/yR57iEBp01xbzN7Van9H6IIUZ/V7ZLmE0wWbJwta5ayMu0Tv",
-	"mY7rSDosbOdij1nhgTBGbPruW4bl8Gl2OLFLWXvWPv68Uc5s+nTRVt+RTd3AY+ZTDC1rF3tNFYO3tEek",
-	"CsVWGWqF8Hhro4722Vhb6Os2Ar21/nT85Omz51+9+Fos0gyXq/VP54UqfzbWXVxebX45u37WD8jGut+p",
-	"hbqg2LXhWw3gjbm3kH3C37bA21G3mGJ6zOvMSZjnSyFzzPp1SrB82ylbbkRj9vpGtqxknzJvXJC7uNNY",
-	"qF1sBbL6YOTl/3UbQ9c7h32u9KXqJ+uBh7b1IK77jmaJJniQO4SwS7PlbabTqqA3z27D0/2BYZsRn/NG",
-	"ODbp8pkJbObo0tDH/EaF3q0kG3bVI+JwJn1zvhcrJI7rCzQPUeu7TCb/gt8Jditc2Yh9dq+p+ILG9x4E",
-	"x0bT62ipTUE2nRTb86dRTIZDFrTKs7E3bf5uazRYA6J5iN9BbDgVZoUPcj0cj3yQvQ9D72/x36MuH2aJ",
-	"QyBwmCdj16LsSIStikIYOsZUmD7ltLPBXdk5eH/bsH3HJq+1TP1l15Z9ow10Ql3QCoQCojzmcNzHz2EC",
-	"MlOH2/B0R/fvZgQqJSq31kb+wsrbVGqutJsvdcUybnTlsPuEA4/OI7pmu76qDNYP6h858LKumR2vpGWx",
-	"ChM1997YzlmOyAKla2+VRJ7vPfRmavdpgW6tMyZN5Lm+xGybq5g7WaCuXPuJ1vOcYMxssFVZauMwmxeY",
-	"STFnRtIPZMvmwROIo0VlN2En+5SqFPOcrzllokQ+53QDs6EohGqsahyttaXBy8r6OJjxO79AY6VW80Ja",
-	"zsaw+shJpWA2L8Um14KXCta7UuJCyFwsmDbrtMHOsz5FVeeA9j3NpbzCDCxSpJwilGg4RHwJiqJMzpAB",
-	"RTnDPseGfq0dje7EFDc/sqAvfcQJegkC2tsHoewlmhhKYelWK3Zr4XKNCiTH7ALsWhvnJ3g8Aafh+VPI",
-	"kbwyG0MmVxTwagOzaD6cDmbR0UsQagParcMuaJbM6LJETuy1vPnnT7sRxsngRzH4ZTz4mmY6u57Ez5/2",
-	"+3J32vcmbfZZcY9B+Lg6DKHNkdTr5RJVJtUKlpL91SU/XuhsA4+14ZsmvQlKFHg0hJMFnZ9nXfO29Pk9",
-	"WmQIJ1BgsQgjgOwnTI5fwGLj0MbeRba4IocDnDin5XmhQFsprINnk+P6fVSZpTMSjl9DRT4QDfJJgsfC",
-	"0yOJdsFHWVN11AujVmrx+i7Hc9d0NumoW3XiPt5/+PCWmNBsMaQB6fWYo4NaAnoo3TWHXlt4Gho6g/rt",
-	"9V+MXsqH2cGlQbvuc1Tv7z74VNNDiPh1nrof3ccXT9E/DUUTPU567QvfgoFcqvNbftqPWfT5572A5iC3",
-	"C9er9FLfX184CRWFKbDmInHbUV0xJMMkhmSekAQmgySGReVYapMhPZupZDhMQOQctQoohVs3cqo0pLmk",
-	"q1QoUuDZFH748A4MWp1XRMRMGSz0BZKsHg3hlFUHqzwaQstYsQGr4XHjbwinDScaV1UuzEzhVWnQknWy",
-	"MXyrH1mKqy+QFs+1PhdrFNnRS0je/+PjKYxIv48uJiNTKZuAV/R2ptxaWwR3qX0qMukowoS0SDLickoy",
-	"nKmump4cv9hNuvRq7eGclfbk+EW/1v7IGdyHYP4AF//4cy5+HJVoQpHgED/2Xk6vEeq8EwViiirdsHuh",
-	"Df76/KAP+eyhr7tffp/E4z21HI/bt8MG0bszcOKgIOfm2XgMP5x+M5g89y5DpVg0Sby0ckbnkK6FEamX",
-	"3EJsWECtE8YFPA+SHeeijvluTxX6ytLbTjTaKjWQvqG7UqxwnoWIt/NQKlt6PmyfcTq2fsARV32XhkT8",
-	"PJe2GZP69HUzwhunXrx0y2A7qeym1NWngZvaVyt5eNdx+9RfT0zTrg71i6+vv+6p592gv+Ew8WzYYi7f",
-	"b/nKt4GlDTdrRg4DI7c8vIt9dX2qx03RdzHvTl/zQNv22fTbtmJ13ZebuCVZ09jIkBcKW4x7k4Lbbbap",
-	"2YJj36rS/jCtjHSbj4SMkJrV1p3WeaX+aj5wFgkeJ4MBF/f5dkAnkxy9hHozW1eZx9BhokJDnurpq/cx",
-	"S7j2L1RKXoHV6TlyCMQ4ZQ6iMAybVmWb1XGl7iCRXAJPYeg6WGx6jecBS91wcn6p68K0SFk4Q3tCu8AO",
-	"hZDKCanQ0IlVJr+jEh/tFSA/oMgGHJtxUdX4GqvIYakNWKGyhaYQUqxIkL2bwddbtlJQY9gRQEC5WrvW",
-	"JE7rnDyhLBRtQtSdgFAZH4BPGcClkY7CxXPcYDZTi02IJ7vtGzwqJDesZy+HIKZSjyx4RvoDYEJnqnv+",
-	"qUHh0PIsQRNYGmuH8KapueaBC5VRFqSdqQKFrQyzQEhlfVDkV9ypfECI4WGBS22QYqgcBXlojogJxzDt",
-	"KetuS0G+NMT7DDUOv6GYHca7qr4zNVNvjNHGgjAIyW1tJQk8rtskjrp9EQnNQ17a6Ro3IUOQCmM22zwB",
-	"PLYuQ8OBvVtTsHiFqW/AsEeeBObkt29OgXQ3Lw8itzpkBCx89+bkdSBhMhnD18Mnw+OjKXP12zenj+xM",
-	"ee3DTCAPlC2z0hxh+uSZpTC3xgEv4WNgt9bENyJtppoeGCfOsVn96fgZJPtZpSRwQkFyQk+SsLJ3WXOZ",
-	"orLYEsCTUqRrHBwPx3sid3l5ORT881Cb1SiMtaN3b1+9+f7jGx6zjW07ohzFUcgWRdNoMhz7N3WJSpQy",
-	"mkZPhuPhEzZebs0qc7RGkbs1+WQ3cdRRMj2PRtfsh9/sNlF96jfa21fqhqaz22YcpSLP7e8wrxeB32Nm",
-	"vbBoLhg8v8f0ZutPPXjicPDDjSjycJzksWzq495dc0fJ8uLa9vjJH7DUxlm4JOUpIPH1zyTYLlYwrFol",
-	"q0fgupYFp6esrMgniL26J/XuVbBnJ2YgXbztVPEVJK9w62ePfLF7prjaPYTvWc+EGLVCkmRPR9Cz22a2",
-	"tc7rxKKdqYQrSVPguC7Elo3K4R6fbqcAy81DjqLJYP2Hzjb3axQLZbJOO9jBjUN9jQ43XaeNnOLdJsPj",
-	"8fh+RIYqqXewf/NWtb2eqx2UTp9E3cppaP9qSqS3dLvVt+24aluYfBjH90vKt3RstZ7UOVzvdnj/aimC",
-	"7Pct1hxWq6sxbmpZW9Q2DgC5hmJluaS54qLxTZ/094SCtyuASllI2NWpR7CbBIOBdxFC6DtYGl0ko2Qw",
-	"cDqBjL0nTlwNBiLPkymnVMlrKtEAXqByQ/j7Hf6S949ezlTTsNcnt+SItpvL/gzJ9T1o0fH4+PlgcjwY",
-	"TyLfa9Y8eTI5HFf7nXKHy/HdEGo3F/5q5HEAUNMKgfOHQy8EyweBzr8L3O72f3WzW40+7wySF0jxgeD+",
-	"qAC04UwlnN7yEUTCSaYEVnXysZ4q8V1UvWCcqS4a4fNg3OYB/mgc+gbBbT9gk91rQfN0/GI6Hk/H4x/v",
-	"Acl2d+MXjMaG8wfjsJtVOwSNNALqEQGEMBikWqXSYoBjKpRWMhU5hD4SAuBM+U4SeC9WpBq9KfhG5giv",
-	"xEIqdL7q5PvZSEnSi+1w83MRZogoCeyF2ECqC4SFSM+bnrfhTHmW+7Dvtk7oW5Dd7rn5M+AdjH2rNSdk",
-	"5I/Hh38csNc39OXimWiFFsPvh+o6fXkwqMMAmFXj8ZPUN/jwNd4GcyKQYvBaQ7dU7yGW/fO6lBZ420rD",
-	"/tEeeeiPit4HyI34W4eRWOjKDYssuhfs2n1aXzjotjy/H+bqDvXDAMfm+la0tTAG2sDr4OKDDWGinanf",
-	"HmwfQpL/X0j7g5AWGH44zHz55SCM8asBYFxH7cNXy1RzYRZSYWoncqYYXQkPTqCorAOOtXKtz6tyyl16",
-	"hZB5DALKNcFRVcUCTQxJCFiTeKYSP/M0iSFZGV2V08T32SS+GXLkSfxeFOgpbI494fTkFt8z9asAXpeu",
-	"/nB4199wiUz8NTweprqImj5N35R5OMhbTaRfMMBrfh+O7lA5PAje/t0umrnj4wLNgNw+zMAnZdymGxX9",
-	"Nuoy0PqnxNvcAcXJvPt8FrrtuPqCQdOw9WDUhITWIaDxr8KnPaV41s3mECBW8gIVLGVOx+YDmLrU1Q1T",
-	"1tIN4XvEzDaqUhsIWi/5TQIYYVtf7nAgZTZ9dS34FeHNx203wB+M5xDGPIvv+ti1bu9pd/XU7TgRG6Hw",
-	"6e2hAtFuhPpy5aE5lUPEoVVI6ZWEj04bX2H1delHFqwzVeoYkH70EE7Ad0w0Lat4JVKXc5mZ4bdTA3lM",
-	"xlxBcj2L/ppLdT6Lpv6XmwR8F8MRLJDATCimN8BpEDNVp62hkIpgujS6CEVqffnS11Z4IkvBmcy4R9Wy",
-	"OxwabzYzpQTNa53YcNHV9z3fVRRZ8kfu9NvlWuc4U1xPDzmxTr97QrzgPgVxjsGAeB71iNA/aZZw9n+C",
-	"DG2/Xq+T/d3P6rewOl0jdL9Z7/m8/eZgMWr30B4kRpP7bazV8jppOlwn3c/P70ls3V57S8GibrMQBCtt",
-	"MPstKhUMj5au35O7PhFv9f4wjLYdNZ/OCC1cRgwQ6+6j23bSqbtPR6PJ8VfD8XA8nExfjF+Mo5t4d3i3",
-	"F+Qx9wgtdKU8Sl6999ISGov8e0d3LjJhdIcN9rUDdQmujWYq8pzbKmRQW03X0HD7/yOeXfubON1tavId",
-	"OV5sWWf5tpq1MAqtbc1Io3om/I4bCGIO3CUNiaFAZ2Rqm7nqfw4B6Szmy9acurTRzdnN/wcAAP//",
+	"7Hxrd9s4kvZfqcN3zol9XurmXDqtfBlPkp7JbLon63i2T3fkFSGyJLFNAmwAtKz2+r/vqQJ4k2hHdt/y",
+	"Yb9JFC6FqgeFqsJD3QSxygslUVoTTG+CQmiRo0XN385K+S6hDwmaWKeFTZUMpsH5GmGtjB2kxpSYgC4l",
+	"pMkwCAO8FnmRYTANdCkHXwVhkFKHQth1EAZS5P6nd0kQBhp/LlONSTC1usQwMPEac0HT/UXjMpgG/2/U",
+	"CDdyv5qRk+n29pYGMIWSBlnWD1otMszpY6ykRWnpoyiKLI0FCT4qXIv//5OhVdw0wlKPhCRL5ZXI0mSe",
+	"yqK0QRgkaEWa+RWTuGgsJAoNSGUhFzZeg10j0IRaxJZUUKhUWtTBNBhlaZ5av1A0llQZjCf/fPOfkx9O",
+	"fnwahIGxwpYmmD4bj8PAppY1984JAZUQdlvQ47W1hZmORplS+WAlLG7EdpjgVbUsM+pKf3uoQivFsUq7",
+	"hj6VgForHYIwcPbNa/j62fOvwE8ITjsGNqldgwCSMwHS5JAmP1cqO0NTZvYek/SYQiR5ai2hYhIGKK1O",
+	"yb6fboK1kAkrKF6up1fTry5/PsmDMMjEAjM/xTJNUNpUZKndBtNPnzpKG/pJRksRox1tlL4MLi4IoRZX",
+	"2vW4uPUDflSljhmsatMyVCNdGFyJrGSJjUyLAm0wDf4jjS/Vcgm5usIErILzdalNIrYEjMq+pzYTBi59",
+	"U6ksmuD2NrwJNAqj5GsHxXgZz2NMs1Su5ngdIyY8aS0IKX2NWRLcXpCarjBTBUvzc4l6G0yDn0uhLeps",
+	"C0UmpEzliqxymUpCoUGhY96Syqa8zjMkTZPY75XKwdsLUgOltLo0FhPAa4taigwSYQUtSVWmGoeBKm1R",
+	"Oozz3p+SzuduoumkLbq6JG3oUsaCOy9FZjBsVjSdHIzdFsh64Eu71iqVPTGgudErwCvUW9BqA5UlHXxT",
+	"a4AND0pDJUmFbGeYCtq1cOx2TuX2vyog7G6eLfzz47++AwYKkBELC7LMMlLd9WClBn5r0y4YnonNt2iM",
+	"WCHZ6bXIUCZCv0+Nfcf7mbdGktLgIvugVYHa8tbw6itaj24CkfGe8BMslMpQSBp4qVX+Oa2+EZaFsOqw",
+	"lre1k1KLnzC2ByyP4HX9uJXZz4ICr9n9aRR8eKEs82D6KdisUWMQBiK26RXt94tabmO13yAmlTEeOkMp",
+	"bZod1vi2fd59crJdPFhvrO99pNGGRNhoArSEH3744YfBt98O3rwhoOXi+j3KlV0H08k4DPJUtr8WwtKe",
+	"DqbBf38aD76+uHl2O3AfTpoPfwl2FUWC8jEzWAr28ORI5mKeeOS8YfkW+A/22Y8xs1WXyEdDS/6T5y+6",
+	"C9iz346W3SB7aiYBUxNnymDyvjo+dlXqvEFStaMTUFiV8zFnQMmMnXpX6L0j6CZILeam82EPcv6B0Fps",
+	"+763DqjDh9nRxK5k7VH79PNWWr3t82mN36SzeQtHrKcQWqdm6DxeCO7EPiaXKhqnqiTCUXPWHe+rsTrp",
+	"b9rwdKf+p5Onz56/+Orl12IRJ7hcrX+6zGXxszb2anO9/eXi5nkPWm9bUcK93qwLit1YoPEkLihwJ22f",
+	"E2mf5E2vO450eszzzMkpzJcizTDp903+BG2GbIUj9fHZ17N12vYdCnUoc5926pNuF1terD4Yuf3/po2h",
+	"mx1jX0q1kf1iPdJoTSRy02eaJWofie4IwqFRo9tExWVOLS/uwtPDgWHqHp+LajjH6eqZBazH6MrQp/za",
+	"hd7vJGt1VT1Cb5O+MdmVfyN8VL/j/dYqjd3H/TiMIWY4W8oxX6AGKy7RhLBZo6THWxAaYYkbOBISSKHH",
+	"IXkO6rFMMUsMCAlOEteXG5aShXVN2Jcc7mjrVG3f+3Pg5n+nQJ6loGVvK/HVkh8uVLKFo1kwC2DppeVH",
+	"dFzAZq0ybJZB+W/Vzw9W59tD+JsqZeIOGmrgs6wnBiIvRwSpGQZ3upvPoaox3ZlrvwuESh31gPcD4Kye",
+	"tau879dbXgDHB7ARFHwvS4NJyK5fLUHAMr3GBK5ULBZlJvR2OpORt+ScLRnBEY3RMbdUYMp47Q3wCiIP",
+	"uAiy1Fgzk9xDooHUdzkOIapWGMGRqGyXGshTY1K5Og5nMlIS52o5b7X0ghpKF0TmuxnqVzXijnSqZmls",
+	"yaM7jJLcG1V3sGthIRZSKgsLhFV6RWBXK7Rr1DzERiu5mpOaoxAiyg7mHEplmdpgQs+sUnOzVtpWXzIl",
+	"V9FMHmUcBhlIJfz7/JvB5AVnKFBKSmYIjEuNCBRnkx5UaXmRQq4woplpmlTOKyWGEPnTdp6nhmsbLFEd",
+	"10V+xVarbB6vhRYxgTKEKEORkAoSYVp9MqUuy4J7JaVL+XF+iVtqUZUqSrt8WfWgcNebnXdQ6qosSuJM",
+	"NnkULQXzwm7n1KiCSYGaCwoeKcLvQZmAJFNuhJlJg5IVQSpMEAsGhMvNJHJ+S09pu68FeyTwVRaPpeGM",
+	"XGPl6TtobRezwmAHTnTE7+GEDuza8pSH7xienbG3u/9MZg/4dKvt6BL4lhWDOqKvjejb+NicZelakE6S",
+	"lgHr9s5+QRh0rMeRY2M835rrOGHQGMbLTBrtPQg/iBXSya2uUD8mPdg9rCnf5TY+j/KfDFvMuoiXP1D/",
+	"3gOda3XTm2CpdE45JgXIL565BCrNaZbnY5c/uW9N8sGRNOrH5MGkhnOhV/ioVNhyz0fln77rwzPQD6iK",
+	"x2V0vjB1WGZt1qLoRFamzHOhyYyx0H1B7s4Cd2Owg9fXlJEPjG6+URo6pVdQEnwIE7IfcfVcP4DzWMtU",
+	"G+uCgCfm+BW7a61Ki+wElhQK8DCgS/nEQCHs2o1llcpcgKBLCbnYQixcRenwuCfeSUx2y96lFKVdK53+",
+	"wo5Il7KRir535WTnZ8rMdh7RZ046V6Xzge0fubpobD06XtMB3gxUf3eZ4Jw3J6VH8dr5U5Flew9dDrX7",
+	"NEe7VsmOa/UF+blNc1SlbT8hR0t7g9VgyqJQ2mIyzzFJReWsS0mJ1tynqWGwKM3Wr2RfUhljlvFnjq6k",
+	"yOZcU2c15LmQdcoXBmtlqDNHS0FVZpxfoTap6nj0XGTkpzCZF2KbKcFT+dSylOJKpJlYsGzGKo2dZ33e",
+	"r7ro2A+EXaRGZyfKGIHOR4LPK5AUG/E1EIcYQ9jbByHsIJ0ilY3SSb0HMEsoARC2HbG5gW2VM/DcvWEv",
+	"q/GQDekCT9ofLL+Txe2xVDaxKss7k22B3ecjH1g2kXjYCj4pyoicAqOZpBj/eAjfee1w2uIXwsEgxcO8",
+	"Io4m6j17WODet5nJAlWloauHTClKHyg74sCQI+82xEBIs0EdQiEMfVWS61ouJUu5+C+AQxA3wNGEUqEX",
+	"zyBDijFMCEm6omBTaZgF8+F0MAuOX4GQW1AU4LpeqYFEq6LAZKcc+eJZt/54OvhRDH4ZD76mkS5uJuGL",
+	"Z/3FnHsT/DuTuh5YiN48Ty2XKCkecgjtZno+lavzNvAGP12QVetsthPC0iRDOK2yD5cGEj4mJy9hsbWU",
+	"BnONzOAqp1GsuKTpeSIvWyGMheeTk6o9yoTzHGG5Gco4U5TQeKwdCSdPunSwS00t1fEdOWR9R3lzX+Vp",
+	"N+ap77XuPHf2fcq/z96REuol+vtEau62auVleiTdjWOcR3Yy1HL6I64vf/2g1TJ9XACz1GjWfZWqh8d9",
+	"7s7qMUL8ulKd692nFyfR9+4KYT/6qYphd2AgS+XlHT/tFy3V5efDt9qQzcTVLL3S9xMVTj01YQrsuWi7",
+	"7biuEKIhefN5RDswGkQhLErLuzYa0rOZjIbDCETGZWvBkVi9T6WCOEvpUywkufVkCv8+ew8ajcpKEmIm",
+	"NebqimsSx0M4Z9fBLq8qCxixBaPcGcPOSVil+cZyVWZCzyReFxoNRQAmhL+rJyaEtbhCmpxSNLFGkRy/",
+	"gujDvz6ew4j8++hqMtKlNJGvvHBpRBkEu1HuTjPqOMKIvEg0Yl5G5A6m9q3RycvdW5derz2cs9OenLzs",
+	"99of+Sr4MZg/IDc7+VxuFgYF6gOqZFUC8qBsRQt52SkDY4wy3nIIpzT++otGV/M1hza3v/w+N5gP9HLc",
+	"b/8crqpSQzi1kFMA+Xw83i9hhby9XLUC6mqFCTnp4Z1jhbYez4NoJ7iokvW77wodReVdp4zQ4iyQv6Fv",
+	"hVjhPPGlis7DVJrC6aF5xve61QNOlatvsb/Rn2epqfvE7h687uEOp168dPk0O3fiNWemzwPXJJqbw+JN",
+	"d/fXE2q2aSb929cRufbc8261ptYw6WzYUi5/b/TKX71Ka21Wihx6RTY6vE99FdGlJ0xR9ynv3ljzwLPt",
+	"s/dvDfXlpq+odMdtTX1G+oshv8Sw91awWWZbmgYc+6cqrQ/jUqd2+5GQ4e9mlbHn1cVSPy0Q+BoJjqLB",
+	"gFmC/HVAlomOX9UF9CZU5j5kTJSuNn/++kPoa7/coJTpNRgVXyIngoxT1iAKzbBpUeTYHZfyHhEpJHAS",
+	"evriYtt7eB4w1S3fzi9VxXATMW9Oz3NsM/UgF6m0IpWoyWKlzu6h9AV7TKYzFMmAczNmZ2lH1hIZ142M",
+	"kMlCUZouVrSRXZjBnxu1UlKj/R0Jpqu1bQ3CNaWQkljH2vCVDZfacqmJ/Q4TTChdvMQtJjO52Pp8sssD",
+	"5V6+gGScejkFcZUsp0hnABZ0Jrv2jzUKi4ZH8Z7AUF8zhLc1eSvzWii1NJCamcxRmFKzCkQqja0qZE8M",
+	"7FAfwNdJYIFLpZFyqAzFlbubnElvhmkPP6zhgjhuCK/TkxzcgkIOGO+jj83kTL7lugVfd0Z38VMjOKr4",
+	"lsddgmVE41CUdr7GrS+WxELrbVOLgSNjE9Sc2Ns1JYvXGDsmJ19jzKTT5N/fnreuTkRmlK8IGPjH29M3",
+	"XoTJZAxfD58OT46nrNW/vz1/YmbSeR9WAkWgfDJLxRmmK/wYSnMrHPAULge2a0V6I9FmsibTWnGJ9ezP",
+	"xs8h2q/cRV4TEqJTehL5mV3ImqUxSoOtDXhaiHiNg5PheG/LbTaboeCfh0qvRr6vGb1/9/rtdx/fcp8m",
+	"t+1s5SAMfEUumAaT4di1VAVKUaTBNHg6HA+fuouYNbvM0RpFZtcUk92GQcfJ9Dwa3XAcfrvLxv7Uf2g3",
+	"TSpm9MVdI45ikWXmdxjXbYHfY2S1MKivGDy/x/C6iacePbA3/HAr8sybkyKWbWXu3Tl3nCxPrkxPnHyG",
+	"hdLWuPqogMgRoCJ/drGDYdeasnsEJrYYsGrKzopigtC5e3LvzgU7dWICqQ0byqujkDiHWz174thuM8l0",
+	"t6qeWRdlaSc7OaqbiHojr1VWFRbNTEZ8SzoFzut8blm7HCYLd6mCvG8eY4q6gvU3lWwfxjj3PJkOr/xg",
+	"BnIf0/G2G7RRULz7tsLJePwwIT1NygXYvznnfY+8vYPS6dOgS53yPPKaI3UHbb762s6rGmbS4zS+zym7",
+	"g/rdelLVcF3Y4eKrZcVi6pusNlbr9YiwvoRsUFsHABQaipXhu+gVs8Zu+3Z/Typ4twMopYGIQ52qB4dJ",
+	"MBi4EMGnvoOlVnk0igYDqyKmAhtXuBoMRJZFUy6pUtRUoAa8QmmH8O098ZKLj17NZM3879u3FIi2Wep/",
+	"xs51ZPbgZHzyYjA5GYwngSOt10+eTg7H1T7l/vB9fD+E2m8p/GrkcQJQyQpe84dDzyfLB4HOtQXmzf9P",
+	"xZqv0OeCQYoCKT8QzFvzQBvOZMTlLX85xkWmCFZV8bEaKnI06l4wzmQXjfB5MDZ1gD8ah+5Ng+bFgrq6",
+	"14Lm+fjldDyejsc/PgCS7dckvmA01po/GIfdqtohaKQeUPXwIITBIFYyTg16OMZCKpnGIgNPACIAzqSj",
+	"AMEHsSLX6I6Cb9IM4bVYpBL9BbEjtJOTpIbtdPNzGabPKAnszMhQOcJCxJc16X04k07lLu2765WqO5Dd",
+	"Jkv9GfD2h32LU+Ur8ifjw98y3CN8fbl4JlmhpfCHoboqXx4Mat8BZuV4/DR2zCz+jHfBnASkHLzy0C3X",
+	"e8jJ/nlfShO8a5Vh/+iI3BPbgg8eciN+aXIkFqq0wzwJHgS7NsHuCwddo/OHYa561e0wwPFxfSfaWhgD",
+	"peGND/HB+DTRzORvD7YzX+T/P6T9QUjzCj8cZu765SCMcVMPML5H7cNX66jmi1mIha6CyJlkdEXcOYK8",
+	"NEyfF+A4yVOmV+YizUIQUKwJjrLMF6hDiHzCyrxzN/I0CiFaaVUW08jxbCLHYh05Eb8TOToJa7NHXJ5s",
+	"8D2Tvwrg1dXVHw7v6mVwkYi/+sfDWOVBTbB1bNrDQd5i/37BAK/0fTi6/c3hQfB2bbtoZsbHFeoBhX2Y",
+	"gCvK2G03K/pt3KWX9U/Jt5kBxcW8h/y/RMO4+oJBU6v1YNT4gtYhoHFN4dOeU7zoVnP4tRN+S2iZZmQ2",
+	"l8BUV13dNGWd2iF8h5iY2lUqDd7rRb9JAuNeY/NZDCdSett3rwW/Ir352LAB/mA8+zTmeXjfv2ZU9J42",
+	"q6ei4wR8CPn/8Dh0Q7SJUF/ufqitcsh2aF2k9O6Ej1Zp//YnD/PEgLG6jC0D0vUewik4xkRNWcVrEduM",
+	"r5kZfjt3IEd0mEuIbmbBX7NUXs6CqfvlNvJvDh7DAgnMhGJqAVaBmMmqbA15KgmmS61yf0mtNq/c3QoP",
+	"ZCg5SxPmqBoOhz3xZuuY3rQMseVLV8d7vu9SZMn/lkO/8XuhM8n36b4m1nmnICJdME+BX2fjA8TpqGcL",
+	"fU+jeNv/CXuo+Rucqtjf/X+eBlbna4Tun9/0/E/O7cHbqM2hPWgbTR62sBbldVIzXCfd/7F5oLAVvfaO",
+	"C4uKZiEIVkpj8lvcVDA8Wr5+b9/1bfEW94dh1DBqPl0QWvga0UOsu44u7aRz7z4djSYnXw3Hw/FwMn05",
+	"fjkObsPd7l0uyBFzhBb8pgah5PUHt1s8sci1O753kgmj2y+wjw7UFbg6NGORZUyrSLF528rfHtV/ZObU",
+	"tb+I811Sk2PkuG3LPsvRatZCSzSmNSL16hnwH0wgCDlxT6lLCDlancamHqv6CzJIrcFs2RpTFSa4vbj9",
+	"3wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -191,6 +191,78 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InputFaultReason.
+const (
+	ConflictingFields InputFaultReason = "conflicting_fields"
+	ControlCharacter  InputFaultReason = "control_character"
+	DuplicateKey      InputFaultReason = "duplicate_key"
+	EmptyBody         InputFaultReason = "empty_body"
+	InvalidUtf8       InputFaultReason = "invalid_utf8"
+	LeadingDash       InputFaultReason = "leading_dash"
+	NotADate          InputFaultReason = "not_a_date"
+	NotALookup        InputFaultReason = "not_a_lookup"
+	NotInChoices      InputFaultReason = "not_in_choices"
+	NotJson           InputFaultReason = "not_json"
+	NullNotAllowed    InputFaultReason = "null_not_allowed"
+	OneOfRequired     InputFaultReason = "one_of_required"
+	OutOfRange        InputFaultReason = "out_of_range"
+	PatternMismatch   InputFaultReason = "pattern_mismatch"
+	Required          InputFaultReason = "required"
+	TooDeep           InputFaultReason = "too_deep"
+	TooLong           InputFaultReason = "too_long"
+	TooShort          InputFaultReason = "too_short"
+	UnknownField      InputFaultReason = "unknown_field"
+	WrongType         InputFaultReason = "wrong_type"
+)
+
+// Valid indicates whether the value is a known member of the InputFaultReason enum.
+func (e InputFaultReason) Valid() bool {
+	switch e {
+	case ConflictingFields:
+		return true
+	case ControlCharacter:
+		return true
+	case DuplicateKey:
+		return true
+	case EmptyBody:
+		return true
+	case InvalidUtf8:
+		return true
+	case LeadingDash:
+		return true
+	case NotADate:
+		return true
+	case NotALookup:
+		return true
+	case NotInChoices:
+		return true
+	case NotJson:
+		return true
+	case NullNotAllowed:
+		return true
+	case OneOfRequired:
+		return true
+	case OutOfRange:
+		return true
+	case PatternMismatch:
+		return true
+	case Required:
+		return true
+	case TooDeep:
+		return true
+	case TooLong:
+		return true
+	case TooShort:
+		return true
+	case UnknownField:
+		return true
+	case WrongType:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PageDiscoverInputKind.
 const (
 	All      PageDiscoverInputKind = "all"
@@ -493,9 +565,13 @@ type Atom = json.RawMessage
 
 // CalendarListInput defines model for CalendarListInput.
 type CalendarListInput struct {
-	All  *bool `json:"all,omitempty"`
+	All *bool `json:"all,omitempty"`
+
+	// From A date written YYYY-MM-DD.
 	From *Date `json:"from,omitempty"`
-	To   *Date `json:"to,omitempty"`
+
+	// To A date written YYYY-MM-DD.
+	To *Date `json:"to,omitempty"`
 }
 
 // CallEntry defines model for CallEntry.
@@ -601,7 +677,7 @@ type CreateRunInput struct {
 	TtlSeconds *int64    `json:"ttlSeconds,omitempty"`
 }
 
-// Date defines model for Date.
+// Date A date written YYYY-MM-DD.
 type Date = string
 
 // DescribeHandleInput defines model for DescribeHandleInput.
@@ -691,6 +767,43 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// InputFault defines model for InputFault.
+type InputFault struct {
+	// Choices The values the member takes, when they are few (an enum), or the fields an object takes (an unknown field).
+	Choices *[]string `json:"choices,omitempty"`
+
+	// Pointer A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is.
+	Pointer string `json:"pointer"`
+
+	// Reason Why the input was refused, one of a fixed vocabulary:
+	// `unknown_field` (the object takes no such member; `choices` lists
+	// the ones it takes), `required` (a member is missing),
+	// `one_of_required` (one of several members is required),
+	// `conflicting_fields` (two members that cannot be given together),
+	// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+	// (lengths in UTF-16 code units for free text), `out_of_range`,
+	// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+	// `control_character`, `leading_dash`, `not_a_lookup`,
+	// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+	// JSON value), `empty_body` (the operation takes a body and none was
+	// sent), `too_deep` (a value nested deeper than the gateway takes).
+	Reason InputFaultReason `json:"reason"`
+}
+
+// InputFaultReason Why the input was refused, one of a fixed vocabulary:
+// `unknown_field` (the object takes no such member; `choices` lists
+// the ones it takes), `required` (a member is missing),
+// `one_of_required` (one of several members is required),
+// `conflicting_fields` (two members that cannot be given together),
+// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+// (lengths in UTF-16 code units for free text), `out_of_range`,
+// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+// `control_character`, `leading_dash`, `not_a_lookup`,
+// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+// JSON value), `empty_body` (the operation takes a body and none was
+// sent), `too_deep` (a value nested deeper than the gateway takes).
+type InputFaultReason string
+
 // ObservationInput defines model for ObservationInput.
 type ObservationInput struct {
 	Label ConfidentialityLabel `json:"label"`
@@ -723,12 +836,17 @@ type PeopleInputShape string
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Choices For invalid_input on an enum, the valid choices.
+	// Choices For invalid_input on an enum, the valid choices (the first fault's); for route_not_found on a run's path, the tools the run may call.
 	Choices *[]string   `json:"choices,omitempty"`
 	Code    ProblemCode `json:"code"`
 
-	// Detail A fixed sentence per code; never host text.
+	// Detail A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent.
 	Detail *string `json:"detail,omitempty"`
+
+	// Errors For invalid_input, one item per fault found in the input, the
+	// first fault first (the one `pointer`, `choices` and `detail`
+	// name). Never holds a value that was sent.
+	Errors *[]InputFault `json:"errors,omitempty"`
 
 	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
 	HostCode *string `json:"hostCode,omitempty"`

@@ -73,6 +73,78 @@ func (e CallRecordStatus) Valid() bool {
 	}
 }
 
+// Defines values for InputFaultReason.
+const (
+	ConflictingFields InputFaultReason = "conflicting_fields"
+	ControlCharacter  InputFaultReason = "control_character"
+	DuplicateKey      InputFaultReason = "duplicate_key"
+	EmptyBody         InputFaultReason = "empty_body"
+	InvalidUtf8       InputFaultReason = "invalid_utf8"
+	LeadingDash       InputFaultReason = "leading_dash"
+	NotADate          InputFaultReason = "not_a_date"
+	NotALookup        InputFaultReason = "not_a_lookup"
+	NotInChoices      InputFaultReason = "not_in_choices"
+	NotJson           InputFaultReason = "not_json"
+	NullNotAllowed    InputFaultReason = "null_not_allowed"
+	OneOfRequired     InputFaultReason = "one_of_required"
+	OutOfRange        InputFaultReason = "out_of_range"
+	PatternMismatch   InputFaultReason = "pattern_mismatch"
+	Required          InputFaultReason = "required"
+	TooDeep           InputFaultReason = "too_deep"
+	TooLong           InputFaultReason = "too_long"
+	TooShort          InputFaultReason = "too_short"
+	UnknownField      InputFaultReason = "unknown_field"
+	WrongType         InputFaultReason = "wrong_type"
+)
+
+// Valid indicates whether the value is a known member of the InputFaultReason enum.
+func (e InputFaultReason) Valid() bool {
+	switch e {
+	case ConflictingFields:
+		return true
+	case ControlCharacter:
+		return true
+	case DuplicateKey:
+		return true
+	case EmptyBody:
+		return true
+	case InvalidUtf8:
+		return true
+	case LeadingDash:
+		return true
+	case NotADate:
+		return true
+	case NotALookup:
+		return true
+	case NotInChoices:
+		return true
+	case NotJson:
+		return true
+	case NullNotAllowed:
+		return true
+	case OneOfRequired:
+		return true
+	case OutOfRange:
+		return true
+	case PatternMismatch:
+		return true
+	case Required:
+		return true
+	case TooDeep:
+		return true
+	case TooLong:
+		return true
+	case TooShort:
+		return true
+	case UnknownField:
+		return true
+	case WrongType:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	Busy                  ProblemCode = "busy"
@@ -359,6 +431,43 @@ type HandleList struct {
 	Handles []Referent `json:"handles"`
 }
 
+// InputFault defines model for InputFault.
+type InputFault struct {
+	// Choices The values the member takes, when they are few (an enum), or the fields an object takes (an unknown field).
+	Choices *[]string `json:"choices,omitempty"`
+
+	// Pointer A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is.
+	Pointer string `json:"pointer"`
+
+	// Reason Why the input was refused, one of a fixed vocabulary:
+	// `unknown_field` (the object takes no such member; `choices` lists
+	// the ones it takes), `required` (a member is missing),
+	// `one_of_required` (one of several members is required),
+	// `conflicting_fields` (two members that cannot be given together),
+	// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+	// (lengths in UTF-16 code units for free text), `out_of_range`,
+	// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+	// `control_character`, `leading_dash`, `not_a_lookup`,
+	// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+	// JSON value), `empty_body` (the operation takes a body and none was
+	// sent), `too_deep` (a value nested deeper than the gateway takes).
+	Reason InputFaultReason `json:"reason"`
+}
+
+// InputFaultReason Why the input was refused, one of a fixed vocabulary:
+// `unknown_field` (the object takes no such member; `choices` lists
+// the ones it takes), `required` (a member is missing),
+// `one_of_required` (one of several members is required),
+// `conflicting_fields` (two members that cannot be given together),
+// `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+// (lengths in UTF-16 code units for free text), `out_of_range`,
+// `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+// `control_character`, `leading_dash`, `not_a_lookup`,
+// `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+// JSON value), `empty_body` (the operation takes a body and none was
+// sent), `too_deep` (a value nested deeper than the gateway takes).
+type InputFaultReason string
+
 // ObservationInput defines model for ObservationInput.
 type ObservationInput struct {
 	Label ConfidentialityLabel `json:"label"`
@@ -366,12 +475,17 @@ type ObservationInput struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Choices For invalid_input on an enum, the valid choices.
+	// Choices For invalid_input on an enum, the valid choices (the first fault's); for route_not_found on a run's path, the tools the run may call.
 	Choices *[]string   `json:"choices,omitempty"`
 	Code    ProblemCode `json:"code"`
 
-	// Detail A fixed sentence per code; never host text.
+	// Detail A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent.
 	Detail *string `json:"detail,omitempty"`
+
+	// Errors For invalid_input, one item per fault found in the input, the
+	// first fault first (the one `pointer`, `choices` and `detail`
+	// name). Never holds a value that was sent.
+	Errors *[]InputFault `json:"errors,omitempty"`
 
 	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
 	HostCode *string `json:"hostCode,omitempty"`
@@ -1512,86 +1626,98 @@ func (sh *strictHandler) GetResult(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hz7c9s4kv+/guJ3q2LXl5Ilx3nJdVXnS7KTzGZ3so5nr3ZsnwiTLQljEuAAoGVNyv/7VTcAihQpW04y",
-	"qam63ywSj0ajH59+0J+jVBWlkiCtiSafo5JrXoAFTb9OK/k+wz8yMKkWpRVKRpPobAFsoYwdCGMqyJiu",
-	"JBPZMIojuOVFmUM0iXQlBy+iOBI4oeR2EcWR5IV/9T6L4kjDb5XQkEUTqyuII5MuoOC43V80zKJJ9P8O",
-	"1sQduLfmwNF0d3eHC5hSSQNE60etrnIo8M9USQvS4p+8LHORciT8oHQj/v+vBk/xeU0szsiQMiFveC6y",
-	"qZBlZaM4ysBykfsTI7lgLMsUGCaVZQW36YLZBTDcUPPUIgtKJaQFHU2ig1wUwvqDgrHIymg0/vHNP8f/",
-	"PvzlaRRHxnJbmWhyNBrFkRWWOPfeEcECEXZV4uOFtaWZHBzkShWDObew5KthBjfhWOagTf3drgwNjCOW",
-	"ti/6RDLQWumYccNO//qavTp69oL5DZnjjmFLYReMM6QzY8jJYXRX7053cyJX/+J5BV1ROpEr9uOnn/7B",
-	"bvA9g9sUSstklefIy9vBXA38+fHWhqd8+Xcwhs8Bz3diFd03l6ufZtHk/HPglbFayHl0F3+OSq1K0FY4",
-	"IXHvO+PumsJ47t5e1pxXV79CaqO7yw57WM6vIGfcqiJmnLnl2J5dlSLleb5inP18+n6fKc24ZG6dwC4/",
-	"OMFNkh0O+5rn+Vtp9YrUtHWqBZdZ3neuOCICH5KAN8KkuTKQfaDRYdonVem0f1kN3Cj5mrSm53WQ688R",
-	"yKpAlvKsENYCqj2efwF51uDweqbVlUw5Dlyve6VUDlx2rsnv0r0ox6wPwtgur/Be6A9hoTAPcQbXOYVU",
-	"6YyIc9twrfkKf0u4tf3WMeEzCzphakb2AQeyks9hwkoNBqRlSuYrtlyApAG5mrOFyjPDNO1mWMmNZXYh",
-	"DM1D+SiEFAVyc1xTgpZmDppoU5bnXWLeqSUruFzV69a7QZ6F/f0mbMlxf561dht1d9u4B8fSbdfg2de5",
-	"iFoi1hfdOE46S7tT1JUBfRPE9KGrU3ImMpBW8FzYVS3aN6CN8A7ACef48sEjhkl9h0y3aUFWaXI8fyfi",
-	"Z0oX3Lo9nh9FfXcI0mp/1PYtvuXpguHb1RPDnNjHzOkgGdyYZUGFg0mSGXNm4ZhJuAFNF09GFm93Z+F3",
-	"FqdH9uFW2A39b5wE0UF42z4Kuq8nhqmloxw1hBOYmGqYVXgALs0SdIwagD+VbOiKsEwYNJ4Lpa1bYG/M",
-	"rGLPj1gOFnEL8mIurEGjexFNh5PBRbR/zFAHlF2AdrOEYZlWZQlO2PntB5Bzu4gmz49ihCsWNFL7P+cn",
-	"g1/44PfR4BWudPl5HD8/uvtL1GO51H3irCpbVvZ9ts1aagvZSY8t+fnsdYzHw8srRJ4LA6mSGdtDZ/z0",
-	"6dNXx8xqLnL0JL+DViZYnBnCEaEk4xrCSffxqLUYZtzCwIoC+g7TNeDqGuEdgoF+u61U3nu4ew16wxn0",
-	"sG1DB2se+t1qKuNe77K+kSYRzrK0dLN5Ab1GLOeVgcfhDD9yRy9DOKZHx7ajlYeRSdo2fyylUyBKuUKR",
-	"QMiCGpJ8vnDEXkQTdo5PzeVdMmTvJeMsBSdZe0nBbzfsabLvXIkwCIRX7AoYFKVdTTaWvLxLGF0PYmZv",
-	"nAItRjFTpYvGTn4kKXxZXeUidVPMMRNIkZu/lxQqg/w1wvxbS5Y9iR3CQgdBF7uPtqKojEXKpJJE3C4w",
-	"q33MHsSKrP21kk691MyfxuxuVp089dx3r8siV5kJ3I3nHxtSNuO5gXgT3nTJf4ST7Lr2jfe9+qGBW8Cw",
-	"jOKOx9HbFaxHkxxHHWn4UmygQ7y7QwDqrNDuUPJMqfx9F0bGUSXFbxW8d2tgJIxDbP6JLH0/dCj4rQNn",
-	"h89eHY4weLwPHN71XNoG5O+Rcqdqa1zBjTMauJTTUIp2H5K+mjf1H10X0Wv21r/pIHpzvQeWeUCQm6v2",
-	"CfUblVaFzyG0zyiyLw+0/lrleS1spg6vdhObmxBB3+tKQqS9yQCBvs9vGdYKVPcxYE1qN4T6aoXtv9HH",
-	"u8ivvOR3BJD740QHnndX71OYgUaBeYjIsHAfQT+t/deXGNP8y23fBpHb5aKRZtuQioUSaV/w8lelWSs1",
-	"hZCeS4bIMg5hiciYX6DlRx+0FSH4CjB1M4NXSV7ZhdLidwJ/upJTqex0pipJv1Vlof0ETJXb1iP8m0Rr",
-	"XmkID8JLyjUaW68Ot8JYs16o/u3ufUo5wakGni4cHOV53nlI7O88LcAuVEak8TxXS8jWucUpInlV2eYT",
-	"paY513MgNpiqLBWi3GkBmeBTYiS+QLA89RmkOLqqzMqfpEupTCHP6W9KcUqeT11EgGwoCi6z6YwLN6IZ",
-	"0kUhGTj1cfS0EIayp+TLcvRvkE1LvsoVp60cHJxWkt9wkfMros1YpaH1rC8SCTnbrkebiVvImAFpQabA",
-	"Sh8LhgAZKWYIIYZ9EdH/xYj2vqC1TnM/qO4Yc1CK108J8ayazUBmiPpnAvIsRK5XKluxPeUSFnU5gkle",
-	"wP6QnVxR9qxOnNFo4fLxuMmQnbACiis/gym82fHhS3a1smBiysQyA3P07czya9yeNvK0Udrt2fgwjAeZ",
-	"GbwjbmkYSERDOMnlq/e4o0cg7ZyuMlC13ytGjVLAvXnTngSfKw9stYldef/59D0yoT6iT9vj8JgpudaA",
-	"Hkr7MuKBhkbgTea3z03U7rDjJ66FzJoWOwtIq0+ZH4+qNjLXYRetllEc/VaBXvVu9FgwZtU1yN7b+DqY",
-	"5taNHZe2Arb2Mfv5j95nW+418Hx3eFPj4R4f/PhL0pCCKO2j5nwdXwP/1idfU3EfDD6tpItve7gIt6XQ",
-	"YP5Mebs6gO1J0PUL7AafQm02yOH6jFu401cfPvEV4QkjT4bmd8OVxSwZJjFLpgkloQZJzK4qS1Y8GeKz",
-	"C5kMhwnjOdqpPc5Kbhe13ZaKpbnAv1Iu0aFnE/bz6Qemwai8QiIupIZC3QDa7v0hOyNXQi4Qp+A2hq+Y",
-	"UWyvxp/cKv3EMA3zKuf6QsJtqcEgWjEx+0E9MTFb8BugLJZS13wBPNs/ZsnHnz6dsQP09wc34wNdSZMw",
-	"5/jNhbQLZYDZpXJVv6TlGBP0KskBsTwZXsi22x4fvqSwvv69xYsPp+TEx4cv+734aSX7IxwkdffwppKf",
-	"qqLgfcWArgiZbdIS1theluspBTkw2F9o05V8Yur04RXMlAZSJA08G4Tnrvh1THVlhx2kkvAFGTtcgJCn",
-	"b1nohCPOVvyZTMKf0Eo1Yuue0hE3znn1Fwy+fa6vt5bx1Xm9bYZ1LSHNq1lLed8JA0mxV5M1B5vs6lM5",
-	"T1wDCGG0MjXANQVf9Kvkc5hmwqQIllsPhTQlrtR8hopVPwBVEiCkXynPQWZcT3O0N+GhO0g9Q6uZ6I3c",
-	"EIRBWmlhV5+QtT4No4w9C66rvwuJka9ie8lgQE1J9HOAuyT7xyzcwTpkoDlIIkjQiNjPXn+MyfUoN6CS",
-	"4pYZlV4DhYJ00SSFwDUxqNGR4yXpHhLRFToKfbfU1arXaeyw1R2lzmYq9DjxlJTEt1U1G4NYwYW0XEjQ",
-	"KCSVzu/pIIo6fT+naDwpRv2gVME0WC3ghudspjQzXGZXCkNpPkdNcO6V/l6zFYM7TQ4QGIj5wjYWIWGO",
-	"WeL2vAKffUioaO1sNwo0W2phMWy+hhVkF/Jq5ePqdtsZzfJJHuPYS6GY8wyOke4CiNAL2b5/p4+GVvHi",
-	"bnCuGbK3N6BXTKslOnziQqWlYcJcyAK4qTSxgAtpXHDofdFm4a3tm4RlOXBEJhaJ8dcwYaGE6YACRvt9",
-	"JX3ui/ruQDEBpVDxDI1Fjb6A4YW8kG+1VtqQqU62tcMlzua/Onr2Yr/dz5XgOohOzhaw8pmSlGu9WudL",
-	"2J6xGWhKcNgFBs23kLrGMbPvSCBO/vD2jKHP58515Eb5zIhh796evPEkjMcj9mr4dHi4PyGu/vD27Im5",
-	"kC7kdH0NwDPCklJRpO2SiAbD/SAHtIXLBdiFQr4haRey7t2z/Brq3Y9Gz1jSza4lnhOSJSf4JPE7O6iW",
-	"ixSkqwt7BTwpebqAweFw1FG55XI55PR6qPT8wM81Bx/ev377j09vac46xm+pctRoWYnGw5EbqUqQvBTR",
-	"JHo6HA2fRgQOF2QyDxbAc7v4PZp8voujlpHB13PY0rOUixuSYRMzlWdgLJsJbSz1/hnCbQIM2/PdJCh/",
-	"hnx+faXU34hY8xS32mjPPByN7mnN7GnJdPSe19DwsIEEz1u2bOhnHcx4CvZgqfQ1+pcGFosOR4fPB+PD",
-	"wejwbHw4GY0mo9EvLQfcHvJ0PaTGKk9b0MTn33vRSKc+sgO5a0BSd856GLLdZZMnvry7vHtE6yyFAj2d",
-	"nvcIwND5hxn3mKxvh/qqG92ka39O19jw5OeXd5dxZEIsQDKz3h2Pzud0cpxDvCmV6ZHa18F2kysgC46e",
-	"wZD5bFp+tmcWaimZkin4cJCM9YUM1lkYlgwGBb8dbNxegibER289XRDHzv6qyjIQlIz1niC0MoBzIsAz",
-	"jBucKXcGpK03dRV9ncH/L5WtHqczfdX0nXRlRzn+CjFt17SfPh+NdhbbjQaDuza09hXzDWMzfhzjdjAE",
-	"3XOTLEdPfzscvFj+65/lePW3Ufb2ZXH67PZMvrr6kB6Zd7Mff/+Z/3Dzk/gIf7/+d/QYTQ1ppy3KiiK2",
-	"5Mbjl+yPV1JHj9O1ropuepqDz8SvO6e0OdieDPUbem7WGoMAJ89Je9HdwzEj28+EZLOcQKTz2Cypa1FJ",
-	"1wO5ZYMmtaTiaDtEF4bNKSfwR/PRkbeNj/F2/+zgpV/omCXedCWh6DDL+XxtrCim51LMAF34/YmRLg9/",
-	"ANvLwEf6cO+6Rw3XLas8/+a+efQVvnlnm/YoP1sny7Zq7/ou/3iZw3huu8Q1v/k5799+PSS0P11u0/iD",
-	"OpXXK8nUyoz8Za68+AQjEytmPLUxEzLNqywUrJJ0libsVyVcWO4iTAc/DYAZsv/2njd026MBSahsndCM",
-	"5ULlrttdGG86IDuu9aPwVTA+p6KtsBgw4GiKfOdaLQ1bLkQOZJHQSCBGMdS3yEMGmmJN17pPSoiIicm6",
-	"3Z6ba0NRs6PxP2TCrCIddLu4rwOWSIjpB9Ovfcpn45baXP10LcrQ2v/EeCoCWwIte1RDJmS374yts6Yu",
-	"SU2DiS3H4eMDYCDruiwyxpVk51Rsdg2V7I2TWzZqff41pqY0+vbL1dzqj79om6ipSbXkjx766qD78RDR",
-	"zy0rVPhaovmxw1pChI1rJIav/GkDhxriseMxwqdd62PUPXnjhxvyLr+RYT1vfkZxWH810flO4gsjkjru",
-	"HG98zXA0bnyscL7+AClKZ4vJzeTF9W+HRdQoDHb334GAy1afGNnpVnHX13RDzXzNCRSU5gdKyJZpaCmB",
-	"2xQgcz0pYWbdM44Xs/6wYdRo6h812yGcn5g0nMNk3Goj7zi1sfdY9ZbUTu+a5jeAc6Nh3juydY/8GAn0",
-	"X/qMd8fP4WOoLc4IhQnVezPur3swgn10xq7P2hrIIf0OkWKj5OOJ/g4OrVGu6HdpZFgoBad928M6i+f6",
-	"RJBXswopRglGR8cKIS16OqUz0P2m/12d5f86a1Ef4Dy0X6y7Lu7V0l1Cx510NPzcEHUfQrWtRl3oN1KU",
-	"JTI8+ptIr9Vsxgp1Axk60LNFpU3GqQU5JM1ObM4Nu/ZDpbJg0NTurCaNbtAtihJyrxjJf09Zb+77HeS9",
-	"8RVF55vw3ZfflrShTBMltBHZmUbmnAD7wBeMgqYsFyJdhBCHnLCfnXP04JWkX5AxgmuWX0NXl06yrNFZ",
-	"+zUJli/UFZeRdWHybsLY6QTeKetxdB+7l9wQy79HsuBHBO1cuvZEdHNPjKdCyFBw7t727mmFA12XiLfH",
-	"y2BUjvaCDErsq9zSQsbqLqDYh8TUCLRRfwokD9nR6ChE0DwUp4Sh+pQF2R89O/q+1nI3GrXO3acH+GhA",
-	"+GMw/vbGe4uhrk3yA7b2m9PTaBT7NguunUvd8PefuZDXG4y92zTE7QP3+KHdVbvVmrctP0BjvqeP8cLs",
-	"d/62XsYXq4YrXuS+KoUR8CqUqDaVe6MwvGVUT8/BfQN9H8I9Q9p9EA8NDL0RD42j9Pd9g1wPxX0jfM/E",
-	"PUO8pvaPqG1lRzLWnQteMDBs7E0wtMv7rfrm5OBgfPhiOBqOhuPJy9HLUdSN1Ns19z3qxbhSlXRK9Pqj",
-	"w8u+gcON2793kzEhDC+jfda/TXAo5lPUkHJNpUzb7M4YNlIUc9fourXhZL0qPnK2n/7Fh3MfC64lGNNY",
-	"kXSou+A7ggX0JX8mcErMCrBapKZeK/xnGYwlIJ811lSlQfX63wAAAP//",
+	"5Hx9c9s2tvdXwfDZmdjzULLkuGkiz5253jRt081uu46zO7uWrwiTRxJqElAB0LKa8Xe/cw4AvoiULSfZ",
+	"TGfufxIFAgcH5+V3XqCPUaqKlZIgrYkmH6MV17wAC5q+nZfybYYfMjCpFisrlIwm0cUS2FIZOxDGlJAx",
+	"XUomsmEUR3DHi1UO0STSpRx8G8WRwBdW3C6jOJK88D+9zaI40vBbKTRk0cTqEuLIpEsoOC73Jw3zaBL9",
+	"v6OauCP3qzlyNN3f3+MEZqWkAaL1F62ucyjwY6qkBWnxI1+tcpFyJPxo5Ub8/18N7uJjTSy+kSFlQt7y",
+	"XGQzIVeljeIoA8tF7neM5IKxLFNgmFSWFdymS2aXwHBBzVOLLFgpIS3oaBId5aIQ1m8UjEVWRqPxT9/9",
+	"ffyv438/j+LIWG5LE01ORqM4ssIS5946Ilggwm5W+Hhp7cpMjo5ypYrBgltY880wg9uwLXPUpv5+X4YG",
+	"xhFL2wd9JhlorXTMuGHn379mr06++Zb5BZnjjmFrYZeMM6QzY8jJYXRfrU5ncyY3/+B5CV1ROpMb9tP7",
+	"n//GbvF3BncprCyTZZ4jL+8GCzXw+8dTG57z9V/BGL4A3N+ZVXTeXG5+nkeTy4+BV8ZqIRfRffwxWmm1",
+	"Am2FExL3e2fcfVMYL92vVxXn1fWvkNro/qrDHpbza8gZt6qIGWduOnZgNyuR8jzfMM4+nL89ZEozLpmb",
+	"J7DLD05wkWSPzb7mef5GWr0hNW3taslllvftK46IwMck4Dth0lwZyN7R6PDae1XqtH9aDdwo+Zq0pufn",
+	"INcfI5BlgSzlWSGsBVR73P8S8qzB4fpNq0uZchxYz3utVA5cdo7Jr9I9KMesd8LYLq/wXOiDsFCYxziD",
+	"85xDqnRGxLlluNZ8g98l3Nl+65jwuQWdMDUn+4AD2YovYMJWGgxIy5TMN2y9BEkDcrVgS5VnhmlazbAV",
+	"N5bZpTD0HspHIaQokJvjihK0NAvQRJuyPO8S86Nas4LLTTVvtRrkWVjfL8LWHNfnWWu1UXe1rXNwLN11",
+	"DJ59nYOoJKI+6MZ20nnafUVdG9C3QUwfOzol5yIDaQXPhd1Uon0L2gjvAJxwjq8e3WJ4qW+T6S4tyEpN",
+	"juevRPxc6YJbt8aLk6jvDEFa7bfaPsU3PF0y/HXzzDAn9jFzOkgGN2ZZUOFgkmTGnFk4ZRJuQdPBk5HF",
+	"091b+J3F6ZF9uBN2S/8bO0F0EH5tbwXd1zPD1NpRjhrCCUzMNMxL3ACXZg06Rg3Ar0o2dEVYJgwaz6XS",
+	"1k1wMGZWsRcnLAeLuAV5sRDWoNGdRrPhZDCNDk8Z6oCyS9DuLWFYptVqBU7Y+d07kAu7jCYvTmKEKxY0",
+	"Uvs/l2eDf/PB76PBK5zp6uM4fnFy/6eox3Kph8RZlXZV2rfZLmupLWRnPbbkw8XrGLeHh1eIPBcGUiUz",
+	"doDO+Pnz569OmdVc5OhJfgetTLA4c4QjQknGNYSdHuJWKzHMuIWBFQX0baZrwNUNwjsEA/12W6m8d3MP",
+	"GvSGM+hh25YOVjz0q1VUxr3epT6RJhHOsrR0s3kAvUYs56WBp+EMP3JPL0M4pkfHdqOVx5FJ2jZ/LKVd",
+	"IEq5RpFAyIIaknycOmKn0YRd4lNzdZ8M2VvJOEvBSdZBUvC7LXuaHDpXIgwC4Q27BgbFym4mW1Ne3SeM",
+	"jgcxszdOgRajmCnTZWMlP5IUflVe5yJ1r5hTJpAi9/5BUqgM8tcI8+8sWfYkdggLHQQd7CHaiqI0FimT",
+	"ShJx+8Cs9jZ7ECuy9tdSOvVSc78bs79ZdfLUc969LotcZSZwNZ7/0pCyOc8NxNvwpkv+E5xk17Vv/d6r",
+	"Hxq4BQzLKO54Gr1dwXoyyXHUkYZPxQY6xLt7BKDOCu0PJS+Uyt92YWQclVL8VsJbNwdGwjjE5u/J0vdD",
+	"h4LfOXB2/M2r4xEGjw+Bw/ueQ9uC/D1S7lStxhXcOKOBUzkNpWj3MemreFN96LqIXrNXf6eN6O35Hpnm",
+	"EUFuzton1N+ptCx8DqG9R5F9eqD1fZnnlbCZKrzaT2xuQwT9oCsJkfY2AwT6Pr9kmCtQ3ceAmtRuCPXZ",
+	"Ctt/ok93kZ95yD8SQO6PEx143l+9z2EOGgXmMSLDxH0EkQX9npd5X+C6VCLtCw4uArB3wV0BxTXCfX4D",
+	"Jq4izA0BwTms2QGXDEHdYYz+n7CiAIw86wwFvUsDS3kjEarTkMOWi3tUjatEWNe2UMbH/x7g7Ry3vQnk",
+	"exh7rbINO5hG04jNPbX0CI0RWy9VDvU2JC+ggr9usiqbOWR/VqXMnBnDAT6H9cywxNORMEE+fEeu47Hz",
+	"r4/u3I3fPvfAjmrChwXgvFq1zbx/Lje0AUry+Yid4qaYKenDqbm4g4zdqpRflznXm8lUJv4kZ3SSCTvA",
+	"OVrHLT0YcwdwyhIvcAlhPDOV9IYEg8CKXjmMWRJ2mLADHs5OGFYIY4RcHMZTmSgJMzWfNUZ6Qg3GpTz3",
+	"rxl8LwyiF1Gdc5FaIReObIN0r1X1gl1yy1IupSKUtxC3KOxqARjn0RRrreRiRim2mCWyzPOZVHbG81yt",
+	"IcNnVqkZRZPhS67kIpnKg5wCQoO488PF94PxCxc4lhIBKgrjXAMwhBzIB1Va2iSXC0hwZVxGyFlgYswS",
+	"H1XOCmEoc0wUITEzDMUSv2OrVT5LlxzjN9A4JgeeIQsybhrv5ErdlCt6KytdjhtmN7DBESERXNr5y/AG",
+	"Ql1/7KRBwuWwlYSprBOwuBVCyjMcFMRkBS5Y8pLCvQ7KjIA1CuFUGpDECGRhBrAigXBJXQnGQsbwKeUh",
+	"uMt5+Ry2l6XhVGKA6aPNlrQ2SwVxtCVOGNF15ATjwOrkozjaPngXQrpz95/x2CMK1KtzxBdbpxhVqYHq",
+	"EP0Yd4aOlvYJopNtHGA13p0fRaKN0yOXVR+eH00FiziqD8bTjBztjcZ/ruOgTwHl+adj6C2jtxtfNMo1",
+	"e/q575VmrRIHU5J5ZxaH9JbImJ/Aye5caGOdO3hmDk9JcbUqLZA4zNEp0DRMl/KZYStul24uAvf0SZeS",
+	"ItyUu6LE/h4wZAaDVG+Xl0rJS7tUWvxOIqlLWVOF39t0khqYMretR/iZcM+idNrQ/JEKYcZWs8MdmvJ6",
+	"ouq7AyUzKljNNPB06TSL53nnIZ1p52kBdqmyLSXzha+ZFQWo0jafoMpxTUpWSlOuVkpbyGYFZIIHtS3l",
+	"EvJs5ssbcXRdmo3fSZdSmUKe02fys5LnM5euQjYUBZfZbM6FG9HMN0ahUjXzSd6mbhc8x+ALstmKb3LF",
+	"aSmXq5iVkt9ykfNros1YpaH1rE8xQ0GxC4mcz0YrCjIFtvKJypC9RYrJ2QxZRw9itiXp6LPWlO0/qPAd",
+	"QkFum757Ky1Ma/cCIGLjPgrpIAjqB9HvaHE6JmSNWojeqWwS7D4feIhRY7K4AUPQ3ySOgclUIto7HLK/",
+	"ee4QgPUbIViAyIh2RH5lLwjfQN89yvx/MaX9UNZ6J7zvEQvei/jVfA4SPaOT0Dbm96C+QvDMH/jZNZXP",
+	"qspZE8zgIkN2FnCoCwhQPsbHL9n1xmJApDTyGhYY3KMq4PK0kKeN6m7fjI/DeJAZIV5uaRjINFcIbb2s",
+	"HXBHj5g7sROmoupwRzRR9QI8WDjtqfC5/oCdfqdrUz6cv0UmVFv0dXsc7lQ1WJkeSvtK4oGGRuadXFyf",
+	"f6/i4Y6DvxEya3rFLKRa+gzm09MqW6XrsIpW6yiOfitBb3oXemo2xqobkL2n8Xl5Gjdv7Li0M2PT3mY/",
+	"/w1Fkf3F18Dz/fMbVUKsxzQ+/ZA0pCBW9knvfB5fA//qnddUPJQHOy+lS3D3cBHuVkKD+SMV7qoMdk+F",
+	"rl9gt/gUmrOCHNZ73MGdvgaxM98SNmHkydD8brmymCVD9O6zhKpQgyRm16UlK54M8dlUJsNhwniOduqA",
+	"EzKv7LZULM0Ffkq5RDefTdiH83dMg1F5iURMpYZC3VK24nDILsiVkAsMCQPDN8wohznIWXGr9DPDNCzK",
+	"nOuphLuVBoOI0MTsB/XMxGzJb4HKWErd8CXw7PCUJb/8/P6CHaG/P7odH+lSmsTnZChpogwwu1au7Sdp",
+	"OcYEvUpyRCxPHFBpuO3x8UvK61ffd3jx4Yyc+Pj4Zb8XPy9lf4oTSd0/v1nK92VR8L5ugK4ImV3SEubY",
+	"3ZfT0wviAHd/5tPFbaF+eA1zpcGFbcCzQXjuul9OqbHMYQepJHxCyQ4nIHTvexY7IZ+zFX8kk/AHtFKN",
+	"5HpP7wg3znn1dwx8+WJfbzPDZxf2dhnWWkKaR1NLed8OA0mxV5Oag0129amcJ64BhDBamRngmgJc+rbi",
+	"C5hlwqQIllsPhTQrnKn5DBWregBqRYCQvqU8B5lxPcvR3oSHbiPVG1rNRW90jCAM0lILu3mPrPV1GGXs",
+	"RXBd/W3IjHwVO0gGA+pKpq8DXCU5PK1SynXIQO8giSBdtvri9S+xz4bSgFKKO2ZUegMUENNBkxQC18Sg",
+	"Rkuul6QHSERX6Cj07dLXm16nscdS91Q7m6vQ5MxTUhLfV93sDGYFF9JyIUGjkJQ6f6CFOOo0/p6j8aQY",
+	"9Z1SBdNgtYBbnlP+zHCZXas7jGsXqAnOvdLnmq0Y3GlfNQCxWNrGJCTMMQbzuOY1+AyPC/Gd7UaBZmst",
+	"LIbNN7CBbCqvNz6ubved01s+kWYceykUc57BMdIdABE6le3zd/poaBYv7gbfNUP25hb0hmm1RodPXCi1",
+	"NEyYqSyAm1ITC7iQxoZMIfqi7c6btm8SluXAb121bir9MUxY6GFyQAGj/b6ePu67+tyGYgJKoeUpdBY3",
+	"GgOHUzmVbyh/Q6Y62dUPnzib/+rkm28P2w3dCc6D6ORiCRufNEq51ps6J8UOjM1AU4LDLjFovoPUdY5T",
+	"Yn8qHSd/eHPRKCbw3CifGTHsxzdn33kSxuMRezV8Pjw+nBBXf3hz8cxMpQs5XWMj8IywpFQUabsEmMFw",
+	"P8gBLeFyAXapkG9I2lRWzfuW30C1+snoG5Z0M5iJ54RkyRk+SfzKDqrlIgXpGsO8Ap6teLqEwfFw1FG5",
+	"9Xo95PTzUOnFkX/XHL17+/rN396/oXfqGL+lylGjZzUaD0dupFqB5CsRTaLnw9HwuStNLMlkHi2B53b5",
+	"ezT5eB9HLSODPy9gR9NyLm5Jhk3MVJ6B8Wk5av43hNsEGHbg84Yof4Z8fnWkdMEBseY5LrV1P+N4NHrg",
+	"bkbPnQxH72UFDY8bSPCyZcuG/q2jOU/BHq2VvkH/0sBi0fHo+MVgfDwYHV+Mjyej0WQ0+nfLAbeHPK+H",
+	"VFjleQua+MJJLxrpNEjsQW4NSKqrMx6G7HbZ5Imv7q/un3B3hkKBnqseDwjA0PmHeehL6FuhOurGdZLa",
+	"n9MxNjz55dX9VRyZEAuQzNSr49b5gnaO7xBvVsr0SO3rYLvJFZAFR89gyHw2LT87MEu1lkzJFHw4SMZ6",
+	"KoN1FoYlg0HB7wZbp5egCfHRW08b5Kmzv6q0DAQlY0PNyPcygnMiwDOMG5wpdwakrTdVG11dJfmzyjZP",
+	"05m+drq9dGVPOf4MMW03tT1/MRrtLbZbHYb3bWjtW+a2jM34aYzbwxB0902yHD3/7Xjw7foff1+NN38Z",
+	"ZW9eFuff3F3IV9fv0hPz4/yn3z/wH25/Fr/AX2/+FT1FU0PaaYeyooitufH4JfvPK6mjx+laV0W3Pc3R",
+	"R+LXvVPaHGxPhvo7el5XWQng5DlpL7p7OKWiK/VgzHMCkc5js6Sq9yVdD+SmDZrUkoqT3RBdGLagnMB/",
+	"mo+OvF18jHf7Zwcv/USnLPGmKwlFh3nOF7WxopieSzEHdOEPJ0a6PPwBbC8Dn+jDveseNVy3LPP8i/vm",
+	"0Wf45r1t2pP8bJUs26m99Vn+52UO47ndEte89HvZv3w9JPQ/X+3S+KMqldcryXSXCfnLXHnxGUYmVsx5",
+	"amMmZJqXWShYJek8TdivyhePXYTp4KcBMEP2T+95w3U7KhFTa0BCb1CHIF13E8abDshOK/0ofBWML6ho",
+	"KywGDDiaIt+FVmvD1kuRA1kkNBKIUQxdXOAhA02xpitA12V4Wd234+bGtYs5Gv9LJswq0kG3irseuKbO",
+	"un4w/dqnfLZOqc3V9zdiFe72PTOeisCWQMsB1ZAJ2R06Y+usqUtS02Biy2m4fQgMZFWXRca4kuyCis3u",
+	"RgX7zsktG7Xuf4+pK50uf7uaW3X7m5aJmppUSf7osWuH3dvDRD+3rFDhumTztmMtIcLGFRLDn/xuA4ca",
+	"4rHnNsLd7nobVVP++PGO/KsvZFgvm/coj6trk52Lkp8YkVRx53jrOuPJuHFb8bK+gRyl8+XkdvLtzW/H",
+	"RdQoDHbX34OAq1ajONnpVnHX13RDzbzmBApK84YysmUW2nbgLgXIXN9PeLO6NIYHU99sHDVu9Y2a7RDO",
+	"T0wazmEybt0j6zi1sfdY1ZJ0n87dmtsCzo0bc96R1Zfkxkigv+o73h8/h9vQO5wRChOq93bcX/VgBPvo",
+	"jF2ftTWQQ/oVIsVGyccT/RUcWqNc0e/SyLBQCk77toc6i+f6RJBX8xIpRglGR8cKIS16OqUz0P2m/8cq",
+	"y/951qLawGVov6i7Lh7U0n1Cx710NHzdEnUfQrWtRlXoN1KsVsjw6C8ivVHzOSvULWToQC+WpTYZpztI",
+	"IWl2ZnNu2I0fKpUFg6Z2bzVpXAfZoSgh94qR/NeU9ea6X0HeG9coO38Ks//0u5I2lGmihDYiO9PInBNg",
+	"H/iCUdCU9VKkyxDikBP2b+ccPXgp6RtkjOCa5TfQ1aWzLGu0RH9OguUTdcVlZF2YvJ8wdlq498p6nDzE",
+	"7jU3xPKvkSz4CUE7l649Ed3cM+OpEDIUnLunvX9a4UhXJeLd8TIYlaO9IIMS+yq3pLsIoQso9iExNQJt",
+	"1Z8CyUN2MjoJETQPxSlhqD5lQfZHz46+z7XcjUatS3f3EB8NCH8Mxl/eeO8w1JVJfsTWfnF6Go1iX2bC",
+	"2rlUDX//nQt5s8XY+21D3N5wjx/aX7VbrXm78gM05mv6GC/MfuUv62V8sWq44UXuq1IYAW9CiWpbubcK",
+	"wztG9fQcPDTQ9yE8MKTdB/HYwNAb8dg4Sn8/NMj1UDw0wvdMPDDEa2r/iMpWdiSj7lzwgoFhY2+CoV3e",
+	"b9U3J0dH4+Nvh6PhaDievBy9HEXdSL1dcz+gXoxruhmASvT6F4eXfQOHG3f44CJjQhheRvusf5vgUMyn",
+	"qCHlmkqZttmdMWykKBau0XVnw0k960V1P47+48u5jyXXEoxpzEg61J3wR4IF9Fc+mcBXYlaA1SI11Vzh",
+	"r+UwloB83phTrQyq1/8GAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/result"
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -109,7 +111,12 @@ func (s *Service) WriteResult(ctx context.Context, run store.Run, value []byte) 
 		return Written{}, Classify(err, "")
 	}
 	res, links, err := result.Write(value, run.ID, held)
-	if err != nil {
+	switch {
+	case errors.Is(err, result.ErrTooDeep):
+		return Written{}, Classify(problem.Invalid("/value", agent.TooDeep, "The member /value nests deeper than the result writer takes."), "")
+	case errors.Is(err, result.ErrInvalidValue):
+		return Written{}, Classify(problem.Invalid("/value", agent.NotJson, "The member /value is not one JSON value."), "")
+	case err != nil:
 		return Written{}, Classify(err, "")
 	}
 	res.WrittenAt = s.now()

@@ -62,6 +62,9 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	}
 	ceiling := ifc.Meet(c.run.Ceiling, record)
 	argv, err := loom.BuildArgv(s.cfg.Loom, tool, input)
+	if ie, ok := errors.AsType[*loom.InputError](err); ok {
+		err = builderFault(ie)
+	}
 	if err != nil {
 		return nil, s.fail(ctx, c, err)
 	}

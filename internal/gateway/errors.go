@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -42,15 +43,49 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// InputError is invalid input the core found in a host request (a run id,
-// a tool name): Pointer names the member, never its value; Choices are
-// the values it takes, when they are few.
-type InputError struct {
-	Pointer string
-	Choices []string
+// builderFault is the input fault of an argument-builder refusal: the
+// field (no pointer when the input is refused as a whole), the reason in
+// the contract's vocabulary, and the builder's own words as the detail.
+func builderFault(e *loom.InputError) *problem.InputError {
+	ptr := ""
+	if e.Field != "" {
+		ptr = problem.Pointer(e.Field)
+	}
+	subject := "The input"
+	if ptr != "" && len(ptr) == len(e.Field)+1 {
+		subject = "The member " + ptr
+	}
+	reason := e.Reason
+	if reason == loom.ReasonWhere { // said without the value sent
+		reason = "is only accepted with read activity"
+	}
+	detail := subject + " " + reason
+	if len(e.Choices) > 0 {
+		detail += ": " + strings.Join(e.Choices, ", ")
+	}
+	return problem.Invalid(ptr, builderReasons[e.Reason], detail+".", e.Choices...)
 }
 
-func (e *InputError) Error() string { return "gateway: invalid input at " + e.Pointer }
+// builderReasons are the builder's reasons in the contract's vocabulary.
+var builderReasons = map[string]problem.Reason{
+	loom.ReasonNotObject:   agent.WrongType,
+	loom.ReasonUnknown:     agent.UnknownField,
+	loom.ReasonDuplicate:   agent.DuplicateKey,
+	loom.ReasonNull:        agent.NullNotAllowed,
+	loom.ReasonRequired:    agent.Required,
+	loom.ReasonString:      agent.WrongType,
+	loom.ReasonLength:      agent.TooLong,
+	loom.ReasonControl:     agent.ControlCharacter,
+	loom.ReasonDash:        agent.LeadingDash,
+	loom.ReasonInteger:     agent.WrongType,
+	loom.ReasonBoolean:     agent.WrongType,
+	loom.ReasonEnum:        agent.NotInChoices,
+	loom.ReasonDate:        agent.NotADate,
+	loom.ReasonQueryPerson: agent.OneOfRequired,
+	loom.ReasonLookup:      agent.NotALookup,
+	loom.ReasonAllDates:    agent.ConflictingFields,
+	loom.ReasonWhere:       agent.ConflictingFields,
+}
 
 // Classify wraps err as an *Error with its code and, for a call, its
 // outputId. An error already classified keeps its code.
@@ -129,7 +164,7 @@ func CodeOf(err error) problem.Code {
 	if _, ok := errors.AsType[*loom.InputError](err); ok {
 		return agent.InvalidInput
 	}
-	if _, ok := errors.AsType[*InputError](err); ok {
+	if _, ok := errors.AsType[*problem.InputError](err); ok {
 		return agent.InvalidInput
 	}
 	return agent.InternalError

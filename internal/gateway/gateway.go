@@ -172,6 +172,16 @@ func (s *Service) Tools(run store.Run) []loom.Tool {
 	return out
 }
 
+// Callable names what run may call on the agent face: its loom tools
+// (Tools), then describe_handle and the result writer.
+func (s *Service) Callable(run store.Run) []string {
+	var names []string
+	for _, t := range s.Tools(run) {
+		names = append(names, string(t))
+	}
+	return append(names, "describe_handle", "result")
+}
+
 // runAllows reports whether the run may call the tool.
 func runAllows(r store.Run, t loom.Tool) bool {
 	return r.Tools == nil || slices.Contains(r.Tools, string(t))

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -189,8 +191,44 @@ func TestCreateRunRefusesTool(t *testing.T) {
 	s, _, _ := newCore(t, nil)
 	tools := []string{"loom_search", "loom_nope"}
 	_, err := s.CreateRun(context.Background(), RunSpec{Tools: &tools})
-	ie, ok := errors.AsType[*InputError](err)
-	if !ok || ie.Pointer != "/tools/1" || len(ie.Choices) != 8 || CodeOf(err) != agent.InvalidInput {
+	ie, ok := errors.AsType[*problem.InputError](err)
+	if !ok || len(ie.Faults) != 1 || ie.Faults[0].Pointer != "/tools/1" || len(ie.Faults[0].Choices) != 8 || CodeOf(err) != agent.InvalidInput {
 		t.Fatalf("CreateRun = %v (%+v), want invalid_input at /tools/1 with the eight tools", err, ie)
+	}
+}
+
+// An argument-builder refusal becomes a fault with the contract's reason;
+// its field goes through the pointer bounds.
+func TestBuilderFault(t *testing.T) {
+	long := strings.Repeat("D", 129)
+	tests := []struct {
+		in      loom.InputError
+		pointer string
+		reason  problem.Reason
+	}{
+		{loom.InputError{Field: "a/b", Reason: loom.ReasonUnknown}, "/a~1b", agent.UnknownField},
+		{loom.InputError{Field: long, Reason: loom.ReasonUnknown}, "", agent.UnknownField},
+		{loom.InputError{Field: "query", Reason: loom.ReasonDash}, "/query", agent.LeadingDash},
+		{loom.InputError{Field: "query", Reason: loom.ReasonControl}, "/query", agent.ControlCharacter},
+		{loom.InputError{Field: "query", Reason: loom.ReasonLookup}, "/query", agent.NotALookup},
+		{loom.InputError{Field: "query", Reason: loom.ReasonLength}, "/query", agent.TooLong},
+		{loom.InputError{Field: "query", Reason: loom.ReasonQueryPerson}, "/query", agent.OneOfRequired},
+		{loom.InputError{Field: "all", Reason: loom.ReasonAllDates}, "/all", agent.ConflictingFields},
+		{loom.InputError{Field: "from", Reason: loom.ReasonDate}, "/from", agent.NotADate},
+		{loom.InputError{Reason: loom.ReasonNotObject}, "", agent.WrongType},
+	}
+	for _, tt := range tests {
+		e := builderFault(&tt.in)
+		if len(e.Faults) != 1 || e.Faults[0].Pointer != tt.pointer || e.Faults[0].Reason != tt.reason {
+			t.Errorf("builderFault(%+v) = %+v, want %q at %q", tt.in, e.Faults, tt.reason, tt.pointer)
+		}
+		if e.Detail == "" || strings.Contains(e.Detail, long) {
+			t.Errorf("builderFault(%.30v…): detail %q", tt.in, e.Detail)
+		}
+	}
+	for r := range builderReasons {
+		if !builderReasons[r].Valid() {
+			t.Errorf("builder reason %q maps to %q, not a reason of the contract", r, builderReasons[r])
+		}
 	}
 }

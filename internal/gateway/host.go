@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -41,14 +44,14 @@ type Created struct {
 }
 
 // CreateRun creates a run and issues its token: 256 random bits.
-// A member of spec the gateway refuses is an *InputError naming it.
+// A member of spec the gateway refuses is a *problem.InputError naming it.
 func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) {
 	run := store.Run{CreatedAt: WireTime(s.now()), Ceiling: s.cfg.MaxConfidentiality}
 	if spec.ID != nil {
 		// The contract's pattern admits them, but no client reaches a
 		// path segment "." or "..": URL resolution removes it.
 		if *spec.ID == "." || *spec.ID == ".." {
-			return Created{}, Classify(&InputError{Pointer: "/runId"}, "")
+			return Created{}, Classify(problem.Invalid("/runId", agent.PatternMismatch, "The member /runId may not be \".\" or \"..\"."), "")
 		}
 		run.ID = *spec.ID
 	} else {
@@ -57,7 +60,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 	if spec.MaxConfidentiality != nil {
 		manifest, err := ifc.ParseCeiling(spec.MaxConfidentiality)
 		if err != nil {
-			return Created{}, Classify(&InputError{Pointer: "/maxConfidentiality"}, "")
+			return Created{}, Classify(problem.Invalid("/maxConfidentiality", agent.WrongType, "The member /maxConfidentiality is not a ceiling: a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
 		}
 		run.Ceiling = ifc.Meet(s.cfg.MaxConfidentiality, ifc.CeilingOf(manifest))
 	}
@@ -81,7 +84,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 		for i, t := range *spec.Tools {
 			tool, ok := loom.ParseTool(t)
 			if !ok || !s.Offers(tool) {
-				return Created{}, Classify(&InputError{Pointer: fmt.Sprintf("/tools/%d", i), Choices: s.ToolNames()}, "")
+				return Created{}, Classify(toolFault(i, s.ToolNames()), "")
 			}
 			run.Tools = append(run.Tools, string(tool))
 		}
@@ -201,7 +204,7 @@ func executable(path string) bool {
 func parseClauses(raw []byte, ptr string) (ifc.Confidentiality, error) {
 	conf, err := ifc.ParseConfidentiality(raw)
 	if err != nil {
-		return nil, Classify(&InputError{Pointer: ptr}, "")
+		return nil, Classify(problem.Invalid(ptr, agent.WrongType, "The member "+ptr+" is not a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
 	}
 	return conf, nil
 }
@@ -215,4 +218,11 @@ func randomText(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// toolFault refuses element i of a run's tools: a tool this gateway does
+// not offer.
+func toolFault(i int, offered []string) *problem.InputError {
+	ptr := fmt.Sprintf("/tools/%d", i)
+	return problem.Invalid(ptr, agent.NotInChoices, "The member "+ptr+" must be one of the tools this gateway offers: "+strings.Join(offered, ", ")+".", offered...)
 }

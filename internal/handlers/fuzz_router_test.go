@@ -31,6 +31,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -411,15 +412,18 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 		return fmt.Errorf("code %q is not in the codes table", p.Code)
 	case p.Status != resp.StatusCode || info.Status != resp.StatusCode:
 		return fmt.Errorf("problem %s with status %d in a %d answer", p.Code, p.Status, resp.StatusCode)
-	case p.Title != info.Title || p.Detail != info.Detail:
+	case p.Title != info.Title || p.Detail != info.Detail && p.Code != "invalid_input":
 		return fmt.Errorf("problem %s without its fixed text", p.Code)
 	case p.Type != "https://loom-gateway.dev/problems/"+p.Code:
 		return fmt.Errorf("problem type %q", p.Type)
 	case p.RequestID == "" || p.RequestID != resp.Header.Get("X-Request-Id"):
 		return errors.New("problem without the request id")
 	}
-	if p.Pointer != boundPointer(p.Pointer) || len(body) > 2048 {
-		return fmt.Errorf("problem of %d bytes, pointer of %d: larger than the bounds of pointer.go allow", len(body), len(p.Pointer))
+	if p.Pointer != problem.BoundPointer(p.Pointer) || len(body) > 4096 {
+		return fmt.Errorf("problem of %d bytes, pointer of %d: larger than the bounds of problem/pointer.go allow", len(body), len(p.Pointer))
+	}
+	if p.Code == "invalid_input" && (len(p.Errors) == 0 || len(p.Errors) > 8 || p.Detail == "") {
+		return fmt.Errorf("invalid_input with %d faults, detail %q", len(p.Errors), p.Detail)
 	}
 	if p.Code == "busy" && resp.Header.Get("Retry-After") == "" {
 		return errors.New("busy without Retry-After")

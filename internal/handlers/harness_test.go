@@ -327,16 +327,21 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 
 // wireProblem is a problem as a client reads it.
 type wireProblem struct {
-	Type      string   `json:"type"`
-	Title     string   `json:"title"`
-	Status    int      `json:"status"`
-	Detail    string   `json:"detail"`
-	Code      string   `json:"code"`
-	OutputID  string   `json:"outputId"`
-	HostCode  string   `json:"hostCode"`
-	Pointer   string   `json:"pointer"`
-	Choices   []string `json:"choices"`
-	RequestID string   `json:"requestId"`
+	Type     string   `json:"type"`
+	Title    string   `json:"title"`
+	Status   int      `json:"status"`
+	Detail   string   `json:"detail"`
+	Code     string   `json:"code"`
+	OutputID string   `json:"outputId"`
+	HostCode string   `json:"hostCode"`
+	Pointer  string   `json:"pointer"`
+	Choices  []string `json:"choices"`
+	Errors   []struct {
+		Pointer string   `json:"pointer"`
+		Reason  string   `json:"reason"`
+		Choices []string `json:"choices"`
+	} `json:"errors"`
+	RequestID string `json:"requestId"`
 }
 
 // wantProblem checks that rec is a problem with status and code, and
@@ -354,7 +359,13 @@ func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, code 
 	if p.Code != code || p.Status != status {
 		t.Fatalf("problem = %s/%d, want %s/%d; body %s", p.Code, p.Status, code, status, rec.Body)
 	}
-	if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail != problem.Lookup(problem.Code(code)).Detail {
+	if code == "invalid_input" {
+		// The detail says the first fault; the faults are listed, the
+		// first at the problem's pointer.
+		if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail == "" || len(p.Errors) == 0 || p.Errors[0].Pointer != p.Pointer {
+			t.Errorf("invalid_input: title %q, detail %q, errors %+v, pointer %q", p.Title, p.Detail, p.Errors, p.Pointer)
+		}
+	} else if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail != problem.Lookup(problem.Code(code)).Detail {
 		t.Errorf("problem text = %q / %q, want the fixed text of %s", p.Title, p.Detail, code)
 	}
 	if p.RequestID == "" || p.RequestID != rec.Header().Get("X-Request-Id") {

@@ -12,16 +12,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/go-json-experiment/json/jsontext"
-
+	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/validate"
 )
+
+// bodyKey holds, in a request's context, the body jsonBodies read: the
+// validator checks it where it is, without reading it again.
+type bodyKey struct{}
 
 // runKey is the context key of the run the agent's token opened.
 type runKey struct{}
@@ -89,7 +93,7 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 				}
 				// A client still there sent a body that does not frame
 				// (a malformed chunk): a bad request, not a cancellation.
-				writeProblem(w, r, log, &inputError{})
+				writeProblem(w, r, log, problem.Invalid("", agent.NotJson, "The body did not arrive as well-formed HTTP (a malformed chunk)."))
 				return
 			}
 			if len(bytes.TrimSpace(body)) > 0 {
@@ -97,14 +101,14 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 					writeProblem(w, r, log, errUnsupportedMedia)
 					return
 				}
-				if err := checkJSON(body); err != nil {
+				if err := validate.JSON(body); err != nil {
 					writeProblem(w, r, log, err)
 					return
 				}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
 		})
 	}
 }
@@ -153,30 +157,6 @@ func timedOut(err error) bool {
 	}
 	ne, ok := errors.AsType[net.Error](err)
 	return ok && ne.Timeout()
-}
-
-// checkJSON accepts exactly one JSON value with nothing but white space
-// after it, and refuses in it what JSON.parse would take but the gateway
-// does not (docs/DEVIATIONS.md §4): a duplicate object key, invalid UTF-8,
-// and an escaped lone surrogate ("\ud800", which no UTF-8 string can
-// carry). Those are refused at the member they are in, named as a pointer
-// (never the text). A syntax error (truncated JSON, an invalid token, data
-// after the value, nesting deeper than 10,000 levels) names nothing: no
-// member is at fault, the body as a whole is not JSON.
-func checkJSON(body []byte) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
-	_, err := dec.ReadValue()
-	if err == nil {
-		if _, err := dec.ReadToken(); err != io.EOF {
-			return &inputError{}
-		}
-		return nil
-	}
-	se, ok := errors.AsType[*jsontext.SyntacticError](err)
-	if !ok || !jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
-		return &inputError{}
-	}
-	return &inputError{Pointer: jsonPointer(slices.Collect(se.JSONPointer.Tokens()))}
 }
 
 // bearer returns the bearer token of the request.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 )
@@ -28,16 +27,6 @@ var (
 	errRequestTimeout   = errors.New("handlers: request body timed out")
 )
 
-// inputError is invalid input found by the HTTP face itself (the
-// validator, the JSON reader). Pointer is a JSON pointer or parameter
-// name; it never holds the rejected value.
-type inputError struct {
-	Pointer string
-	Choices []string
-}
-
-func (e *inputError) Error() string { return "handlers: invalid input at " + e.Pointer }
-
 // codeOf is the problem code of err: the face's own conditions, then the
 // core's classification (gateway.CodeOf).
 func codeOf(err error) problem.Code {
@@ -53,35 +42,33 @@ func codeOf(err error) problem.Code {
 	case errors.Is(err, errRequestTimeout):
 		return agent.RequestTimeout
 	}
-	if _, ok := errors.AsType[*inputError](err); ok {
-		return agent.InvalidInput
-	}
 	return gateway.CodeOf(err)
 }
 
 // toProblem maps an error to the problem a client sees: the code's fixed
-// text from the one table (package problem), plus the outputId, hostCode,
-// pointer and choices the error carries. It is the only place an error
+// text from the one table (package problem), plus the outputId, hostCode
+// and input faults the error carries. It is the only place an error
 // becomes a problem; unknown errors become internal_error.
 func toProblem(err error) problem.Problem {
 	p := problem.New(codeOf(err))
+	if ie, ok := errors.AsType[*problem.InputError](err); ok {
+		p = problem.Input(ie)
+	}
 	if ge, ok := errors.AsType[*gateway.Error](err); ok {
 		p.OutputID, p.HostCode = ge.OutputID, ge.HostCode
 	}
-	if ie, ok := errors.AsType[*inputError](err); ok {
-		p.Pointer, p.Choices = boundPointer(ie.Pointer), ie.Choices // bounded however it was built
-	}
-	if ie, ok := errors.AsType[*gateway.InputError](err); ok {
-		p.Pointer, p.Choices = boundPointer(ie.Pointer), ie.Choices
-	}
-	if ie, ok := errors.AsType[*loom.InputError](err); ok {
-		p.Choices = ie.Choices
-		if ie.Field != "" { // "" refuses the input as a whole: no pointer
-			p.Pointer = jsonPointer([]string{ie.Field})
-		}
+	if re, ok := errors.AsType[*routeError](err); ok {
+		p.Choices = re.choices
 	}
 	return p
 }
+
+// routeError is route_not_found on a run's path: choices are the tools
+// the run may call.
+type routeError struct{ choices []string }
+
+func (e *routeError) Error() string { return errRouteNotFound.Error() }
+func (e *routeError) Unwrap() error { return errRouteNotFound }
 
 // writeProblem renders err as application/problem+json. Unclassified errors
 // are logged with the request id; their text never reaches the client.

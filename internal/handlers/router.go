@@ -1,22 +1,21 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/go-chi/chi/v5"
 	chimw "github.com/go-chi/chi/v5/middleware"
-	middleware "github.com/oapi-codegen/nethttp-middleware"
 
 	"github.com/loom-gateway/gateway/api"
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/api/host"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/validate"
 )
 
 // LoadSpec parses api/openapi.yaml and keeps only the operations tagged
@@ -49,98 +48,35 @@ func LoadSpec(tag string) (*openapi3.T, error) {
 }
 
 // validator checks every request against the listener's part of the
-// contract; a violation answers its problem through writeProblem. A POST
-// that the compiled check of its operation accepts (fastvalid.go) skips
-// kin-openapi; every other request, and every refusal, is kin-openapi's.
-//
-// Authentication is done before validation (agentAuth, hostAuth), so the
-// filter only checks shapes: the spec's security requirements are dropped
-// here, and the validated (and defaulted) body is thrown away.
+// contract (package validate: kin-openapi's parameter check and the
+// operation's compiled body schema, on the body jsonBodies read); a
+// violation answers its problem. A HEAD of a GET route (chimw.GetHead) is
+// validated as that GET.
 func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
-	spec.Security = nil
-	for _, item := range spec.Paths.Map() {
-		for _, op := range item.Operations() {
-			op.Security = &openapi3.SecurityRequirements{}
-		}
-	}
-	fast := fastOps(spec)
-	kin := middleware.OapiRequestValidatorWithOptions(spec, &middleware.Options{
-		Options: openapi3filter.Options{
-			AuthenticationFunc:  func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
-			SkipSettingDefaults: true,
-		},
-		DoNotValidateServers:  true,
-		SilenceServersWarning: true,
-		DiscardValidatedValue: true,
-		ErrorHandlerWithOpts: func(ctx context.Context, err error, w http.ResponseWriter, r *http.Request, opts middleware.ErrorHandlerOpts) {
-			body, _ := r.Context().Value(bodyKey{}).([]byte)
-			writeProblem(w, r, d.logger(), validationError(err, opts.StatusCode, body))
-		},
-	})
+	check := validate.New(spec)
 	return func(next http.Handler) http.Handler {
-		checked := kin(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodHead {
-				// The contract lists GET only; a HEAD of a GET route
-				// (chimw.GetHead) is validated as that GET, then served
-				// as the HEAD it is.
-				get := r.Clone(r.Context())
-				get.Method = http.MethodGet
-				valid := false
-				kin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { valid = true })).ServeHTTP(w, get)
-				if valid {
-					next.ServeHTTP(w, r)
-				}
+			method := r.Method
+			if method == http.MethodHead {
+				method = http.MethodGet
+			}
+			rc := chi.RouteContext(r.Context())
+			if rc == nil || !check.Has(method, rc.RoutePattern()) {
+				writeProblem(w, r, d.logger(), errRouteNotFound)
 				return
 			}
-			if r.Method == http.MethodPost {
-				if rc := chi.RouteContext(r.Context()); rc != nil {
-					if op := fast[rc.RoutePattern()]; op != nil && op.accepts(r) {
-						next.ServeHTTP(w, r)
-						return
-					}
-				}
+			params := make(map[string]string, len(rc.URLParams.Keys))
+			for i, k := range rc.URLParams.Keys {
+				params[k] = rc.URLParams.Values[i]
 			}
-			checked.ServeHTTP(w, withBody(r))
+			body, _ := r.Context().Value(bodyKey{}).([]byte)
+			if err := check.Request(r, method, rc.RoutePattern(), params, body); err != nil {
+				writeProblem(w, r, d.logger(), err)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// validationError classifies a validator error without reading its text.
-// body is the request body kin-openapi refused, nil if none.
-func validationError(err error, status int, body []byte) error {
-	switch status {
-	case http.StatusNotFound:
-		return errRouteNotFound
-	case http.StatusMethodNotAllowed:
-		return errMethodNotAllowed
-	}
-	re, ok := errors.AsType[*openapi3filter.RequestError](err)
-	if !ok {
-		return &inputError{}
-	}
-	if re.Parameter != nil {
-		return &inputError{Pointer: re.Parameter.Name}
-	}
-	if strings.Contains(re.Reason, "Content-Type") || strings.Contains(re.Reason, "content type") {
-		return errUnsupportedMedia
-	}
-	if se, ok := errors.AsType[*openapi3.SchemaError](err); ok {
-		path := se.JSONPointer()
-		if p, ok := unknownKeyPointer(body, bodySchema(re), se.Schema, path); ok {
-			return &inputError{Pointer: p}
-		}
-		var choices []string
-		if se.SchemaField == "enum" && se.Schema != nil {
-			for _, e := range se.Schema.Enum {
-				if s, ok := e.(string); ok {
-					choices = append(choices, s)
-				}
-			}
-		}
-		return &inputError{Pointer: jsonPointer(path), Choices: choices}
-	}
-	return &inputError{}
 }
 
 // AgentRouter is the agent listener's handler: request id, recover, body
@@ -196,11 +132,18 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 // route or method without a valid token still answers 401. A method chi
 // does not know reaches the method-not-allowed handler whatever the path:
 // on a path no route has, it is route_not_found.
-func (d *Deps) refuse(auth func(http.Handler) http.Handler, err error) http.HandlerFunc {
+func (d *Deps) refuse(auth func(http.Handler) http.Handler, refusal error) http.HandlerFunc {
 	return auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := refusal
 		if errors.Is(err, errMethodNotAllowed) && len(allowedMethods(r)) == 0 {
-			writeProblem(w, r, d.logger(), errRouteNotFound)
-			return
+			err = errRouteNotFound
+		}
+		// On a run's path, an unknown tool is answered with what the
+		// run may call.
+		if run, ok := runFrom(r.Context()); ok && errors.Is(err, errRouteNotFound) && d.Core != nil {
+			if rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/runs/"+run.ID+"/"); !strings.Contains(rest, "/") {
+				err = &routeError{choices: d.Core.Callable(run)}
+			}
 		}
 		writeProblem(w, r, d.logger(), err)
 	})).ServeHTTP
@@ -243,11 +186,11 @@ func (d *Deps) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 // requestErrorHandler renders a decoding or parameter error of the
 // generated code as invalid_input; its text is never shown.
 func (d *Deps) requestErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	if _, ok := errors.AsType[*inputError](err); ok {
+	if _, ok := errors.AsType[*problem.InputError](err); ok {
 		writeProblem(w, r, d.logger(), err)
 		return
 	}
-	writeProblem(w, r, d.logger(), &inputError{})
+	writeProblem(w, r, d.logger(), &problem.InputError{})
 }
 
 func serveSpec(w http.ResponseWriter, r *http.Request) {

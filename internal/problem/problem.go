@@ -116,6 +116,7 @@ type Problem struct {
 	HostCode  string   `json:"hostCode,omitempty"`
 	Pointer   string   `json:"pointer,omitempty"`
 	Choices   []string `json:"choices,omitempty"`
+	Errors    []Fault  `json:"errors,omitempty"`
 	RequestID string   `json:"requestId,omitempty"`
 
 	// RetryAfter, when positive, is sent as Retry-After (busy).
@@ -175,4 +176,71 @@ func Write(w http.ResponseWriter, p Problem) {
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)
+}
+
+// Reason is why an input was refused (the contract's InputFaultReason).
+type Reason = agent.InputFaultReason
+
+// Fault is one fault of a refused input: where (a JSON pointer, or a
+// parameter name) and why, never the value sent.
+type Fault struct {
+	Pointer string   `json:"pointer"`
+	Reason  Reason   `json:"reason"`
+	Choices []string `json:"choices,omitempty"`
+}
+
+// InputError is input refused by any face or the core (invalid_input):
+// the faults found, the first first, and Detail, the first in words. An
+// InputError without faults refuses the input as a whole with the code's
+// fixed text.
+type InputError struct {
+	Faults []Fault
+	Detail string
+}
+
+func (e *InputError) Error() string {
+	if len(e.Faults) == 0 {
+		return "invalid input"
+	}
+	return "invalid input at " + strconv.Quote(e.Faults[0].Pointer) + ": " + string(e.Faults[0].Reason)
+}
+
+// Invalid is the InputError of one fault.
+func Invalid(pointer string, reason Reason, detail string, choices ...string) *InputError {
+	return &InputError{Faults: []Fault{{Pointer: pointer, Reason: reason, Choices: choices}}, Detail: detail}
+}
+
+// Bounds of the faults a problem names.
+const (
+	maxFaults            = 8
+	maxFaultPointerBytes = 1024
+)
+
+// Input is the invalid_input problem of e: its faults (each pointer
+// bounded), the first one's pointer and choices, and its detail.
+func Input(e *InputError) Problem {
+	p := New(agent.InvalidInput)
+	if e == nil || len(e.Faults) == 0 {
+		return p
+	}
+	// However many faults were found, the problem names at most
+	// maxFaults of them, their pointers at most maxFaultPointerBytes
+	// together: no problem is large because of what was sent.
+	n := 0
+	for _, f := range e.Faults {
+		f.Pointer = BoundPointer(f.Pointer)
+		n += len(f.Pointer)
+		if len(p.Errors) == maxFaults || len(p.Errors) > 0 && n > maxFaultPointerBytes {
+			break
+		}
+		p.Errors = append(p.Errors, f)
+	}
+	p.Pointer = p.Errors[0].Pointer
+	if p.Errors[0].Reason != agent.UnknownField { // choices of the problem are a member's values
+		p.Choices = p.Errors[0].Choices
+	}
+	if e.Detail != "" {
+		p.Detail = e.Detail
+	}
+	return p
 }

@@ -494,6 +494,7 @@ export interface components {
             to?: components["schemas"]["Date"];
             all?: boolean;
         };
+        /** @description A date written YYYY-MM-DD. */
         Date: string;
         ContextInput: {
             /** @enum {string} */
@@ -708,7 +709,7 @@ export interface components {
             type: string;
             title: string;
             status: number;
-            /** @description A fixed sentence per code; never host text. */
+            /** @description A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent. */
             detail?: string;
             /** @enum {string} */
             code: "invalid_input" | "unauthorized" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
@@ -717,10 +718,39 @@ export interface components {
             hostCode?: string;
             /** @description For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body). */
             pointer?: string;
-            /** @description For invalid_input on an enum, the valid choices. */
+            /** @description For invalid_input on an enum, the valid choices (the first fault's); for route_not_found on a run's path, the tools the run may call. */
             choices?: string[];
+            /**
+             * @description For invalid_input, one item per fault found in the input, the
+             *     first fault first (the one `pointer`, `choices` and `detail`
+             *     name). Never holds a value that was sent.
+             */
+            errors?: components["schemas"]["InputFault"][];
             requestId?: string;
         };
+        InputFault: {
+            /** @description A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is. */
+            pointer: string;
+            reason: components["schemas"]["InputFaultReason"];
+            /** @description The values the member takes, when they are few (an enum), or the fields an object takes (an unknown field). */
+            choices?: string[];
+        };
+        /**
+         * @description Why the input was refused, one of a fixed vocabulary:
+         *     `unknown_field` (the object takes no such member; `choices` lists
+         *     the ones it takes), `required` (a member is missing),
+         *     `one_of_required` (one of several members is required),
+         *     `conflicting_fields` (two members that cannot be given together),
+         *     `wrong_type`, `null_not_allowed`, `too_short`, `too_long`
+         *     (lengths in UTF-16 code units for free text), `out_of_range`,
+         *     `not_in_choices`, `pattern_mismatch`, `not_a_date`,
+         *     `control_character`, `leading_dash`, `not_a_lookup`,
+         *     `duplicate_key`, `invalid_utf8`, `not_json` (the body is not one
+         *     JSON value), `empty_body` (the operation takes a body and none was
+         *     sent), `too_deep` (a value nested deeper than the gateway takes).
+         * @enum {string}
+         */
+        InputFaultReason: "unknown_field" | "required" | "one_of_required" | "conflicting_fields" | "wrong_type" | "null_not_allowed" | "too_short" | "too_long" | "out_of_range" | "not_in_choices" | "pattern_mismatch" | "not_a_date" | "control_character" | "leading_dash" | "not_a_lookup" | "duplicate_key" | "invalid_utf8" | "not_json" | "empty_body" | "too_deep";
     };
     responses: {
         /** @description The tool's result; every row admitted with its label or withheld with a reason code. */

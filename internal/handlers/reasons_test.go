@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loom-gateway/gateway/api/agent"
+)
+
+// reasonCase is one input refused for one reason: through op (a tool,
+// "result", "describe_handle", or "host" for POST /host/v1/runs), the
+// first fault at pointer. secret, when set, is a value the body sends
+// that the problem must not echo.
+type reasonCase struct {
+	reason  agent.InputFaultReason
+	op      string
+	body    string
+	pointer string
+	choices []string
+	secret  string
+}
+
+var reasonCases = []reasonCase{
+	{agent.UnknownField, "loom_search", `{"qeury":"atlas"}`, "/qeury", nil, "atlas"},
+	{agent.Required, "loom_page_read", `{}`, "/target", nil, ""},
+	{agent.OneOfRequired, "loom_search", `{"limit":5}`, "/query", nil, ""},
+	{agent.ConflictingFields, "loom_calendar_list", `{"all":true,"from":"2024-01-01"}`, "/all", nil, "2024-01-01"},
+	{agent.WrongType, "loom_search", `{"query":"atlas","limit":"5"}`, "/limit", nil, "atlas"},
+	{agent.NullNotAllowed, "loom_search", `{"query":null}`, "/query", nil, ""},
+	{agent.TooShort, "loom_search", `{"query":""}`, "/query", nil, ""},
+	{agent.TooLong, "loom_search", `{"query":"` + strings.Repeat("q", 501) + `"}`, "/query", nil, "qqqqqqqq"},
+	{agent.TooLong, "loom_search", `{"query":"` + strings.Repeat("😀", 251) + `"}`, "/query", nil, "😀"}, // 502 UTF-16 units, 251 code points: the builder's bound
+	{agent.OutOfRange, "loom_search", `{"query":"atlas","limit":0}`, "/limit", nil, "atlas"},
+	{agent.NotInChoices, "loom_search", `{"query":"atlas","rank":"best"}`, "/rank", []string{"recency", "score"}, "best"},
+	{agent.PatternMismatch, "host", `{"runId":"a b"}`, "/runId", nil, "a b"},
+	{agent.NotADate, "loom_calendar_list", `{"from":"2024/01/01"}`, "/from", nil, "2024/01/01"},
+	{agent.ControlCharacter, "loom_search", `{"query":"atl\u0001as"}`, "/query", nil, "atl"},
+	{agent.LeadingDash, "loom_search", `{"query":"-rf"}`, "/query", nil, "-rf"},
+	{agent.NotALookup, "loom_people", `{"query":"bobby"}`, "/query", nil, "bobby"},
+	{agent.DuplicateKey, "loom_search", `{"query":"atlas","query":"atlas"}`, "/query", nil, "atlas"},
+	{agent.InvalidUtf8, "loom_search", "{\"query\":\"atl\xffas\"}", "/query", nil, "atl"},
+	{agent.NotJson, "loom_search", `{"query":"atlas"`, "", nil, "atlas"},
+	{agent.EmptyBody, "loom_search", ``, "", nil, ""},
+}
+
+// unreachable are reasons no request over HTTP can cause, with why.
+var unreachable = map[agent.InputFaultReason]string{
+	agent.TooDeep: "the JSON reader refuses nesting past 10,000 levels as not_json before the result writer sees it",
+}
+
+// TestEveryReason: every reason of the contract's vocabulary is answered
+// for the input it names, as the first fault, at its pointer, with a
+// detail that names the field and never echoes the value sent.
+func TestEveryReason(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+	seen := map[agent.InputFaultReason]bool{}
+	for _, tt := range reasonCases {
+		seen[tt.reason] = true
+		t.Run(string(tt.reason)+"/"+tt.op, func(t *testing.T) {
+			rec := g.call("r", tok, tt.op, tt.body)
+			if tt.op == "host" {
+				rec = g.hostDo(http.MethodPost, "/host/v1/runs", tt.body)
+			}
+			p := wantProblem(t, rec, http.StatusBadRequest, "invalid_input")
+			if len(p.Errors) == 0 {
+				t.Fatalf("no errors: %s", rec.Body)
+			}
+			f := p.Errors[0]
+			if f.Reason != string(tt.reason) || f.Pointer != tt.pointer || p.Pointer != tt.pointer {
+				t.Errorf("first fault %+v (pointer %q), want %s at %q; body %s", f, p.Pointer, tt.reason, tt.pointer, rec.Body)
+			}
+			if tt.choices != nil && !slices.Equal(f.Choices, tt.choices) {
+				t.Errorf("choices %v, want %v", f.Choices, tt.choices)
+			}
+			if p.Detail == "" || p.Detail == "The request does not match what the operation takes." {
+				t.Errorf("detail %q says nothing of the fault", p.Detail)
+			}
+			if tt.pointer != "" && !strings.Contains(p.Detail, tt.pointer) {
+				t.Errorf("detail %q does not name %s", p.Detail, tt.pointer)
+			}
+			if tt.secret != "" && strings.Contains(rec.Body.String(), tt.secret) {
+				t.Errorf("problem echoes the value %q: %s", tt.secret, rec.Body)
+			}
+		})
+	}
+	for _, r := range reasonVocabulary(t) {
+		if !seen[r] && unreachable[r] == "" {
+			t.Errorf("reason %q has no case", r)
+		}
+	}
+	if n := len(g.fake.Calls()); n != 0 {
+		t.Errorf("refused inputs ran loom %d times", n)
+	}
+}
+
+// An unknown field lists the fields the tool takes; every fault found is
+// listed, not only the first.
+func TestUnknownFieldListsFieldsAndEveryFault(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r"}`)
+	rec := g.call("r", tok, "loom_search", `{"qeury":"atlas","limit":"5","rank":"best","zz":1}`)
+	p := wantProblem(t, rec, http.StatusBadRequest, "invalid_input")
+	var got []string
+	for _, f := range p.Errors {
+		got = append(got, f.Pointer+" "+f.Reason)
+	}
+	want := []string{"/qeury unknown_field", "/zz unknown_field", "/limit wrong_type", "/rank not_in_choices"}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("faults %v lack %q", got, w)
+		}
+	}
+	if got[0] != want[0] {
+		t.Errorf("first fault %q, want %q", got[0], want[0])
+	}
+	fields := []string{"limit", "person", "query", "rank", "since", "sources", "tz", "until"}
+	if !slices.Equal(p.Errors[0].Choices, fields) {
+		t.Errorf("unknown field choices %v, want %v", p.Errors[0].Choices, fields)
+	}
+	if !strings.Contains(p.Detail, strings.Join(fields, ", ")) {
+		t.Errorf("detail %q does not say the fields the tool takes", p.Detail)
+	}
+	if len(p.Choices) != 0 {
+		t.Errorf("top-level choices %v on an unknown field", p.Choices)
+	}
+}
+
+// reasonVocabulary is the contract's InputFaultReason enum.
+func reasonVocabulary(t *testing.T) []agent.InputFaultReason {
+	t.Helper()
+	spec, err := LoadSpec("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Components.Schemas["InputFaultReason"]
+	if s == nil || s.Value == nil || len(s.Value.Enum) == 0 {
+		t.Fatal("the contract has no InputFaultReason enum")
+	}
+	var rs []agent.InputFaultReason
+	for _, e := range s.Value.Enum {
+		rs = append(rs, agent.InputFaultReason(e.(string)))
+	}
+	return rs
+}
+
+// A misspelled tool on a run's path answers route_not_found with the
+// names the run may call; elsewhere route_not_found has no choices.
+func TestUnknownToolListsCallable(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r","tools":["loom_search","loom_people"]}`)
+	rec := g.call("r", tok, "loom_serch", `{"query":"atlas"}`)
+	p := wantProblem(t, rec, http.StatusNotFound, "route_not_found")
+	want := []string{"loom_search", "loom_people", "describe_handle", "result"}
+	if !slices.Equal(p.Choices, want) {
+		t.Errorf("choices %v, want %v", p.Choices, want)
+	}
+	for _, path := range []string{"/v1/runs/r/loom_search/x", "/v1/nope"} {
+		p := wantProblem(t, g.agentDo(http.MethodPost, path, tok, `{}`), http.StatusNotFound, "route_not_found")
+		if len(p.Choices) != 0 {
+			t.Errorf("%s: choices %v, want none", path, p.Choices)
+		}
+	}
+}
