@@ -554,8 +554,25 @@ type SearchInput = json.RawMessage
 // Text Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
 type Text = string
 
+// ToolDefinition defines model for ToolDefinition.
+type ToolDefinition struct {
+	// Description What the tool returns and when to use it, written for a model.
+	Description string `json:"description"`
+
+	// InputSchema The tool's input as plain JSON Schema (2020-12), $refs inlined.
+	InputSchema map[string]interface{} `json:"inputSchema"`
+
+	// Name The tool's name, the last segment of its route.
+	Name string `json:"name"`
+}
+
 // ToolId defines model for ToolId.
 type ToolId string
+
+// ToolList defines model for ToolList.
+type ToolList struct {
+	Tools []ToolDefinition `json:"tools"`
+}
 
 // ToolResult defines model for ToolResult.
 type ToolResult struct {
@@ -639,6 +656,9 @@ type ServerInterface interface {
 	// WriteResult Write the run's structured result
 	// (POST /v1/runs/{runId}/result)
 	WriteResult(w http.ResponseWriter, r *http.Request, runId RunId)
+	// ListTools Tool definitions for a model
+	// (GET /v1/runs/{runId}/tools)
+	ListTools(w http.ResponseWriter, r *http.Request, runId RunId)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -702,6 +722,12 @@ func (_ Unimplemented) LoomSearch(w http.ResponseWriter, r *http.Request, runId 
 // WriteResult Write the run's structured result
 // (POST /v1/runs/{runId}/result)
 func (_ Unimplemented) WriteResult(w http.ResponseWriter, r *http.Request, runId RunId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListTools Tool definitions for a model
+// (GET /v1/runs/{runId}/tools)
+func (_ Unimplemented) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -974,6 +1000,32 @@ func (siw *ServerInterfaceWrapper) WriteResult(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// ListTools operation middleware
+func (siw *ServerInterfaceWrapper) ListTools(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTools(w, r, runId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -1116,6 +1168,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/runs/{runId}/result", wrapper.WriteResult)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{runId}/tools", wrapper.ListTools)
 	})
 
 	return r
@@ -1525,6 +1580,45 @@ func (response WriteResultdefaultApplicationProblemPlusJSONResponse) VisitWriteR
 	return err
 }
 
+type ListToolsRequestObject struct {
+	RunId RunId `json:"runId"`
+}
+
+type ListToolsResponseObject interface {
+	VisitListToolsResponse(w http.ResponseWriter) error
+}
+
+type ListTools200JSONResponse ToolList
+
+func (response ListTools200JSONResponse) VisitListToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListToolsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListToolsdefaultApplicationProblemPlusJSONResponse) VisitListToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// DescribeHandle Describe a handle
@@ -1557,6 +1651,9 @@ type StrictServerInterface interface {
 	// WriteResult Write the run's structured result
 	// (POST /v1/runs/{runId}/result)
 	WriteResult(ctx context.Context, request WriteResultRequestObject) (WriteResultResponseObject, error)
+	// ListTools Tool definitions for a model
+	// (GET /v1/runs/{runId}/tools)
+	ListTools(ctx context.Context, request ListToolsRequestObject) (ListToolsResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -1928,100 +2025,148 @@ func (sh *strictHandler) WriteResult(w http.ResponseWriter, r *http.Request, run
 	}
 }
 
+// ListTools operation middleware
+func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
+	var request ListToolsRequestObject
+
+	request.RunId = runId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTools(ctx, request.(ListToolsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTools")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListToolsResponseObject); ok {
+		if err := validResponse.VisitListToolsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Hxrd9s4kvZfqcN3zol9XurmXDqtfBlPkp7JbLon63i2T3fkFSGyJLFNAmwAtKz2+r/vqQJ4k2hHdt/y",
-	"Yb9JFC6FqgeFqsJD3QSxygslUVoTTG+CQmiRo0XN385K+S6hDwmaWKeFTZUMpsH5GmGtjB2kxpSYgC4l",
-	"pMkwCAO8FnmRYTANdCkHXwVhkFKHQth1EAZS5P6nd0kQBhp/LlONSTC1usQwMPEac0HT/UXjMpgG/2/U",
-	"CDdyv5qRk+n29pYGMIWSBlnWD1otMszpY6ykRWnpoyiKLI0FCT4qXIv//5OhVdw0wlKPhCRL5ZXI0mSe",
-	"yqK0QRgkaEWa+RWTuGgsJAoNSGUhFzZeg10j0IRaxJZUUKhUWtTBNBhlaZ5av1A0llQZjCf/fPOfkx9O",
-	"fnwahIGxwpYmmD4bj8PAppY1984JAZUQdlvQ47W1hZmORplS+WAlLG7EdpjgVbUsM+pKf3uoQivFsUq7",
-	"hj6VgForHYIwcPbNa/j62fOvwE8ITjsGNqldgwCSMwHS5JAmP1cqO0NTZvYek/SYQiR5ai2hYhIGKK1O",
-	"yb6fboK1kAkrKF6up1fTry5/PsmDMMjEAjM/xTJNUNpUZKndBtNPnzpKG/pJRksRox1tlL4MLi4IoRZX",
-	"2vW4uPUDflSljhmsatMyVCNdGFyJrGSJjUyLAm0wDf4jjS/Vcgm5usIErILzdalNIrYEjMq+pzYTBi59",
-	"U6ksmuD2NrwJNAqj5GsHxXgZz2NMs1Su5ngdIyY8aS0IKX2NWRLcXpCarjBTBUvzc4l6G0yDn0uhLeps",
-	"C0UmpEzliqxymUpCoUGhY96Syqa8zjMkTZPY75XKwdsLUgOltLo0FhPAa4taigwSYQUtSVWmGoeBKm1R",
-	"Oozz3p+SzuduoumkLbq6JG3oUsaCOy9FZjBsVjSdHIzdFsh64Eu71iqVPTGgudErwCvUW9BqA5UlHXxT",
-	"a4AND0pDJUmFbGeYCtq1cOx2TuX2vyog7G6eLfzz47++AwYKkBELC7LMMlLd9WClBn5r0y4YnonNt2iM",
-	"WCHZ6bXIUCZCv0+Nfcf7mbdGktLgIvugVYHa8tbw6itaj24CkfGe8BMslMpQSBp4qVX+Oa2+EZaFsOqw",
-	"lre1k1KLnzC2ByyP4HX9uJXZz4ICr9n9aRR8eKEs82D6KdisUWMQBiK26RXt94tabmO13yAmlTEeOkMp",
-	"bZod1vi2fd59crJdPFhvrO99pNGGRNhoArSEH3744YfBt98O3rwhoOXi+j3KlV0H08k4DPJUtr8WwtKe",
-	"DqbBf38aD76+uHl2O3AfTpoPfwl2FUWC8jEzWAr28ORI5mKeeOS8YfkW+A/22Y8xs1WXyEdDS/6T5y+6",
-	"C9iz346W3SB7aiYBUxNnymDyvjo+dlXqvEFStaMTUFiV8zFnQMmMnXpX6L0j6CZILeam82EPcv6B0Fps",
-	"+763DqjDh9nRxK5k7VH79PNWWr3t82mN36SzeQtHrKcQWqdm6DxeCO7EPiaXKhqnqiTCUXPWHe+rsTrp",
-	"b9rwdKf+p5Onz56/+Orl12IRJ7hcrX+6zGXxszb2anO9/eXi5nkPWm9bUcK93qwLit1YoPEkLihwJ22f",
-	"E2mf5E2vO450eszzzMkpzJcizTDp903+BG2GbIUj9fHZ17N12vYdCnUoc5926pNuF1terD4Yuf3/po2h",
-	"mx1jX0q1kf1iPdJoTSRy02eaJWofie4IwqFRo9tExWVOLS/uwtPDgWHqHp+LajjH6eqZBazH6MrQp/za",
-	"hd7vJGt1VT1Cb5O+MdmVfyN8VL/j/dYqjd3H/TiMIWY4W8oxX6AGKy7RhLBZo6THWxAaYYkbOBISSKHH",
-	"IXkO6rFMMUsMCAlOEteXG5aShXVN2Jcc7mjrVG3f+3Pg5n+nQJ6loGVvK/HVkh8uVLKFo1kwC2DppeVH",
-	"dFzAZq0ybJZB+W/Vzw9W59tD+JsqZeIOGmrgs6wnBiIvRwSpGQZ3upvPoaox3ZlrvwuESh31gPcD4Kye",
-	"tau879dbXgDHB7ARFHwvS4NJyK5fLUHAMr3GBK5ULBZlJvR2OpORt+ScLRnBEY3RMbdUYMp47Q3wCiIP",
-	"uAiy1Fgzk9xDooHUdzkOIapWGMGRqGyXGshTY1K5Og5nMlIS52o5b7X0ghpKF0TmuxnqVzXijnSqZmls",
-	"yaM7jJLcG1V3sGthIRZSKgsLhFV6RWBXK7Rr1DzERiu5mpOaoxAiyg7mHEplmdpgQs+sUnOzVtpWXzIl",
-	"V9FMHmUcBhlIJfz7/JvB5AVnKFBKSmYIjEuNCBRnkx5UaXmRQq4woplpmlTOKyWGEPnTdp6nhmsbLFEd",
-	"10V+xVarbB6vhRYxgTKEKEORkAoSYVp9MqUuy4J7JaVL+XF+iVtqUZUqSrt8WfWgcNebnXdQ6qosSuJM",
-	"NnkULQXzwm7n1KiCSYGaCwoeKcLvQZmAJFNuhJlJg5IVQSpMEAsGhMvNJHJ+S09pu68FeyTwVRaPpeGM",
-	"XGPl6TtobRezwmAHTnTE7+GEDuza8pSH7xienbG3u/9MZg/4dKvt6BL4lhWDOqKvjejb+NicZelakE6S",
-	"lgHr9s5+QRh0rMeRY2M835rrOGHQGMbLTBrtPQg/iBXSya2uUD8mPdg9rCnf5TY+j/KfDFvMuoiXP1D/",
-	"3gOda3XTm2CpdE45JgXIL565BCrNaZbnY5c/uW9N8sGRNOrH5MGkhnOhV/ioVNhyz0fln77rwzPQD6iK",
-	"x2V0vjB1WGZt1qLoRFamzHOhyYyx0H1B7s4Cd2Owg9fXlJEPjG6+URo6pVdQEnwIE7IfcfVcP4DzWMtU",
-	"G+uCgCfm+BW7a61Ki+wElhQK8DCgS/nEQCHs2o1llcpcgKBLCbnYQixcRenwuCfeSUx2y96lFKVdK53+",
-	"wo5Il7KRir535WTnZ8rMdh7RZ046V6Xzge0fubpobD06XtMB3gxUf3eZ4Jw3J6VH8dr5U5Flew9dDrX7",
-	"NEe7VsmOa/UF+blNc1SlbT8hR0t7g9VgyqJQ2mIyzzFJReWsS0mJ1tynqWGwKM3Wr2RfUhljlvFnjq6k",
-	"yOZcU2c15LmQdcoXBmtlqDNHS0FVZpxfoTap6nj0XGTkpzCZF2KbKcFT+dSylOJKpJlYsGzGKo2dZ33e",
-	"r7ro2A+EXaRGZyfKGIHOR4LPK5AUG/E1EIcYQ9jbByHsIJ0ilY3SSb0HMEsoARC2HbG5gW2VM/DcvWEv",
-	"q/GQDekCT9ofLL+Txe2xVDaxKss7k22B3ecjH1g2kXjYCj4pyoicAqOZpBj/eAjfee1w2uIXwsEgxcO8",
-	"Io4m6j17WODet5nJAlWloauHTClKHyg74sCQI+82xEBIs0EdQiEMfVWS61ouJUu5+C+AQxA3wNGEUqEX",
-	"zyBDijFMCEm6omBTaZgF8+F0MAuOX4GQW1AU4LpeqYFEq6LAZKcc+eJZt/54OvhRDH4ZD76mkS5uJuGL",
-	"Z/3FnHsT/DuTuh5YiN48Ty2XKCkecgjtZno+lavzNvAGP12QVetsthPC0iRDOK2yD5cGEj4mJy9hsbWU",
-	"BnONzOAqp1GsuKTpeSIvWyGMheeTk6o9yoTzHGG5Gco4U5TQeKwdCSdPunSwS00t1fEdOWR9R3lzX+Vp",
-	"N+ap77XuPHf2fcq/z96REuol+vtEau62auVleiTdjWOcR3Yy1HL6I64vf/2g1TJ9XACz1GjWfZWqh8d9",
-	"7s7qMUL8ulKd692nFyfR9+4KYT/6qYphd2AgS+XlHT/tFy3V5efDt9qQzcTVLL3S9xMVTj01YQrsuWi7",
-	"7biuEKIhefN5RDswGkQhLErLuzYa0rOZjIbDCETGZWvBkVi9T6WCOEvpUywkufVkCv8+ew8ajcpKEmIm",
-	"NebqimsSx0M4Z9fBLq8qCxixBaPcGcPOSVil+cZyVWZCzyReFxoNRQAmhL+rJyaEtbhCmpxSNLFGkRy/",
-	"gujDvz6ew4j8++hqMtKlNJGvvHBpRBkEu1HuTjPqOMKIvEg0Yl5G5A6m9q3RycvdW5derz2cs9OenLzs",
-	"99of+Sr4MZg/IDc7+VxuFgYF6gOqZFUC8qBsRQt52SkDY4wy3nIIpzT++otGV/M1hza3v/w+N5gP9HLc",
-	"b/8crqpSQzi1kFMA+Xw83i9hhby9XLUC6mqFCTnp4Z1jhbYez4NoJ7iokvW77wodReVdp4zQ4iyQv6Fv",
-	"hVjhPPGlis7DVJrC6aF5xve61QNOlatvsb/Rn2epqfvE7h687uEOp168dPk0O3fiNWemzwPXJJqbw+JN",
-	"d/fXE2q2aSb929cRufbc8261ptYw6WzYUi5/b/TKX71Ka21Wihx6RTY6vE99FdGlJ0xR9ynv3ljzwLPt",
-	"s/dvDfXlpq+odMdtTX1G+oshv8Sw91awWWZbmgYc+6cqrQ/jUqd2+5GQ4e9mlbHn1cVSPy0Q+BoJjqLB",
-	"gFmC/HVAlomOX9UF9CZU5j5kTJSuNn/++kPoa7/coJTpNRgVXyIngoxT1iAKzbBpUeTYHZfyHhEpJHAS",
-	"evriYtt7eB4w1S3fzi9VxXATMW9Oz3NsM/UgF6m0IpWoyWKlzu6h9AV7TKYzFMmAczNmZ2lH1hIZ142M",
-	"kMlCUZouVrSRXZjBnxu1UlKj/R0Jpqu1bQ3CNaWQkljH2vCVDZfacqmJ/Q4TTChdvMQtJjO52Pp8sssD",
-	"5V6+gGScejkFcZUsp0hnABZ0Jrv2jzUKi4ZH8Z7AUF8zhLc1eSvzWii1NJCamcxRmFKzCkQqja0qZE8M",
-	"7FAfwNdJYIFLpZFyqAzFlbubnElvhmkPP6zhgjhuCK/TkxzcgkIOGO+jj83kTL7lugVfd0Z38VMjOKr4",
-	"lsddgmVE41CUdr7GrS+WxELrbVOLgSNjE9Sc2Ns1JYvXGDsmJ19jzKTT5N/fnreuTkRmlK8IGPjH29M3",
-	"XoTJZAxfD58OT46nrNW/vz1/YmbSeR9WAkWgfDJLxRmmK/wYSnMrHPAULge2a0V6I9FmsibTWnGJ9ezP",
-	"xs8h2q/cRV4TEqJTehL5mV3ImqUxSoOtDXhaiHiNg5PheG/LbTaboeCfh0qvRr6vGb1/9/rtdx/fcp8m",
-	"t+1s5SAMfEUumAaT4di1VAVKUaTBNHg6HA+fuouYNbvM0RpFZtcUk92GQcfJ9Dwa3XAcfrvLxv7Uf2g3",
-	"TSpm9MVdI45ikWXmdxjXbYHfY2S1MKivGDy/x/C6iacePbA3/HAr8sybkyKWbWXu3Tl3nCxPrkxPnHyG",
-	"hdLWuPqogMgRoCJ/drGDYdeasnsEJrYYsGrKzopigtC5e3LvzgU7dWICqQ0byqujkDiHWz174thuM8l0",
-	"t6qeWRdlaSc7OaqbiHojr1VWFRbNTEZ8SzoFzut8blm7HCYLd6mCvG8eY4q6gvU3lWwfxjj3PJkOr/xg",
-	"BnIf0/G2G7RRULz7tsLJePwwIT1NygXYvznnfY+8vYPS6dOgS53yPPKaI3UHbb762s6rGmbS4zS+zym7",
-	"g/rdelLVcF3Y4eKrZcVi6pusNlbr9YiwvoRsUFsHABQaipXhu+gVs8Zu+3Z/Typ4twMopYGIQ52qB4dJ",
-	"MBi4EMGnvoOlVnk0igYDqyKmAhtXuBoMRJZFUy6pUtRUoAa8QmmH8O098ZKLj17NZM3879u3FIi2Wep/",
-	"xs51ZPbgZHzyYjA5GYwngSOt10+eTg7H1T7l/vB9fD+E2m8p/GrkcQJQyQpe84dDzyfLB4HOtQXmzf9P",
-	"xZqv0OeCQYoCKT8QzFvzQBvOZMTlLX85xkWmCFZV8bEaKnI06l4wzmQXjfB5MDZ1gD8ah+5Ng+bFgrq6",
-	"14Lm+fjldDyejsc/PgCS7dckvmA01po/GIfdqtohaKQeUPXwIITBIFYyTg16OMZCKpnGIgNPACIAzqSj",
-	"AMEHsSLX6I6Cb9IM4bVYpBL9BbEjtJOTpIbtdPNzGabPKAnszMhQOcJCxJc16X04k07lLu2765WqO5Dd",
-	"Jkv9GfD2h32LU+Ur8ifjw98y3CN8fbl4JlmhpfCHoboqXx4Mat8BZuV4/DR2zCz+jHfBnASkHLzy0C3X",
-	"e8jJ/nlfShO8a5Vh/+iI3BPbgg8eciN+aXIkFqq0wzwJHgS7NsHuCwddo/OHYa561e0wwPFxfSfaWhgD",
-	"peGND/HB+DTRzORvD7YzX+T/P6T9QUjzCj8cZu765SCMcVMPML5H7cNX66jmi1mIha6CyJlkdEXcOYK8",
-	"NEyfF+A4yVOmV+YizUIQUKwJjrLMF6hDiHzCyrxzN/I0CiFaaVUW08jxbCLHYh05Eb8TOToJa7NHXJ5s",
-	"8D2Tvwrg1dXVHw7v6mVwkYi/+sfDWOVBTbB1bNrDQd5i/37BAK/0fTi6/c3hQfB2bbtoZsbHFeoBhX2Y",
-	"gCvK2G03K/pt3KWX9U/Jt5kBxcW8h/y/RMO4+oJBU6v1YNT4gtYhoHFN4dOeU7zoVnP4tRN+S2iZZmQ2",
-	"l8BUV13dNGWd2iF8h5iY2lUqDd7rRb9JAuNeY/NZDCdSett3rwW/Ir352LAB/mA8+zTmeXjfv2ZU9J42",
-	"q6ei4wR8CPn/8Dh0Q7SJUF/ufqitcsh2aF2k9O6Ej1Zp//YnD/PEgLG6jC0D0vUewik4xkRNWcVrEduM",
-	"r5kZfjt3IEd0mEuIbmbBX7NUXs6CqfvlNvJvDh7DAgnMhGJqAVaBmMmqbA15KgmmS61yf0mtNq/c3QoP",
-	"ZCg5SxPmqBoOhz3xZuuY3rQMseVLV8d7vu9SZMn/lkO/8XuhM8n36b4m1nmnICJdME+BX2fjA8TpqGcL",
-	"fU+jeNv/CXuo+Rucqtjf/X+eBlbna4Tun9/0/E/O7cHbqM2hPWgbTR62sBbldVIzXCfd/7F5oLAVvfaO",
-	"C4uKZiEIVkpj8lvcVDA8Wr5+b9/1bfEW94dh1DBqPl0QWvga0UOsu44u7aRz7z4djSYnXw3Hw/FwMn05",
-	"fjkObsPd7l0uyBFzhBb8pgah5PUHt1s8sci1O753kgmj2y+wjw7UFbg6NGORZUyrSLF528rfHtV/ZObU",
-	"tb+I811Sk2PkuG3LPsvRatZCSzSmNSL16hnwH0wgCDlxT6lLCDlancamHqv6CzJIrcFs2RpTFSa4vbj9",
-	"3wAAAP//",
+	"7F3rc9s4kv9XunhbZbuOkmXnMRnly3qTzG72ZmZzjue2ZiOfCJGQxDUJcADQssbn//2qu8GXRNmy55UP",
+	"+RRJJsBGd+OHfiK3QazzQiupnA3Gt0EhjMilk4a+nZfqfYIfEmljkxYu1SoYBxdLCUtt3SC1tpQJmFJB",
+	"mgyDMJA3Ii8yGYwDU6rBV0EYpDigEG4ZhIESuf/T+yQIAyN/KlMjk2DsTCnDwMZLmQt83Z+MnAfj4D+O",
+	"G+KO+a/2mGm6u7vDCWyhlZVE6wejZ5nM8WOslZPK4UdRFFkaCyT8uOAn/vPfFldx2xCLIxKkLFXXIkuT",
+	"aaqK0gVhkEgn0syvGMmV1kGipQWlHeTCxUtwSwn4QiNihywodKqcNME4OM7SPHV+odI6ZGUwOvn72/8+",
+	"+fH0X8+CMLBOuNIG4+ejURi41BHn3jMRUBHh1gX+vHSusOPj40zrfLAQTq7EepjI62pZ9rhL/d2+DK0Y",
+	"RyztCvpMgTRGmxCEhfNv3sDXz198Bf6FwNyxsErdEgQgnQkgJ4f48guts3Npy8zdI5IeUYgkT51DrTgJ",
+	"A6mcSVG+n26DpVAJMSieL8fX46+ufjrNgzDIxExm/hXzNJHKpSJL3ToYf/rUYdrQv+R4LmLpjlfaXAWX",
+	"l6ihTi4Mj7i88xN+1KWJSVn1qiWohrowuBZZSRRblRaFdME4+K80vtLzOeT6WibgNFwsS2MTsUbFqOR7",
+	"5jJh4co/qrSTNri7C28DI4XV6g2rYjyPp7FMs1QtpvImljKhl9aEINOXMkuCu0tk07XMdEHU/FRKsw7G",
+	"wU+lME6abA1FJpRK1QKlcpUq1EIrhYlpS2qX0jrPJXIayf5W6xy8vCC1UCpnSutkAvLGSaNEBolwApek",
+	"K1GNwkCXrihZx2nvj5HnU37R+KRNur5CbphSxYIGz0VmZdisaHyyt+62lKxHfXHXOq2zAwuGHnoN8lqa",
+	"NRi9gkqSrL6ps0CCB22goqTSbBZMpdo1cQQ7Z2r9P5UibG6eNfz94z++B1IUQCEWDlSZZci6m8FCD/zW",
+	"xl0wPBer76S1YiFRTm9EJlUizLepde9pP9PWSFKcXGQfjC6kcbQ1PPuK1k+3gchoT/gXzLTOpFA48dzo",
+	"/CGuvhWOiHB6vyfvapDSs3/L2O2xPFSvm6etzD2oFPKG4M9IQYeXVGUejD8Fq6U0MggDEbv0Gvf7ZU23",
+	"dcZvEJuqWO77hlK5NNvv4bv2efeJabt8NN+I39uahhtSwsqgQiv48ccffxx8993g7VtUtFzcfCvVwi2D",
+	"8ckoDPJUtb8WwuGeDsbB/34aDb6+vH1+N+APp82HPwWbjEJC6ZgZzAUhPALJVEwTrzlvib6Z/Bth9lPE",
+	"7PSVpKOhRf/pi5fdBWzJb4PLPMkWm5HA1MaZtjL5tjo+NlnKaJBUz+EJKJzO6ZizoFVGoN4leusIug1S",
+	"J3Pb+bClcv4HYYxY931vHVD7T7PBiU3K2rP28eedcmbdh2kNbuLZvIZD4lMIrVMzZMQLgU/sI4RU0YCq",
+	"VhIOm7PuaJuN1Ul/21ZPPvU/nT57/uLlV6++FrM4kfPF8t9XuSp+MtZdr27WP1/evujR1ruWlXAvmnWV",
+	"YtMWaJCEjQI+aftApH2SN6N2HOn4M71niqAwnYs0k0k/NvkTtJmyZY7Ux2ffyNZp23co1KbMfdypT7pN",
+	"3fJk9akR7/+3bR263RD2ldIr1U/WE4XWWCK3faKZS+Mt0Q1CyDRqeJvouMzxyctd+vR4xbD1iIesGvJx",
+	"unwmAus5ujT0Mb+G0PtBsmZXNSL0Mumbk6D8G+Gt+g30W+o05o/bdhipmCVvKZf5TBpw4kraEFZLqfDn",
+	"NQgjYS5XcCgUIEOPQkQOHDFPZZZYEAqYEh5LD5aKiOVHCEv2B9raVdtGfzLc/N/RkCcqcNnrinw9px9n",
+	"OlnD4SSYBDD31NJPeFzAaqkz2SwD/d9qnJ+s9reH8BddqoQPGnzAe1kHFiJPRwSpHQY74eYhrWpEd87P",
+	"bypCxY56wvsV4Lx+a5d5/1yuaQFkH8BKoPE9L61MQoJ+PQcB8/RGJnCtYzErM2HW44mKvCSnJMkIDnGO",
+	"jriVBlvGSy+A1xB5hYsgS62zE0UjlLSQ+iFHIUTVCiM4FJXsUgt5am2qFkfhREVayameT1tPekItugsi",
+	"88MsjqseooF4qmZp7BDRWUeR7pWuB7ilcBALpbSDmYRFeo3KrhfSLaWhKVZGq8UU2RyFEKF3MCVTKsv0",
+	"Sib4m9N6apfauOpLptUimqjDjMwgC6mCHy6+GZy8JA8FSoXODCrj3EgJaGcjH3TpaJFCLWSEb8bXpGpa",
+	"MTGEyJ+20zy1FNsgimq7LvIrdkZn03gpjIhRKUOIMikSZEEibGtMpvVVWdCopGSXX06v5BqfqEIVpZu/",
+	"qkaguevFTjso5SiLVnKiGj8KlyLzwq2n+FClJoU0FFDwmiL8HlQJKBTlStiJslIRI5CFiZQFKQT7ZkqS",
+	"f4u/4nZfCkIk8FEWr0vDCUJjhfQdbW0Hs8JgQ53wiN/SEzywa8mjH74heAJjL3f/GcUe0OlWy5Ed+JYU",
+	"g9qir4Xon/G2OdHSlSCeJC0B1s+z/IIw6EiPLMdGeP5piuOEQSMYTzNytPcg/CAWEk9ufS3NU9yDzcMa",
+	"/V16xvtR/pMliTm2eOkDju890ClWN74N5trk6GOigfzyOTtQaY5veTFi/4m/Nc4HWdLSPMUPRjZcCLOQ",
+	"T3KFHY18kv/phz7eA/0gdfE0j84HpvbzrO1SFB3LypZ5LgyKMRamz8jdWOCmDbb3+pow8p7WzTfaQCf0",
+	"ClqBN2FCwhGO5/oJGLHmqbGOjYADe/Sa4Nro0kkCgTmaAjQNmFIdWCiEW/JcTuuMDQRTKsjFGmLBEaX9",
+	"7Z54wzHZDHuXSpRuqU36MwGRKVVDFX7v0kngZ8vMdX7Cz+R0LkrGwPYfKbpoXT27vMEDvJmo/s6e4JQ2",
+	"J7pH8ZLxVGTZ1o/sQ23+mku31MkGtPqA/NSludSla/+CQIt7g9hgy6LQxslkmsskFRVYlwodral3U8Ng",
+	"Vtq1X8k2pSqWWUafybpSIptSTJ3YkOdC1S5fGCy1xcFkLQVVmHF6LY1NdQfRc5EhTslkWoh1pgW9yruW",
+	"pRLXIs3EjGizThvZ+a0P/apEx7YhzJYanp1SxRLwfET1eQ0KbSNKA5GJMYStfRDChqajpbLSJqn3gMwS",
+	"dACEa1tsPLGrfAZ6d6/ZS2zcZ0Oy4Yn7g+hnWniPpaqxVYneiWoTzJ8PvWHZWOJhy/hEKyNiBkYThTb+",
+	"0RC+99wht8UvhIxBtIdpRWRN1Ht2P8O9bzOjBKpIQ5cPmdboPqB3RIYhWd5tFQOh7EqaEAph8atWFNdi",
+	"lyyl4L8AMkF4gsMTdIVePodMoo1hQ0jSBRqb2sAkmA7Hg0lw9BqEWoNGA5dHpRYSo4tCJhvhyJfPu/HH",
+	"s8G/xODn0eBrnOny9iR8+bw/mHOvg7/TqetRC9Hr5+n5XCq0h1hDu56ed+Vqvw28wM9mKNXam+2YsPiS",
+	"IZxV3ge7gagfJ6evYLZ26AZTjMzKRY6zOHGFr6cXedoKYR28ODmtnpcqIT9HOHpMqjjT6NB4XTsUTE86",
+	"Z7VLbU3V0Q4fss5R3t4Xedq0eeq81s5zZxtTfjh/j0yol+jzifg4b9UKZXoo3bRjGJGZhppOf8T1+a8f",
+	"jJ6nTzNg5kbaZV+k6vF2H+esnkLELwvV8eg+vjBF/+QUwrb1UwXDduhAlqqrHX/aDlrqq4fNt1qQzYur",
+	"t/RS31+ocOZLE8ZAyIXbbQO6QoiGiObTCHdgNIhCmJWOdm00xN8mKhoOIxAZha0FWWL1PlUa4izFT7FQ",
+	"COvJGH44/xaMtDorkYiJMjLX1xSTOBrCBUEHQV4VFrBiDVbzGUPgJJw2lLFclJkwEyVvCiMtWgA2hL/q",
+	"AxvCUlxLfDm6aGIpRXL0GqIP//h4AceI78fXJ8emVDbykRcKjWgrwa005zSjDhBGiCLRMdVlRHwwtbNG",
+	"p682sy69qD2cEmifnL7qR+2PlAp+is7v4ZudPuSbhUEhzR5RssoBeZS3YoS66oSBZSxVvCYTThv5yxON",
+	"HPO1+z7ufv5tMpiPRDkat30OV1GpIZw5yNGAfDEabYewQtpeHK2AOlphQ3J6aOc4YZzX50G0YVxUzvru",
+	"XCGXqLyV81Sl/amJpJu32Axz+qMXPTIw0pVGWTIG2QbQUFo0OsM6LzunMz7Xicx6j2Daix/ruof+DcKl",
+	"UjvrHNgBFRaKTKSKzRueEg5PR6ejwcnpUQgobHw2SxVbZVuAyqVat7tfhA+wgZ+hZVIhop5TKQW5iA+f",
+	"3vSW7mq6bOjDep8daW23VqUJnhL4rRALOU18gKnzY6pswdrb/EbZ+OoHCnBU32JfhzHNUluPibl6oR7B",
+	"JkXvLkdiv8WhW8pFjnwno/tQSqilqg+le3nyXdxryrI2Sivq0qu+g7yuxdqTZE4h93gs7Wql+5R8i/bN",
+	"oF8tchTisCVt+t4Imr56GdfirSQ79JJthHqfPKt6qR5rV9/HvHtdlj1NpAfTuE0F1W1fbHJH0q82tXx+",
+	"0S8x7E0uN8tsU9Mox7bK4fpkXJrUrWlT+xS/tu6iyk/2V5cCZSPhMBoMqNiUvg5QMtHR6zoP03hcNAaF",
+	"KRWneC7efAh9CoEeKFV6A1bHV5LiCaSnxEEpDKlNq9KSTvVS3UMiWpZMoa+Cna17bbA9XnVH4D/XVaGk",
+	"iGlz+nLZdsEn5CJVTqRKGpRYabJ7KkODrYK4cymSAbn4VORnuOZPZHQ0WaGSmb6RCYgFbmS2Vulzw1b0",
+	"jY1Ptcl0sXStSQh0QogSX/zjA2QcIaGIJeEOnYfShHAl1zKZqNnahyW65cQ0yschLbOXPFkOiDIjWQBE",
+	"6ER15R8bKZzkA9kjgcWxdgjv6hrAzHOBju7UTlQuhS0NsUCkyroq0HpgYaOCBny4DWZyrg0e9JBJcc0p",
+	"7onyYhj3lBk2JUVcYkTr9LUyvKCQ/I77qhAnaqLeUfiLsubRrjLnCA6rst2jbp1uhPOgsX+xlGsfc4uF",
+	"MesmpAeH1iXSUHzILW0I8kbGXBBM2bCJYk7+9d1FKwMnMqt9YMnC396dvfUknJyM4Ovhs+Hp0Zi4+td3",
+	"Fwd2ohh9iAnoyJCBpzQFKti8sCKXtR7QKziU4pYa+YakTVRdk+3Elazf/nz0AqLtAHDkOaEgOsNfIv9m",
+	"9nyyNJbKytYGPCtEvJSD0+Foa8utVquhoD8PtVkc+7H2+Nv3b959//EdjWlCJJ2tHISBD+wG4+BkOOIn",
+	"dSGVKNJgHDwbjobPOJ+3JMg8XkqRuSWa9ndh0AGZnp+Ob8mdu9ss6v/Uf2g3j1QF9pe7ZjyORZbZ32Be",
+	"3gK/xcx6ZqW5JuX5LaY3jT315Im94IdrkWdenGixrCtxb75zA2Tp5dr2uFvnstDGWQ6zC4i4ji7yZxcB",
+	"DEFrSvAIVB9lwekxgRXaBCHDPfk5BMHMTpmQd1NXTnMlEgNu9dsBF01OFFVNVmHxOraPO5npqBJa9UZe",
+	"6qyKT9uJiijZPgYKD/gQRQ05VHPerTilffMUUdSB0L/oZP24xgVfbtVpT9i7kL2vYPaua7ShUbzZ9HI6",
+	"Gj2OSF9txwb2r946sdUDsKGl42dBtwLPtyPUpXY7ui+qr21HrylwexrHt0sTd3QQtH6pUgFsdrB9Na+K",
+	"4fpeVgur1WUT1rnsRmtrAwBNQ7GwVNKw8MWHNwPceoMuZa2R9ZaubIhqL1P6KfRVR8JCRHRHY7SZKT/D",
+	"OR7SiZA2LocouKKOc2YeAqCLAIXRSRkTAtTWnS+MntcJPTw+bZXPw5m8mg7hB4qMgNMQL2V81Zg/3piK",
+	"U4emVeraAOEX1YsQ0MYH7tHYQswef343aJbKQkTmYTWCTEsYDNis8lGnwdzoPDqOBgOnI6rCtxwzHgxE",
+	"lkVjYiJamoU0IK9p8d/dY2OyTfl6ouqmmz6sQ+O93SDyR6Ad95EEp6PTl4OT08HoJOB+kfqXZyf778Xt",
+	"bpf9se/+bdduEPrFu5WcpopW8Jzfb7viw40qkSagE+NWUiqISIs4kYx6dMiKtNnPAW/fci1phLrlsSh/",
+	"zbqoZIpbOiTP7sCCXyqsUpXoFRw6nYg17rivR5CItQXOGwzh3Ls/qKlc0t/S1cZVSi30OEe8J3d7R2O0",
+	"smsXCOeJdS4tzER8tdl41fGDDrcslTphiD6gXh29RpdIr0DM9LXkLkzvkW28YslVBltOlC8PbFDpXK/Y",
+	"nWo63hLhBKB0OIBgpTmwQCUVY65ZZpdJafQxnSljx2kawkR0obi+IPdkS5FYyFJyUdojIC8tJ51mEuaa",
+	"3ZR7YcwHq/YCMH4WqP3p/6rmpwrJ2BlDL0wSfXhOeNAaTlREWQqvmpQriGBR5ZCqqSLuhukFtonqIhs8",
+	"DGxNHO73xjRuGGv6w+okTQvmLkavxqPReDT61yPgrd3t9hkjW835/TDtHNWltS9EPuNcKM8zhggZOmbF",
+	"i8i2oI/1GASVQ11w/DdbQyRcBAJcmkuu3MbRjZbxBD7rQuOXAkFUolGAG789V42t2xp89AXXPldc66Zt",
+	"9kE3HAHVCA9qMBjEWsWplR7eYqG0SmORga8LxoVMFFcGwwexYMMVH/0mzSS8EbNUSV831hyK+GBXd+6P",
+	"GHq5IdOoUFPnsiu+4UTxFt6UT7fTegdStmuo/wi49M5bq9TaJ+pPR/tfPrBVB/754iPSCi2GP8LyQ6Vg",
+	"NTtsaSB4BUQdtkf+IEb/xztuLTjTc9JFZPkuk43Iq7GHC7wpPNr2t+Zp5a3x352m4j/8dytFiqZmN0f6",
+	"BTg/a+CsMp5742Yl6Ek5Gj2LWSXos9yFpKhkB3aiKqOyZS3u49g+bP7hC963Mre/dxDPt1QEHzyqHdN1",
+	"Hcdipks3zJPgUcjWbu34zHGt4fl+sPa+wgjFSuGjTLM1RMzDqK6Wo+2yfbwfhbgZfJGy1zK08fIar3w0",
+	"yHB3EgjItFr0nMJfgOgzA6Lq5o39UIjczp0Q1AIePJDe+lAxWJ9usBP16yPQuS8W+QI/vxP8eIY/0vEk",
+	"Rfam0RNB6AuSfLZIwpVae8EIPeoxhCp3+yCk5QVSKTAurIp3TRQBSESDI6aVkivcBUsylrlIsxAEFEtU",
+	"OFXmM2lCiHxuizqdeeZxFEK0MLosxhF3dkTcN3nMJH4vcskU1js78qZ6BWET9YswrKpy+90RrLp+TCTi",
+	"z/7nYazzoG7p5P7N/XGs1W/6GWNYxe89fUKtr6Asql4X1MXZulYxEElipLXbqlZBxzj0w8aoXaxokCa+",
+	"i+ghVfOaVnmR1IJDs6GK4ZbQBvz6XkOrHdVA3bfZVN3x/uCOB6p+0ogUflGaeqr8LQpfkPazRVpf8LoX",
+	"1PKzXWT10jcDZJNMgGXn1t1kwq9jnXla/5CUJ/V/UY75MbdrNv1mnzGA1Wx9Wuy/UgthubSUO19T9xoi",
+	"YtsYcLERCHtluezSaTCS/oauHjXafkGIzxUhfM3NPgDBj8KnLWPssls8QReskLk+TzPcohyTN72xzWXq",
+	"hvC9lImtTTRtwFtb0a8Sk+cLm7z8KDdg1n2lt/ALIvYfm4aF3xm7fGT+RXjf/bBVI1u7f61qPAvI+PW3",
+	"1e4Lfu2Wv88X+2qp7Ad9/Hh7g9IsHLmnO8Codtrr6RFZcWwOHVYKy2UcM+2WnSA/bwTfSuA5H4U+I1pX",
+	"cviMZlinM+snftZKMhagHHkeL0qy6WJt5GuISBciiEXBxt8ydXZXUmFJDWzVfuW9fWChauGpQ3V8UUKV",
+	"YKiztK10Bl9n4nSRxl9w/jPE+TwudpQat8qbe8H/I9LNqkQ7h5aCFJBQefQQzoD7mOr7COSNiF1GzR+E",
+	"uBtyOURfRkF0Own+nKXqahKM+S93kb8W7ghmkmUiAJ9A9RMTVRWTQp4q5LVnM4v3NVc800QWWZUmdAGB",
+	"peCib4db8zUeuAyxJn7zpRb3lSrP6Sp0/Btd+jdR1OXiK2U6F8ZEyAvqHqK7ysg+Zh71nBr/xFk83P0B",
+	"x0Zzx3lVgtu9fL1B0oulhO7N5j2XoN/tfXK0L0jY6+Q4edzCWvcZnNTXF5x0Lyl/JLHV3Qk7yoir5ifh",
+	"N3rya9QPk3q0zJutfbf3qfbgTCFoFcsxRKQTEV0O073h/BAPP89juJ1UZOLGnQTD4XAShDCpLAr89dPE",
+	"qxP98fLuaAhvkAoG4NkaitL5QmC7WeUcNvhB96DEwhtyIVtyHmz8/T5E4BikiJcMAHW98SaAEAf06sBC",
+	"pSK4XTcrq7t739+y0Oz+StiHnY1/FPqzyMpY4ylJLK8qmDtXXw3hjcgyaioT1u1A7LqD2F8C19+rbRuq",
+	"q9vC+LIJ34d0YIGrlfWK9CIK23V7EU0RhVWsJ+cTeQGFkf5CRbeUarvpb6Ko4opXFYXMen9Ytivqe5rj",
+	"qxaSibqvm11p+Ech1dmH99zReCXXdLfUUUjnIaL1RC3pwNTVzAcW5qWio3GAjEANOfvwnrnNKUaqcUf0",
+	"xxOp5fuQwvv+zntcpMa5mShhFowx1ZWuM52se12D1LoLEuYvgfhHt4Xs/18sUKnzLlwjPSE1+TUQDV8H",
+	"Sd3pbtuKsQ1md+32YmJY07T76RL5Qp1Knpld4rudrZ3WvvHx8cnpV8PRcDQ8Gb8avRoFd+Hm8G676SEF",
+	"RGcUKMUj780HVgTfu8zPHd37khOSo19g327uElwZ0bSh0VxMZXMvoG9Qqf/LHWbX9iIuNvumuemX1ZMM",
+	"MI7yLIVR0trWjDhqx4RdOg8sfPfmA8xFLEO+9aru6uyjFM3Q7Wn/Rq2PoS8FoNh4Lp1JY1uTWP0fPIgc",
+	"Mpu3ptSFDe4u7/4/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -983,8 +983,25 @@ type SearchInputRank string
 // Text Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
 type Text = string
 
+// ToolDefinition defines model for ToolDefinition.
+type ToolDefinition struct {
+	// Description What the tool returns and when to use it, written for a model.
+	Description string `json:"description"`
+
+	// InputSchema The tool's input as plain JSON Schema (2020-12), $refs inlined.
+	InputSchema map[string]interface{} `json:"inputSchema"`
+
+	// Name The tool's name, the last segment of its route.
+	Name string `json:"name"`
+}
+
 // ToolId defines model for ToolId.
 type ToolId string
+
+// ToolList defines model for ToolList.
+type ToolList struct {
+	Tools []ToolDefinition `json:"tools"`
+}
 
 // ToolResult defines model for ToolResult.
 type ToolResult struct {
@@ -1014,6 +1031,9 @@ type ListCallsParams struct {
 	// Limit Answer at most this many records. Without it, every record after `after` is answered.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// McpJSONBody defines parameters for Mcp.
+type McpJSONBody = map[string]interface{}
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunInput
@@ -1047,6 +1067,9 @@ type LoomProfileJSONRequestBody = ProfileInput
 
 // LoomSearchJSONRequestBody defines body for LoomSearch for application/json ContentType.
 type LoomSearchJSONRequestBody = SearchInput
+
+// McpJSONRequestBody defines body for Mcp for application/json ContentType.
+type McpJSONRequestBody = McpJSONBody
 
 // WriteResultJSONRequestBody defines body for WriteResult for application/json ContentType.
 type WriteResultJSONRequestBody = ResultInput
@@ -1428,6 +1451,36 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{runId}/loom_search (the `LoomSearch` operationId).
 	LoomSearch(ctx context.Context, runId RunId, body LoomSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// McpWithBody The run's tools over the Model Context Protocol
+	//
+	// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+	// stateless: `initialize`, `tools/list` and `tools/call` over the
+	// same run token, limits and guarantees as the REST routes. A body
+	// is one JSON-RPC message; answers are `application/json`. GET and
+	// DELETE answer 405: the server offers no standalone stream and no
+	// sessions. A request with an `Origin` header not allowed by
+	// `--mcp-allow-origin` answers 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+	McpWithBody(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Mcp The run's tools over the Model Context Protocol
+	//
+	// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+	// stateless: `initialize`, `tools/list` and `tools/call` over the
+	// same run token, limits and guarantees as the REST routes. A body
+	// is one JSON-RPC message; answers are `application/json`. GET and
+	// DELETE answer 405: the server offers no standalone stream and no
+	// sessions. A request with an `Origin` header not allowed by
+	// `--mcp-allow-origin` answers 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+	Mcp(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WriteResultWithBody Write the run's structured result
 	//
 	// Stores the agent's structured result. A string that is exactly a held
@@ -1453,6 +1506,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{runId}/result (the `WriteResult` operationId).
 	WriteResult(ctx context.Context, runId RunId, body WriteResultJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTools Tool definitions for a model
+	//
+	// The tools this run may call (the gateway's `--allow-tool`, the
+	// run's `tools`, the loom config present), then `describe_handle`
+	// and `result`, each with a description written for a model and its
+	// input as plain JSON Schema (no OpenAPI-only keywords), ready to
+	// hand to a model's function-calling API. Calling a tool named
+	// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
+	// arguments as the body.
+	//
+	// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
+	ListTools(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Liveness
@@ -2068,6 +2134,56 @@ func (c *Client) LoomSearch(ctx context.Context, runId RunId, body LoomSearchJSO
 	return c.Client.Do(req)
 }
 
+// McpWithBody The run's tools over the Model Context Protocol
+//
+// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+// stateless: `initialize`, `tools/list` and `tools/call` over the
+// same run token, limits and guarantees as the REST routes. A body
+// is one JSON-RPC message; answers are `application/json`. GET and
+// DELETE answer 405: the server offers no standalone stream and no
+// sessions. A request with an `Origin` header not allowed by
+// `--mcp-allow-origin` answers 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+func (c *Client) McpWithBody(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpRequestWithBody(c.Server, runId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Mcp The run's tools over the Model Context Protocol
+//
+// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+// stateless: `initialize`, `tools/list` and `tools/call` over the
+// same run token, limits and guarantees as the REST routes. A body
+// is one JSON-RPC message; answers are `application/json`. GET and
+// DELETE answer 405: the server offers no standalone stream and no
+// sessions. A request with an `Origin` header not allowed by
+// `--mcp-allow-origin` answers 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+func (c *Client) Mcp(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpRequest(c.Server, runId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // WriteResultWithBody Write the run's structured result
 //
 // Stores the agent's structured result. A string that is exactly a held
@@ -2104,6 +2220,29 @@ func (c *Client) WriteResultWithBody(ctx context.Context, runId RunId, contentTy
 // Corresponds with POST /v1/runs/{runId}/result (the `WriteResult` operationId).
 func (c *Client) WriteResult(ctx context.Context, runId RunId, body WriteResultJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWriteResultRequest(c.Server, runId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTools Tool definitions for a model
+//
+// The tools this run may call (the gateway's `--allow-tool`, the
+// run's `tools`, the loom config present), then `describe_handle`
+// and `result`, each with a description written for a model and its
+// input as plain JSON Schema (no OpenAPI-only keywords), ready to
+// hand to a model's function-calling API. Calling a tool named
+// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
+// arguments as the body.
+//
+// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
+func (c *Client) ListTools(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListToolsRequest(c.Server, runId)
 	if err != nil {
 		return nil, err
 	}
@@ -2941,6 +3080,53 @@ func NewLoomSearchRequestWithBody(server string, runId RunId, contentType string
 	return req, nil
 }
 
+// NewMcpRequest calls the generic Mcp builder with application/json body
+func NewMcpRequest(server string, runId RunId, body McpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMcpRequestWithBody(server, runId, "application/json", bodyReader)
+}
+
+// NewMcpRequestWithBody constructs an http.Request for the Mcp method, with any body, and a specified content type
+func NewMcpRequestWithBody(server string, runId RunId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runId", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/mcp", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWriteResultRequest calls the generic WriteResult builder with application/json body
 func NewWriteResultRequest(server string, runId RunId, body WriteResultJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2984,6 +3170,40 @@ func NewWriteResultRequestWithBody(server string, runId RunId, contentType strin
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListToolsRequest constructs an http.Request for the ListTools method
+func NewListToolsRequest(server string, runId RunId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runId", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/tools", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3353,6 +3573,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{runId}/loom_search (the `LoomSearch` operationId).
 	LoomSearchWithResponse(ctx context.Context, runId RunId, body LoomSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*LoomSearchResponse, error)
 
+	// McpWithBodyWithResponse The run's tools over the Model Context Protocol
+	//
+	// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+	// stateless: `initialize`, `tools/list` and `tools/call` over the
+	// same run token, limits and guarantees as the REST routes. A body
+	// is one JSON-RPC message; answers are `application/json`. GET and
+	// DELETE answer 405: the server offers no standalone stream and no
+	// sessions. A request with an `Origin` header not allowed by
+	// `--mcp-allow-origin` answers 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+	McpWithBodyWithResponse(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error)
+
+	// McpWithResponse The run's tools over the Model Context Protocol
+	//
+	// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+	// stateless: `initialize`, `tools/list` and `tools/call` over the
+	// same run token, limits and guarantees as the REST routes. A body
+	// is one JSON-RPC message; answers are `application/json`. GET and
+	// DELETE answer 405: the server offers no standalone stream and no
+	// sessions. A request with an `Origin` header not allowed by
+	// `--mcp-allow-origin` answers 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+	McpWithResponse(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error)
+
 	// WriteResultWithBodyWithResponse Write the run's structured result
 	//
 	// Stores the agent's structured result. A string that is exactly a held
@@ -3378,6 +3628,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{runId}/result (the `WriteResult` operationId).
 	WriteResultWithResponse(ctx context.Context, runId RunId, body WriteResultJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteResultResponse, error)
+
+	// ListToolsWithResponse Tool definitions for a model
+	//
+	// The tools this run may call (the gateway's `--allow-tool`, the
+	// run's `tools`, the loom config present), then `describe_handle`
+	// and `result`, each with a description written for a model and its
+	// input as plain JSON Schema (no OpenAPI-only keywords), ready to
+	// hand to a model's function-calling API. Calling a tool named
+	// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
+	// arguments as the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
+	ListToolsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
 }
 
 type HealthzResponse struct {
@@ -4305,6 +4570,54 @@ func (r LoomSearchResponse) ContentType() string {
 	return ""
 }
 
+type McpResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r McpResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r McpResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r McpResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type WriteResultResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4347,6 +4660,54 @@ func (r WriteResultResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r WriteResultResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListToolsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ToolList
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListToolsResponse) GetJSON200() *ToolList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListToolsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListToolsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListToolsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListToolsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListToolsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4860,6 +5221,48 @@ func (c *ClientWithResponses) LoomSearchWithResponse(ctx context.Context, runId 
 	return ParseLoomSearchResponse(rsp)
 }
 
+// McpWithBodyWithResponse The run's tools over the Model Context Protocol
+//
+// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+// stateless: `initialize`, `tools/list` and `tools/call` over the
+// same run token, limits and guarantees as the REST routes. A body
+// is one JSON-RPC message; answers are `application/json`. GET and
+// DELETE answer 405: the server offers no standalone stream and no
+// sessions. A request with an `Origin` header not allowed by
+// `--mcp-allow-origin` answers 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+func (c *ClientWithResponses) McpWithBodyWithResponse(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error) {
+	rsp, err := c.McpWithBody(ctx, runId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpResponse(rsp)
+}
+
+// McpWithResponse The run's tools over the Model Context Protocol
+//
+// MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+// stateless: `initialize`, `tools/list` and `tools/call` over the
+// same run token, limits and guarantees as the REST routes. A body
+// is one JSON-RPC message; answers are `application/json`. GET and
+// DELETE answer 405: the server offers no standalone stream and no
+// sessions. A request with an `Origin` header not allowed by
+// `--mcp-allow-origin` answers 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
+func (c *ClientWithResponses) McpWithResponse(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error) {
+	rsp, err := c.Mcp(ctx, runId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpResponse(rsp)
+}
+
 // WriteResultWithBodyWithResponse Write the run's structured result
 //
 // Stores the agent's structured result. A string that is exactly a held
@@ -4896,6 +5299,27 @@ func (c *ClientWithResponses) WriteResultWithResponse(ctx context.Context, runId
 		return nil, err
 	}
 	return ParseWriteResultResponse(rsp)
+}
+
+// ListToolsWithResponse Tool definitions for a model
+//
+// The tools this run may call (the gateway's `--allow-tool`, the
+// run's `tools`, the loom config present), then `describe_handle`
+// and `result`, each with a description written for a model and its
+// input as plain JSON Schema (no OpenAPI-only keywords), ready to
+// hand to a model's function-calling API. Calling a tool named
+// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
+// arguments as the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
+func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListToolsResponse, error) {
+	rsp, err := c.ListTools(ctx, runId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListToolsResponse(rsp)
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -5526,6 +5950,42 @@ func ParseLoomSearchResponse(rsp *http.Response) (*LoomSearchResponse, error) {
 	return response, nil
 }
 
+// ParseMcpResponse parses an HTTP response from a McpWithResponse call
+func ParseMcpResponse(rsp *http.Response) (*McpResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseWriteResultResponse parses an HTTP response from a WriteResultWithResponse call
 func ParseWriteResultResponse(rsp *http.Response) (*WriteResultResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5546,6 +6006,39 @@ func ParseWriteResultResponse(rsp *http.Response) (*WriteResultResponse, error) 
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListToolsResponse parses an HTTP response from a ListToolsWithResponse call
+func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListToolsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ToolList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +23,10 @@ import (
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/mcpface"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/tooldef"
+	"github.com/loom-gateway/gateway/internal/validate"
 	"github.com/loom-gateway/gateway/web"
 )
 
@@ -42,6 +46,7 @@ type options struct {
 	listen, hostListen, hostTokenFile string
 	configPath                        string
 	allowTools                        []string
+	mcpAllowOrigins                   []string
 	maxConfidentiality                string
 	commandTimeout                    time.Duration
 	maxStdoutBytes                    int64
@@ -76,6 +81,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.hostListen, "host-listen", "unix:/tmp/loom-gateway-host.sock", "host listener: `unix:/path` for a unix socket (mode 0600) or host:port for TCP (then a host token is required)")
 	fs.StringVar(&o.hostTokenFile, "host-token-file", "", "`file` holding the host token for a TCP host listener (or env LOOM_GATEWAY_HOST_TOKEN)")
 	fs.StringVar(&o.configPath, "loom-retrieval-config", getenv("CF_HARNESS_LOOM_RETRIEVAL_CONFIG"), "absolute `path` of the loom retrieval host config (or env CF_HARNESS_LOOM_RETRIEVAL_CONFIG); without it the eight tools answer not_configured")
+	fs.Var((*multiFlag)(&o.mcpAllowOrigins), "mcp-allow-origin", "let a browser page of this `origin` (scheme://host[:port]) call the MCP face (repeatable; default none: a request with an Origin header answers 403)")
 	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
 	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
 	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
@@ -179,6 +185,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	core, hd := d.build()
+	defs, err := tooldef.Contract()
+	if err != nil {
+		return err
+	}
+	hd.MCP = mcpface.New(mcpface.Config{
+		Core: core, Check: validate.New(agentSpec), Defs: defs, Version: gatewayVersion(),
+		AllowOrigins: o.mcpAllowOrigins, MaxRequestBytes: hd.MaxRequestBytes,
+	})
 	agentSrv := newServer(handlers.AgentRouter(hd, handlers.NewAgent(hd), agentSpec), o, agentConns, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {
@@ -474,4 +488,13 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: json or text", o.logFormat)
+}
+
+// gatewayVersion is the module version the binary was built from, as
+// MCP's initialize reports it ("devel" for a build from a work tree).
+func gatewayVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
 }

@@ -169,3 +169,18 @@ func CodeOf(err error) problem.Code {
 	}
 	return agent.InternalError
 }
+
+// Problem is the problem a client sees for an error of the core, on any
+// face: the code's fixed text from the one table, with the outputId,
+// hostCode and input faults the error carries. Unknown errors are
+// internal_error.
+func Problem(err error) problem.Problem {
+	p := problem.New(CodeOf(err))
+	if ie, ok := errors.AsType[*problem.InputError](err); ok {
+		p = problem.Input(ie)
+	}
+	if ge, ok := errors.AsType[*Error](err); ok {
+		p.OutputID, p.HostCode = ge.OutputID, ge.HostCode
+	}
+	return p
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/tooldef"
 )
 
 var _ agent.StrictServerInterface = (*Agent)(nil)
@@ -92,6 +93,22 @@ func (a *Agent) WriteResult(ctx context.Context, req agent.WriteResultRequestObj
 	return agent.WriteResult201JSONResponse{Status: agent.ResultWrittenStatusOk, Documents: w.Documents, Links: w.Links}, nil
 }
 
+// ListTools lists the definitions of what the run may call, for a
+// model's function-calling API.
+func (a *Agent) ListTools(ctx context.Context, _ agent.ListToolsRequestObject) (agent.ListToolsResponseObject, error) {
+	run, ok := runFrom(ctx)
+	if !ok {
+		return nil, errUnauthorized
+	}
+	defs, err := tooldef.Contract()
+	if err != nil {
+		return nil, err
+	}
+	return marshalRaw(http.StatusOK, struct {
+		Tools []tooldef.Tool `json:"tools"`
+	}{defs.For(a.d.Core.Callable(run))})
+}
+
 // rawJSON is a JSON body written as given; it answers every agent and host
 // operation.
 type rawJSON struct {
@@ -121,6 +138,7 @@ func (r rawJSON) VisitLoomProfileResponse(w http.ResponseWriter) error      { re
 func (r rawJSON) VisitDescribeHandleResponse(w http.ResponseWriter) error   { return r.write(w) }
 func (r rawJSON) VisitGetResultResponse(w http.ResponseWriter) error        { return r.write(w) }
 func (r rawJSON) VisitListHandlesResponse(w http.ResponseWriter) error      { return r.write(w) }
+func (r rawJSON) VisitListToolsResponse(w http.ResponseWriter) error        { return r.write(w) }
 
 // marshalRaw writes v as a rawJSON response.
 func marshalRaw(status int, v any) (rawJSON, error) {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 
 	"github.com/loom-gateway/gateway/internal/gateway"
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // Deps is what both listeners' handlers share.
@@ -26,6 +27,14 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Metrics, when set, counts requests (and is the core's Recorder).
 	Metrics *Metrics
+	// MCP, when set, serves /v1/runs/{runId}/mcp for a run whose token
+	// the listener checked (package mcpface).
+	MCP RunHandler
+}
+
+// RunHandler serves a request of an authenticated run.
+type RunHandler interface {
+	ServeRun(w http.ResponseWriter, r *http.Request, run store.Run)
 }
 
 func (d *Deps) maxRequestBytes() int64 {

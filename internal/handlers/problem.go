@@ -27,36 +27,34 @@ var (
 	errRequestTimeout   = errors.New("handlers: request body timed out")
 )
 
-// codeOf is the problem code of err: the face's own conditions, then the
-// core's classification (gateway.CodeOf).
-func codeOf(err error) problem.Code {
+// faceCode is the code of a condition only the HTTP face raises.
+func faceCode(err error) (problem.Code, bool) {
 	switch {
 	case errors.Is(err, errRouteNotFound):
-		return agent.RouteNotFound
+		return agent.RouteNotFound, true
 	case errors.Is(err, errMethodNotAllowed):
-		return agent.MethodNotAllowed
+		return agent.MethodNotAllowed, true
 	case errors.Is(err, errRequestTooLarge):
-		return agent.RequestTooLarge
+		return agent.RequestTooLarge, true
 	case errors.Is(err, errUnsupportedMedia):
-		return agent.UnsupportedMediaType
+		return agent.UnsupportedMediaType, true
 	case errors.Is(err, errRequestTimeout):
-		return agent.RequestTimeout
+		return agent.RequestTimeout, true
 	}
-	return gateway.CodeOf(err)
+	return "", false
 }
 
-// toProblem maps an error to the problem a client sees: the code's fixed
-// text from the one table (package problem), plus the outputId, hostCode
-// and input faults the error carries. It is the only place an error
-// becomes a problem; unknown errors become internal_error.
+// toProblem maps an error to the problem a client sees: the face's own
+// conditions, then the core's (gateway.Problem: the fixed text from the
+// one table, the outputId, hostCode and input faults the error carries).
+// It is the only place an error becomes a problem on this face; unknown
+// errors become internal_error.
 func toProblem(err error) problem.Problem {
-	p := problem.New(codeOf(err))
-	if ie, ok := errors.AsType[*problem.InputError](err); ok {
-		p = problem.Input(ie)
+	code, ok := faceCode(err)
+	if !ok {
+		return gateway.Problem(err)
 	}
-	if ge, ok := errors.AsType[*gateway.Error](err); ok {
-		p.OutputID, p.HostCode = ge.OutputID, ge.HostCode
-	}
+	p := problem.New(code)
 	if re, ok := errors.AsType[*routeError](err); ok {
 		p.Choices = re.choices
 	}

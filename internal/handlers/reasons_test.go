@@ -167,3 +167,37 @@ func TestUnknownToolListsCallable(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/runs/{runId}/tools lists exactly what the run may call, in the
+// gateway's order, then describe_handle and result; another run's token
+// is 404 and none is 401.
+func TestListTools(t *testing.T) {
+	t.Parallel()
+	g := newTestGateway(t, gatewayOptions{})
+	_, tok := g.createRun(t, `{"runId":"r","tools":["loom_people","loom_search"]}`)
+	_, other := g.createRun(t, `{"runId":"o"}`)
+	rec := g.agentDo(http.MethodGet, "/v1/runs/r/tools", tok, "")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var list struct {
+		Tools []struct {
+			Name        string         `json:"name"`
+			Description string         `json:"description"`
+			InputSchema map[string]any `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	decode(t, rec, &list)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+		if tl.Description == "" || tl.InputSchema["type"] != "object" {
+			t.Errorf("%s: description %q, inputSchema %v", tl.Name, tl.Description, tl.InputSchema)
+		}
+	}
+	if want := []string{"loom_search", "loom_people", "describe_handle", "result"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+	wantProblem(t, g.agentDo(http.MethodGet, "/v1/runs/r/tools", other, ""), http.StatusNotFound, "run_not_found")
+	wantProblem(t, g.agentDo(http.MethodGet, "/v1/runs/r/tools", "", ""), http.StatusUnauthorized, "unauthorized")
+}

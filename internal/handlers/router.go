@@ -95,6 +95,21 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 		})
 		agent.HandlerWithOptions(si, agent.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: d.requestErrorHandler})
 	})
+	if d.MCP != nil {
+		// The MCP face: the same token check and body limits; the SDK
+		// answers each method as the protocol says.
+		r.Group(func(r chi.Router) {
+			r.Use(agentAuth(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()))
+			r.HandleFunc("/v1/runs/{runId}/mcp", func(w http.ResponseWriter, r *http.Request) {
+				run, ok := runFrom(r.Context())
+				if !ok {
+					writeProblem(w, r, d.logger(), errUnauthorized)
+					return
+				}
+				d.MCP.ServeRun(w, r, run)
+			})
+		})
+	}
 	auth := agentAuth(d.Core, d.logger())
 	r.NotFound(d.refuse(auth, errRouteNotFound))
 	r.MethodNotAllowed(d.refuse(auth, errMethodNotAllowed))
