@@ -50,8 +50,8 @@ func TestMethods(t *testing.T) {
 			}
 		}
 	}
-	if len(agentPaths) != 12 || len(hostPaths) < 9 {
-		t.Fatalf("%d agent and %d host paths, want 12 and at least 9", len(agentPaths), len(hostPaths))
+	if len(agentPaths) != 13 || len(hostPaths) < 9 {
+		t.Fatalf("%d agent and %d host paths, want 13 and at least 9", len(agentPaths), len(hostPaths))
 	}
 
 	for _, l := range []struct {

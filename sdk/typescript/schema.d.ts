@@ -203,6 +203,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{runId}/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tool definitions for a model
+         * @description The tools this run may call (the gateway's `--allow-tool`, the
+         *     run's `tools`, the loom config present), then `describe_handle`
+         *     and `result`, each with a description written for a model and its
+         *     input as plain JSON Schema (no OpenAPI-only keywords), ready to
+         *     hand to a model's function-calling API. Calling a tool named
+         *     `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
+         *     arguments as the body.
+         */
+        get: operations["listTools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{runId}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The run's tools over the Model Context Protocol
+         * @description MCP Streamable HTTP (protocol revisions 2025-06-18 and 2025-11-25),
+         *     stateless: `initialize`, `tools/list` and `tools/call` over the
+         *     same run token, limits and guarantees as the REST routes. A body
+         *     is one JSON-RPC message; answers are `application/json`. GET and
+         *     DELETE answer 405: the server offers no standalone stream and no
+         *     sessions. A request with an `Origin` header not allowed by
+         *     `--mcp-allow-origin` answers 403.
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{runId}/result": {
         parameters: {
             query?: never;
@@ -728,6 +780,19 @@ export interface components {
             errors?: components["schemas"]["InputFault"][];
             requestId?: string;
         };
+        ToolList: {
+            tools: components["schemas"]["ToolDefinition"][];
+        };
+        ToolDefinition: {
+            /** @description The tool's name, the last segment of its route. */
+            name: string;
+            /** @description What the tool returns and when to use it, written for a model. */
+            description: string;
+            /** @description The tool's input as plain JSON Schema (2020-12), $refs inlined. */
+            inputSchema: {
+                [key: string]: unknown;
+            };
+        };
         InputFault: {
             /** @description A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is. */
             pointer: string;
@@ -1117,6 +1182,71 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["HandleDescription"];
                 };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    listTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The host-issued run id.
+                 * @example run-7
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's tools. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolList"];
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The host-issued run id.
+                 * @example run-7
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description A notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             default: components["responses"]["Problem"];
         };

@@ -1,0 +1,254 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/loom-gateway/gateway/api/client"
+)
+
+// bearerTransport adds a run token to every request of the MCP client.
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// mcpSession connects the SDK's own client to run's MCP endpoint with
+// token.
+func mcpSession(t *testing.T, g *gateway, runID, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{
+		Endpoint:             g.AgentURL + "/v1/runs/" + runID + "/mcp",
+		HTTPClient:           &http.Client{Transport: bearerTransport{token, http.DefaultTransport}, Timeout: 30 * time.Second},
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}
+	s, err := c.Connect(ctx(t), tr, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = s.Close() })
+	}
+	return s, err
+}
+
+// TestMCP drives a run's tools through the SDK's MCP client: the tool
+// list is the run's, each of the eight tools answers the same result as
+// the REST route, withheld rows stay withheld, and a refusal is an
+// isError result carrying the REST problem.
+func TestMCP(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	for _, tc := range toolCases {
+		g.setBehaviour(t, commandOf(tc.tool), behaviour{Stdout: fill(tc.payload)})
+	}
+	r := g.workRun(t)
+	s, err := mcpSession(t, g, r.ID, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init := s.InitializeResult(); init.ServerInfo.Name != "loom-gateway" || !strings.Contains(init.Instructions, "cfh:v:") || init.Capabilities.Tools == nil {
+		t.Errorf("initialize: %+v", init)
+	}
+	list, err := s.ListTools(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+		if tl.Annotations == nil || tl.Annotations.ReadOnlyHint != (tl.Name != "result") {
+			t.Errorf("%s: annotations %+v", tl.Name, tl.Annotations)
+		}
+		if tl.OutputSchema == nil || tl.InputSchema == nil || tl.Description == "" {
+			t.Errorf("%s: no output schema, input schema or description", tl.Name)
+		}
+	}
+	want := []string{"loom_search", "loom_page_discover", "loom_page_inspect", "loom_page_read", "loom_people",
+		"loom_calendar_list", "loom_context", "loom_profile", "describe_handle", "result"}
+	slices.Sort(names) // the SDK lists tools by name
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("tools/list %v, want %v", names, want)
+	}
+
+	var handle string
+	for i, tc := range toolCases {
+		res, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.body)})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if res.IsError {
+			t.Fatalf("%s: isError %s", tc.tool, text)
+		}
+		structured, _ := json.Marshal(res.StructuredContent)
+		var got, fromText client.ToolResult
+		if err := json.Unmarshal(structured, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(text), &fromText); err != nil || fromText.OutputId != got.OutputId {
+			t.Errorf("%s: the text block is not the structured result: %v", tc.tool, err)
+		}
+		checkAgentResult(t, []byte(text))
+		if wantID := r.ID + ":" + tc.tool + ":" + itoa(i+1); got.OutputId != wantID {
+			t.Errorf("%s: outputId %q, want %q (one sequence with REST)", tc.tool, got.OutputId, wantID)
+		}
+		views, handles := views(t, got.Entries)
+		if len(views) != len(tc.entries) {
+			t.Errorf("%s: %d entries, want %d", tc.tool, len(views), len(tc.entries))
+		}
+		for j, v := range views {
+			if j < len(tc.entries) && v.Status != tc.entries[j].Status {
+				t.Errorf("%s entry %d: %s, want %s", tc.tool, j, v.Status, tc.entries[j].Status)
+			}
+		}
+		for _, h := range handles {
+			if h != "" && handle == "" {
+				handle = h
+			}
+		}
+		if strings.Contains(text, markerWithheld) {
+			t.Errorf("%s: a withheld row reached the MCP answer", tc.tool)
+		}
+	}
+
+	// describe_handle and the result writer, citing the handle.
+	res, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "describe_handle", Arguments: map[string]string{"token": handle}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"known":true`) {
+		t.Errorf("describe_handle %q: %v %+v", handle, err, res)
+	}
+	res, err = s.CallTool(ctx(t), &mcp.CallToolParams{Name: "result", Arguments: map[string]any{"value": map[string]any{"cite": handle}}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"links":1`) {
+		t.Errorf("result: %v %+v", err, res)
+	}
+
+	// An input refused: an isError result with the REST problem.
+	res, err = s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_search", Arguments: map[string]any{"qeury": "atlas"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		Errors []struct {
+			Pointer, Reason string
+		} `json:"errors"`
+	}
+	structured, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(structured, &p); err != nil || !res.IsError || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != "unknown_field" || p.Errors[0].Pointer != "/qeury" {
+		t.Errorf("refused input: isError %v, problem %s", res.IsError, structured)
+	}
+	// A second result: result_exists, as a problem too.
+	res, _ = s.CallTool(ctx(t), &mcp.CallToolParams{Name: "result", Arguments: map[string]any{"value": 1}})
+	if res == nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"code":"result_exists"`) {
+		t.Errorf("second result: %+v", res)
+	}
+	// An unknown tool is a JSON-RPC error.
+	if _, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_serch", Arguments: map[string]any{}}); err == nil {
+		t.Error("unknown tool: no error")
+	}
+
+	// The host's call log holds the MCP calls like any other: the eight
+	// tools and describe_handle (the result writer and a refused input
+	// leave no call record, on either face).
+	calls, err := g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID, nil)
+	if err != nil || calls.JSON200 == nil || len(calls.JSON200.Calls) != len(toolCases)+1 {
+		t.Errorf("call log after MCP calls: %v %s", err, calls.Body)
+	}
+}
+
+// A run restricted to some tools lists and calls only those; another
+// run's token answers 404, none 401, a browser origin 403.
+func TestMCPAccess(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	tools := []client.ToolId{"loom_search"}
+	r := g.newRun(t, client.CreateRunInput{Tools: &tools})
+	other := g.newRun(t, client.CreateRunInput{})
+	s, err := mcpSession(t, g, r.ID, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListTools(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"describe_handle", "loom_search", "result"}; !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v", names, want)
+	}
+	if _, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_people", Arguments: map[string]any{"query": "a@b.c"}}); err == nil {
+		t.Error("a tool the run may not call: no JSON-RPC error")
+	}
+
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	post := func(token string, header map[string]string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := post(other.Token, nil); code != http.StatusNotFound || !strings.Contains(body, "run_not_found") {
+		t.Errorf("another run's token: %d %s", code, body)
+	}
+	if code, body := post("", nil); code != http.StatusUnauthorized || !strings.Contains(body, "unauthorized") {
+		t.Errorf("no token: %d %s", code, body)
+	}
+	if code, _ := post(r.Token, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
+		t.Errorf("a browser origin: %d, want 403", code)
+	}
+	if code, body := post(r.Token, nil); code != http.StatusOK || !strings.Contains(body, `"loom-gateway"`) {
+		t.Errorf("initialize: %d %s", code, body)
+	}
+	if code, _ := post(r.Token, map[string]string{"MCP-Protocol-Version": "1999-01-01"}); code != http.StatusBadRequest {
+		t.Errorf("an unknown MCP-Protocol-Version: %d, want 400", code)
+	}
+	// No standalone stream, no sessions.
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequestWithContext(ctx(t), m, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405", m, resp.StatusCode)
+		}
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
