@@ -350,6 +350,7 @@ type behaviour struct {
 	StderrMarker string `json:"stderrMarker,omitempty"`
 	Grandchild   string `json:"grandchild,omitempty"`
 	Sleep        string `json:"sleep,omitempty"`
+	LeaderPid    bool   `json:"leaderPid,omitempty"`
 	Signal       string `json:"signal,omitempty"`
 	Exit         int    `json:"exit,omitempty"`
 }

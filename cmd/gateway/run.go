@@ -238,7 +238,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer cancel()
 	err = errors.Join(agentSrv.Shutdown(sctx), hostSrv.Shutdown(sctx))
 	if err != nil {
-		log.Warn("stopped", "drained", false, "shutdownTimeout", o.shutdownTimeout.String())
+		// The drain deadline passed with calls in flight: no loom they
+		// started may outlive the gateway.
+		killed := killLoom(d.Runner)
+		log.Warn("stopped", "drained", false, "shutdownTimeout", o.shutdownTimeout.String(), "loomKilled", killed)
 	} else {
 		log.Info("stopped", "drained", true)
 	}
@@ -497,4 +500,19 @@ func gatewayVersion() string {
 		return info.Main.Version
 	}
 	return "devel"
+}
+
+// killLoom kills the process group of every loom command still running
+// and waits (a little) until each has been reaped; it returns how many
+// it killed.
+func killLoom(r gateway.Runner) int {
+	cli, ok := r.(*loom.CLI)
+	if !ok {
+		return 0
+	}
+	n := cli.KillAll()
+	for deadline := time.Now().Add(2 * time.Second); cli.Live() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
 }

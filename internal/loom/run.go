@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,9 @@ type CLI struct {
 	slots *Limiter
 	// held: the caller holds a slot of slots around Run (Options.Limiter).
 	held bool
+
+	mu     sync.Mutex
+	groups map[int]struct{} // the process groups of the commands running
 }
 
 // New returns a CLI with opts, zero fields replaced by the defaults.
@@ -141,7 +145,7 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	}
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	var killed atomic.Bool
 	cmd.Cancel = func() error {
 		killed.Store(true)
@@ -154,15 +158,14 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	stdout := &capWriter{limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 	cmd.Stdout = stdout
 
-	if err := cmd.Start(); err != nil {
+	werr, err := c.startAndWait(cmd)
+	if err != nil {
 		failed.Duration = time.Since(start)
 		if ctx.Err() != nil {
 			return failed, ErrCancelled
 		}
 		return failed, &StartError{Err: err}
 	}
-	werr := cmd.Wait()
-	_ = killGroup(cmd.Process.Pid) // stragglers that left stdout alone
 	failed.Duration = time.Since(start)
 
 	switch {
@@ -182,6 +185,67 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	// ErrWaitDelay: the process exited but something it left behind held
 	// stdout open; what was read by then is the output.
 	return Output{Stdout: stdout.Bytes(), ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
+}
+
+// startAndWait starts cmd and waits for it, from a goroutine locked to
+// its OS thread until the command has been waited for: on Linux the
+// leader's parent-death signal (sysProcAttr) fires when the thread that
+// started it ends, so the thread must outlive the command; and when the
+// gateway dies, the thread does, and the leader is killed with it. While
+// the command runs its group is live (KillAll); when it has exited,
+// whatever is left of the group is killed.
+func (c *CLI) startAndWait(cmd *exec.Cmd) (werr, startErr error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if startErr = cmd.Start(); startErr != nil {
+			return
+		}
+		pgid := cmd.Process.Pid
+		c.track(pgid, true)
+		werr = cmd.Wait()
+		_ = killGroup(pgid) // stragglers that left stdout alone
+		c.track(pgid, false)
+	}()
+	<-done
+	return werr, startErr
+}
+
+func (c *CLI) track(pgid int, live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups == nil {
+		c.groups = map[int]struct{}{}
+	}
+	if live {
+		c.groups[pgid] = struct{}{}
+	} else {
+		delete(c.groups, pgid)
+	}
+}
+
+// Live returns the number of commands running.
+func (c *CLI) Live() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.groups)
+}
+
+// KillAll kills the process group of every command running and returns
+// how many it signalled. Their calls end as cancelled; the gateway calls
+// it when its drain deadline has passed, so that no loom outlives it.
+func (c *CLI) KillAll() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for pgid := range c.groups {
+		if killGroup(pgid) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // devNull is the null device, opened once for reading and writing and

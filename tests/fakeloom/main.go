@@ -47,6 +47,8 @@ type Behaviour struct {
 	Grandchild string `json:"grandchild,omitempty"`
 	// Sleep waits this long before the exit (a hang when long).
 	Sleep string `json:"sleep,omitempty"`
+	// LeaderPid writes this process's pid to DIR/leader-NAME.pid first.
+	LeaderPid bool `json:"leaderPid,omitempty"`
 	// Signal kills the process with this signal (KILL, TERM, SEGV, ABRT)
 	// instead of exiting.
 	Signal string `json:"signal,omitempty"`
@@ -149,6 +151,10 @@ func load(dir, name, key string) (Behaviour, bool) {
 }
 
 func act(dir, pidName string, b Behaviour) int {
+	if b.LeaderPid {
+		leader := filepath.Join(dir, strings.Replace(pidName, "grandchild-", "leader-", 1))
+		_ = os.WriteFile(leader, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
 	if b.Grandchild != "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package loom
+
+import "syscall"
+
+// sysProcAttr puts a command in a process group of its own. Outside
+// Linux there is no parent-death signal: a command outlives a gateway
+// that is killed.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
