@@ -300,7 +300,9 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     const text = await box.textContent();
     assert.match(text, /invalid_input/);
     assert.match(text, /HTTP 400/);
-    assert.match(text, /The request does not match what the operation takes\./);
+    // The detail names the fault, and its pointer is shown.
+    assert.match(text, /The member \/query is required/);
+    assert.match(text, /at \/query/);
     // One request id for the console's request and the agent's.
     const rid = /request ([0-9a-f]{16,})/.exec(text);
     assert.ok(rid, `the problem shows its request id: ${text}`);
