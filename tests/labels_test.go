@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"unicode/utf16"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loom-gateway/gateway/api/client"
 )
@@ -219,5 +222,77 @@ func TestBounds(t *testing.T) {
 		if res.Truncated {
 			t.Errorf("an envelope cut marked the result truncated")
 		}
+	})
+
+	// An envelope too large for the bound is cut to its longest prefix
+	// that fits, members in order, and the result is marked truncated, on
+	// both faces (Gateway decision in docs/DEVIATIONS.md).
+	t.Run("huge envelope", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(`{"query":"q","source_status":{`)
+		for i := range 40000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"source-%d":"ok"`, i)
+		}
+		b.WriteString(`},"warnings":["late"],"hits":[{"id":1}]}`)
+		g.setBehaviour(t, "search", behaviour{Stdout: b.String()})
+
+		check := func(t *testing.T, body []byte) {
+			t.Helper()
+			if n := len(utf16.Encode([]rune(string(body)))); n > 48000 {
+				t.Errorf("result is %d UTF-16 units, over 48,000", n)
+			}
+			var res struct {
+				Truncated bool
+				Omitted   int
+				Envelope  struct {
+					Query        string
+					SourceStatus jsontext.Value `json:"source_status"`
+					Warnings     []string
+				}
+			}
+			if err := json.Unmarshal(body, &res); err != nil {
+				t.Fatalf("%v: %.300s", err, body)
+			}
+			if !res.Truncated || res.Envelope.Query != "q" || res.Envelope.Warnings != nil {
+				t.Errorf("truncated %v, query %q, warnings %v: want truncated, the query kept and the later warnings dropped", res.Truncated, res.Envelope.Query, res.Envelope.Warnings)
+			}
+			dec := jsontext.NewDecoder(bytes.NewReader(res.Envelope.SourceStatus))
+			if _, err := dec.ReadToken(); err != nil {
+				t.Fatal(err)
+			}
+			kept := 0
+			for dec.PeekKind() == '"' {
+				name, _ := dec.ReadToken()
+				if want := fmt.Sprintf("source-%d", kept); name.String() != want {
+					t.Fatalf("member %d is %q, want %q: members are kept in order", kept, name.String(), want)
+				}
+				_, _ = dec.ReadToken()
+				kept++
+			}
+			if kept < 1000 || kept >= 40000 {
+				t.Errorf("%d members of source_status kept, want a prefix filling the budget", kept)
+			}
+			if res.Omitted != 1 {
+				t.Errorf("omitted %d, want the one hit omitted (the envelope took the room)", res.Omitted)
+			}
+		}
+		rep := r.call(t, "loom_search", `{"query":"huge"}`)
+		if rep.Status != http.StatusOK {
+			t.Fatalf("status %d %.300s", rep.Status, rep.Body)
+		}
+		check(t, rep.Body)
+
+		s, err := mcpSession(t, g, r.ID, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mres, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_search", Arguments: map[string]string{"query": "huge"}})
+		if err != nil || mres.IsError {
+			t.Fatalf("MCP call: %v %+v", err, mres)
+		}
+		check(t, []byte(mres.Content[0].(*mcp.TextContent).Text))
 	})
 }

@@ -199,8 +199,8 @@ func TestMCPAccess(t *testing.T) {
 	}
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
-	post := func(token string, header map[string]string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(initialize))
+	postBody := func(body, token string, header map[string]string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {
@@ -214,17 +214,28 @@ func TestMCPAccess(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
 	}
+	post := func(token string, header map[string]string) (int, string) { return postBody(initialize, token, header) }
 	if code, body := post(other.Token, nil); code != http.StatusNotFound || !strings.Contains(body, "run_not_found") {
 		t.Errorf("another run's token: %d %s", code, body)
 	}
 	if code, body := post("", nil); code != http.StatusUnauthorized || !strings.Contains(body, "unauthorized") {
 		t.Errorf("no token: %d %s", code, body)
 	}
-	if code, _ := post(r.Token, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
-		t.Errorf("a browser origin: %d, want 403", code)
+	if code, body := post(r.Token, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden || !strings.Contains(body, `"code":"origin_not_allowed"`) {
+		t.Errorf("a browser origin: %d %s, want 403 origin_not_allowed", code, body)
+	}
+	// A JSON-RPC batch is refused (2025-06-18 dropped batching), and no
+	// tool in it runs.
+	calls := len(g.loomCalls(t))
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"batched"}}}]`
+	if code, body := postBody(batch, r.Token, map[string]string{"MCP-Protocol-Version": "2025-06-18"}); code != http.StatusBadRequest || strings.Contains(body, `"result"`) {
+		t.Errorf("a batch: %d %s, want 400", code, body)
+	}
+	if n := len(g.loomCalls(t)); n != calls {
+		t.Errorf("a batch ran %d loom calls", n-calls)
 	}
 	if code, body := post(r.Token, nil); code != http.StatusOK || !strings.Contains(body, `"loom-gateway"`) {
 		t.Errorf("initialize: %d %s", code, body)

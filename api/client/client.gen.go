@@ -325,6 +325,7 @@ const (
 	MethodNotAllowed      ProblemCode = "method_not_allowed"
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
+	OriginNotAllowed      ProblemCode = "origin_not_allowed"
 	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
@@ -372,6 +373,8 @@ func (e ProblemCode) Valid() bool {
 	case NotConfigured:
 		return true
 	case NotFound:
+		return true
+	case OriginNotAllowed:
 		return true
 	case RequestTimeout:
 		return true

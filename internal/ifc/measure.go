@@ -81,7 +81,9 @@ const (
 )
 
 // Measure applies SEMANTICS (g) to in. String leaves of the envelope are
-// cut without setting Truncated. The reservation is the skeleton (counters
+// cut without setting Truncated; an envelope that would still take the
+// skeleton past OutputBound-LabelAllowance is cut to its longest prefix
+// that fits (cutToBudget), which sets Truncated. The reservation is the skeleton (counters
 // all at len(in.Rows), truncated true, the cut envelope) plus
 // LabelAllowance. Rows are then taken in order: an unreadable label is
 // withheld with ReasonLabelReadFailed, a label outside the ceiling with
@@ -127,6 +129,17 @@ func measure(ctx context.Context, in Input) (Result, error) {
 		r.Envelope = env
 	}
 	n := len(in.Rows) + in.More
+	if r.Envelope != nil {
+		// The envelope takes what the skeleton without it leaves of the
+		// bound (Gateway decision: the envelope is bounded too).
+		env := r.Envelope
+		r.Envelope = nil
+		m.head = r.appendHead(m.head[:0], n, n, n, true)
+		budget := OutputBound - utf16LenBytes(m.head) - len(`,"envelope":`) - len("}") - LabelAllowance
+		var cut bool
+		r.Envelope, cut = cutToBudget(env, budget)
+		r.Truncated = cut
+	}
 	m.head = r.appendHead(m.head[:0], n, n, n, true)
 	size := utf16LenBytes(m.head) + len("}") + LabelAllowance
 
@@ -433,8 +446,8 @@ func (r Result) appendHead(dst []byte, admitted, withheld, omitted int, truncate
 // true) and handle; a withheld entry has status and reasonCode. handles[i]
 // is the token of the i-th admitted entry; an admitted entry beyond
 // len(handles) is written without handle. Lengths match what Measure
-// counted, so with 11-character handles and an envelope of normal size the
-// output stays within OutputBound UTF-16 units.
+// counted, so with 11-character handles the output stays within
+// OutputBound UTF-16 units.
 func (r Result) AppendJSON(dst []byte, handles []string) []byte {
 	// The disclosed labels first, to size the output and grow dst once.
 	// Entries of one Measure share label slices, so each is read once.

@@ -71,7 +71,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(f.cfg.AllowOrigins, o) {
 		// A browser page must not drive a run's token (DNS rebinding):
 		// no origin is allowed unless the operator names it.
-		problem.Write(w, problem.Custom("origin_not_allowed", problem.Info{Status: http.StatusForbidden, Title: "Origin not allowed", Detail: "This origin may not call the MCP face."}))
+		problem.Write(w, problem.New(agent.OriginNotAllowed))
 		return
 	}
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))

@@ -40,6 +40,7 @@ type Entry struct {
 var entries = []Entry{
 	{agent.InvalidInput, Info{400, "Invalid input", "The request does not match what the operation takes.", "the contract or the argument builder refuses the input (or a run id `.` or `..`); no process starts"}},
 	{agent.Unauthorized, Info{401, "Unauthorized", "A valid bearer token is required.", "no run token, or one that opens no run; wrong host token"}},
+	{agent.OriginNotAllowed, Info{403, "Origin not allowed", "This origin may not call the MCP face.", "a request to a run's MCP endpoint with a browser `Origin` that `--mcp-allow-origin` does not name"}},
 	{agent.RunNotFound, Info{404, "Run not found", "No such run.", "another run's token, or an unknown run on the host API"}},
 	{agent.RouteNotFound, Info{404, "Not found", "No such route.", "no such route"}},
 	{agent.NotConfigured, Info{404, "Tool not configured", "This tool is not offered for this run.", "the tool is not offered (no config, `--allow-tool`, or the run's `tools`)"}},
