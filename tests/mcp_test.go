@@ -147,9 +147,11 @@ func TestMCP(t *testing.T) {
 			Pointer, Reason string
 		} `json:"errors"`
 	}
-	structured, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(structured, &p); err != nil || !res.IsError || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != "unknown_field" || p.Errors[0].Pointer != "/qeury" {
-		t.Errorf("refused input: isError %v, problem %s", res.IsError, structured)
+	// The problem is the text block only: structured content would be
+	// checked against the result's outputSchema.
+	problemText := res.Content[0].(*mcp.TextContent).Text
+	if err := json.Unmarshal([]byte(problemText), &p); err != nil || !res.IsError || res.StructuredContent != nil || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != "unknown_field" || p.Errors[0].Pointer != "/qeury" {
+		t.Errorf("refused input: isError %v, structured %v, problem %s", res.IsError, res.StructuredContent, problemText)
 	}
 	// A second result: result_exists, as a problem too.
 	res, _ = s.CallTool(ctx(t), &mcp.CallToolParams{Name: "result", Arguments: map[string]any{"value": 1}})

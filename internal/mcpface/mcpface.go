@@ -3,8 +3,8 @@
 // answers), built with the official Go SDK. It is a face over the same
 // core as the REST routes: a tools/call is the REST tool call (the same
 // validator, gateway.Service.Call, call log, audit and limits), and a
-// refused or failed call is a tool result with isError whose structured
-// content is the problem the REST face answers.
+// refused or failed call is a tool result with isError whose text is the
+// problem the REST face answers.
 package mcpface
 
 import (
@@ -165,12 +165,15 @@ func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte)
 	return f.cfg.Core.Call(ctx, run, tool, args)
 }
 
-// result is a tool result of body, a JSON object: as structured content
-// and as one text block of the same JSON.
+// result is a tool result of body, a JSON object, as one text block. A
+// success also carries it as structured content; a refusal (isError, the
+// REST problem) does not, because clients check structured content against
+// the tool's outputSchema, which is the result's, even on an error (the
+// TypeScript SDK refuses the whole answer when it does not match).
 func result(body []byte, isError bool) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
-		StructuredContent: json.RawMessage(body),
-		IsError:           isError,
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, IsError: isError}
+	if !isError {
+		r.StructuredContent = json.RawMessage(body)
 	}
+	return r
 }
