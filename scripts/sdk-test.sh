@@ -10,9 +10,12 @@
 #   4. tsc (strict; a type error fails, and so does a call in test/types.ts
 #      that should not compile but does);
 #   5. the node test, straight against the gateway;
-#   6. the node test again through Prism (proxy mode, --errors) in front of
+#   6. the MCP face through the official TypeScript MCP SDK
+#      (@modelcontextprotocol/sdk), which also checks each result against
+#      the tool's outputSchema;
+#   7. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
-#   7. every curl example of docs/clients.md against a fresh --demo gateway.
+#   8. every curl example of docs/clients.md against a fresh --demo gateway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -47,6 +50,9 @@ npm run --silent build
 
 step "TypeScript client against --demo (direct)"
 npm run --silent test:direct
+
+step "MCP face through the official TypeScript MCP SDK against --demo"
+npm run --silent test:mcp
 
 step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
