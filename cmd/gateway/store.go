@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -42,6 +43,54 @@ func redisOptions(u string) (*redis.Options, *redis.ClusterOptions, error) {
 	return ro, nil, nil
 }
 
+// Redis timeouts where the URL is silent. go-redis's own (5 s dial, 3 s
+// read and write, 4 s for a pooled connection, three retries with backoff)
+// hold a call 10 to 20 s on a Redis that accepts connections but does not
+// answer; these answer store_unavailable within about 2 s. A URL parameter
+// of the same name (dial_timeout, read_timeout, write_timeout,
+// pool_timeout, max_retries) keeps its value.
+const (
+	redisDialTimeout  = time.Second
+	redisReadTimeout  = time.Second
+	redisWriteTimeout = time.Second
+	redisPoolTimeout  = time.Second
+	redisMaxRetries   = 1
+)
+
+// redisDefaults sets the timeouts and retries the URL u does not name on
+// whichever of ro and co is not nil.
+func redisDefaults(u string, ro *redis.Options, co *redis.ClusterOptions) {
+	named := map[string]bool{}
+	if parsed, err := url.Parse(u); err == nil {
+		for k := range parsed.Query() {
+			named[k] = true
+		}
+	}
+	set := func(key string, field *time.Duration, d time.Duration) {
+		if !named[key] {
+			*field = d
+		}
+	}
+	switch {
+	case ro != nil:
+		set("dial_timeout", &ro.DialTimeout, redisDialTimeout)
+		set("read_timeout", &ro.ReadTimeout, redisReadTimeout)
+		set("write_timeout", &ro.WriteTimeout, redisWriteTimeout)
+		set("pool_timeout", &ro.PoolTimeout, redisPoolTimeout)
+		if !named["max_retries"] {
+			ro.MaxRetries = redisMaxRetries
+		}
+	case co != nil:
+		set("dial_timeout", &co.DialTimeout, redisDialTimeout)
+		set("read_timeout", &co.ReadTimeout, redisReadTimeout)
+		set("write_timeout", &co.WriteTimeout, redisWriteTimeout)
+		set("pool_timeout", &co.PoolTimeout, redisPoolTimeout)
+		if !named["max_retries"] {
+			co.MaxRetries = redisMaxRetries
+		}
+	}
+}
+
 // openStore builds the run store of --store (validated by buildDeps) and
 // returns it with its close function. A Redis that does not answer yet is
 // logged, not fatal: /readyz reports it until it does.
@@ -50,6 +99,7 @@ func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 		return store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
 	}
 	ro, co, _ := redisOptions(o.storeURL)
+	redisDefaults(o.storeURL, ro, co)
 	redis.SetLogger(redisLog{log}) // go-redis logs process-wide; send it to ours
 	var c redis.UniversalClient
 	if co != nil {

@@ -60,3 +60,41 @@ func TestRedisOptions(t *testing.T) {
 		t.Errorf("dial_timeout=1s gave DialTimeout %v", ro.DialTimeout)
 	}
 }
+
+// TestRedisDefaults: timeouts and retries the URL does not name take the
+// gateway's short defaults; those it names keep the URL's value.
+func TestRedisDefaults(t *testing.T) {
+	type got struct {
+		dial, read, write, pool time.Duration
+		retries                 int
+	}
+	short := got{time.Second, time.Second, time.Second, time.Second, 1}
+	tests := []struct {
+		url  string
+		want got
+	}{
+		{"redis://127.0.0.1:6379/0", short},
+		{"redis://127.0.0.1:6379/0?read_timeout=5s&max_retries=4", got{time.Second, 5 * time.Second, time.Second, time.Second, 4}},
+		{"redis://h:6379/0?dial_timeout=3s&write_timeout=2s&pool_timeout=7s", got{3 * time.Second, time.Second, 2 * time.Second, 7 * time.Second, 1}},
+		{"redis://node1:7000?addr=node2:7000", short},
+		{"redis://node1:7000?addr=node2:7000&read_timeout=4s&max_retries=0", got{time.Second, 4 * time.Second, time.Second, time.Second, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			ro, co, err := redisOptions(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			redisDefaults(tt.url, ro, co)
+			var g got
+			if ro != nil {
+				g = got{ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout, ro.MaxRetries}
+			} else {
+				g = got{co.DialTimeout, co.ReadTimeout, co.WriteTimeout, co.PoolTimeout, co.MaxRetries}
+			}
+			if g != tt.want {
+				t.Errorf("got %+v, want %+v", g, tt.want)
+			}
+		})
+	}
+}
