@@ -23,7 +23,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/problem"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 const hostToken = "host-secret"
@@ -44,7 +44,7 @@ func hostServer(t *testing.T, agent http.Handler) *httptest.Server {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	core := gateway.New(gateway.Config{Store: store.NewMemory(store.MemoryOptions{MaxRuns: 10}), Logger: log})
+	core := gateway.New(gateway.Config{Store: memstore.New(memstore.Options{MaxRuns: 10}), Logger: log})
 	d := &handlers.Deps{Core: core, HostToken: hostToken, Logger: log}
 	srv := httptest.NewServer(c.Public(handlers.HostRouter(d, handlers.NewHost(d), spec, c.Mount)))
 	t.Cleanup(srv.Close)
@@ -409,7 +409,7 @@ func (s *syncBuf) String() string {
 func TestProxyKeepsTheRequestID(t *testing.T) {
 	logs := &syncBuf{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	core := gateway.New(gateway.Config{Store: store.NewMemory(store.MemoryOptions{MaxRuns: 10}), Logger: log})
+	core := gateway.New(gateway.Config{Store: memstore.New(memstore.Options{MaxRuns: 10}), Logger: log})
 	d := &handlers.Deps{Core: core, HostToken: hostToken, Logger: log}
 	agentSpec, err := handlers.LoadSpec("agent")
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/mcpface"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 	"github.com/loom-gateway/gateway/web"
@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	errc := make(chan error, 2)
 	go func() { errc <- serve(agentSrv, agentConns.listener(agentLn)) }()
 	go func() { errc <- serve(hostSrv, hostConns.listener(hostLn)) }()
-	if mem, ok := st.(*store.Memory); ok {
+	if mem, ok := st.(*memstore.Store); ok {
 		go sweep(ctx, mem)
 	}
 	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
@@ -465,7 +465,7 @@ func serve(srv *http.Server, ln net.Listener) error {
 }
 
 // sweep drops expired runs from the memory store once a minute.
-func sweep(ctx context.Context, m *store.Memory) {
+func sweep(ctx context.Context, m *memstore.Store) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {

@@ -12,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/internal/gateway"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/store/redisstore"
 )
 
 var (
-	_ gateway.Store         = (*store.Memory)(nil)
-	_ gateway.Store         = (*store.Redis)(nil)
-	_ gateway.DeleteWatcher = (*store.Redis)(nil)
+	_ gateway.Store         = (*memstore.Store)(nil)
+	_ gateway.Store         = (*redisstore.Store)(nil)
+	_ gateway.DeleteWatcher = (*redisstore.Store)(nil)
 )
 
 // redisOptions parses a --store redis:// or rediss:// URL with go-redis.
@@ -96,7 +97,7 @@ func redisDefaults(u string, ro *redis.Options, co *redis.ClusterOptions) {
 // logged, not fatal: /readyz reports it until it does.
 func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 	if o.storeURL == "memory" {
-		return store.NewMemory(store.MemoryOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
+		return memstore.New(memstore.Options{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
 	}
 	ro, co, _ := redisOptions(o.storeURL)
 	redisDefaults(o.storeURL, ro, co)
@@ -107,7 +108,7 @@ func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 	} else {
 		c = redis.NewClient(ro)
 	}
-	s := store.NewRedis(c, store.RedisOptions{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses})
+	s := redisstore.New(c, redisstore.Options{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := s.Ping(ctx); err != nil {

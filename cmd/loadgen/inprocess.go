@@ -16,7 +16,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/loom"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // startInProcess serves the gateway's agent and host handlers, wired as
@@ -41,7 +41,7 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 	const hostToken = "loadgen-host-token-0123456789abcdef"
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gc := gateway.Config{
-		Store:            store.NewMemory(store.MemoryOptions{MaxRuns: 10000}),
+		Store:            memstore.New(memstore.Options{MaxRuns: 10000}),
 		Loom:             cfg,
 		LoomPath:         cfg.CLIPath,
 		Env:              loom.Env(cfg, "/usr/bin:/bin", true),

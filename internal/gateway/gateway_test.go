@@ -12,22 +12,22 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/problem"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // Compile-time checks that the concrete types satisfy what the core
 // consumes.
 var (
-	_ Store  = (*store.Memory)(nil)
+	_ Store  = (*memstore.Store)(nil)
 	_ Runner = (*loom.CLI)(nil)
 	_ Runner = (*loomtest.Fake)(nil)
 )
 
 // newCore is a core over the sample loom and a memory store, offering
 // every tool, with a run "r" whose token it returns.
-func newCore(t *testing.T, run func(ctx context.Context, argv, env []string) (loom.Output, error)) (*Service, *store.Memory, string) {
+func newCore(t *testing.T, run func(ctx context.Context, argv, env []string) (loom.Output, error)) (*Service, *memstore.Store, string) {
 	t.Helper()
-	st := store.NewMemory(store.MemoryOptions{})
+	st := memstore.New(memstore.Options{})
 	cfg := &loom.Config{CLIPath: "/usr/bin/loom", Transport: loom.Transport{Kind: loom.TransportDirect, InstanceDir: "/srv/loom", RunID: "t"}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // blockingLoom is a runner that reports when a call started and then waits
@@ -116,7 +117,7 @@ func TestClientGoneMidCall(t *testing.T) {
 
 // hookedStore calls hook before the n-th Run of the run it watches.
 type hookedStore struct {
-	*store.Memory
+	*memstore.Store
 	id   string
 	n    atomic.Int32
 	at   int32
@@ -127,7 +128,7 @@ func (s *hookedStore) Run(ctx context.Context, id string) (store.Run, error) {
 	if id == s.id && s.n.Add(1) == s.at {
 		s.hook()
 	}
-	return s.Memory.Run(ctx, id)
+	return s.Store.Run(ctx, id)
 }
 
 // TestRunDeletedAfterAuth deletes the run between the token check (the
@@ -143,8 +144,8 @@ func TestRunDeletedAfterAuth(t *testing.T) {
 			t.Errorf("DELETE = %d %s", rec.Code, rec.Body)
 		}
 	}
-	g = newTestGateway(t, gatewayOptions{WrapStore: func(m *store.Memory) gateway.Store {
-		hs.Memory = m
+	g = newTestGateway(t, gatewayOptions{WrapStore: func(m *memstore.Store) gateway.Store {
+		hs.Store = m
 		return hs
 	}})
 	_, tok := g.createRun(t, `{"runId":"r"}`)

@@ -14,9 +14,11 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/store/redisstore"
 )
 
-var _ gateway.DeleteWatcher = (*store.Redis)(nil)
+var _ gateway.DeleteWatcher = (*redisstore.Store)(nil)
 
 // fakeWatcher is a DeleteWatcher the test drives: each function sent on
 // events is called with the watch, on WatchDeletes' goroutine.
@@ -206,7 +208,7 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 	down := &downStore{}
 	g := newTestGateway(t, gatewayOptions{
 		RunFunc:   blockingLoom(started, loomtest.Fail(loom.ErrCancelled)),
-		WrapStore: func(m *store.Memory) gateway.Store { down.Memory = m; return down },
+		WrapStore: func(m *memstore.Store) gateway.Store { down.Store = m; return down },
 	})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
 	rc := make(chan *httptest.ResponseRecorder, 1)
@@ -223,7 +225,7 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 
 // downStore answers ErrStoreUnavailable to Run while down is set.
 type downStore struct {
-	*store.Memory
+	*memstore.Store
 	down atomic.Bool
 }
 
@@ -231,5 +233,5 @@ func (s *downStore) Run(ctx context.Context, id string) (store.Run, error) {
 	if s.down.Load() {
 		return store.Run{}, fmt.Errorf("test: %w", store.ErrStoreUnavailable)
 	}
-	return s.Memory.Run(ctx, id)
+	return s.Store.Run(ctx, id)
 }

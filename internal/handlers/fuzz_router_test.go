@@ -33,6 +33,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // FuzzAgentRouter sends arbitrary requests (method, path, Authorization,
@@ -183,7 +184,7 @@ type fuzzGateway struct {
 	a, b  fuzzRun
 	dir   string
 	ceil  ifc.Ceiling
-	store *store.Memory
+	store *memstore.Store
 }
 
 type fuzzRun struct{ id, token string }
@@ -206,7 +207,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 	if err := cfg.Validate(); err != nil {
 		f.Fatal(err)
 	}
-	st := store.NewMemory(store.MemoryOptions{})
+	st := memstore.New(memstore.Options{})
 	fake := &loomtest.Fake{RunFunc: func(_ context.Context, argv, env []string) (loom.Output, error) {
 		if strings.Contains(strings.Join(argv[1:], " "), "crash") {
 			return loom.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec " + argv[0] + ": " + fuzzMarkerStderr)}

@@ -22,13 +22,13 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/problem"
-	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // Compile-time checks that the concrete types satisfy the interfaces the
 // handlers consume (STYLE 4).
 var (
-	_ gateway.Store  = (*store.Memory)(nil)
+	_ gateway.Store  = (*memstore.Store)(nil)
 	_ gateway.Runner = (*loom.CLI)(nil)
 	_ gateway.Runner = (*loomtest.Fake)(nil)
 )
@@ -101,7 +101,7 @@ type gatewayOptions struct {
 	// handlers and the store.
 	MaxLabelClauses int
 	// WrapStore, when set, wraps the memory store the handlers use.
-	WrapStore func(*store.Memory) gateway.Store
+	WrapStore func(*memstore.Store) gateway.Store
 	// Registry, when set, gets the gateway's metrics (NewMetrics), and
 	// the store is instrumented as in production.
 	Registry      prometheus.Registerer
@@ -169,7 +169,7 @@ func (d *testDeps) lazy(pick func() http.Handler) http.Handler {
 // testGateway is both routers over one set of deps.
 type testGateway struct {
 	deps  *testDeps
-	store *store.Memory
+	store *memstore.Store
 	fake  *loomtest.Fake
 	clock *fakeClock
 	logs  *syncBuffer
@@ -188,7 +188,7 @@ func testConfig() *loom.Config {
 func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	t.Helper()
 	clock := &fakeClock{now: testStart}
-	st := store.NewMemory(store.MemoryOptions{Now: clock.Now, MaxLabelClauses: opts.MaxLabelClauses})
+	st := memstore.New(memstore.Options{Now: clock.Now, MaxLabelClauses: opts.MaxLabelClauses})
 	fake := &loomtest.Fake{RunFunc: opts.RunFunc}
 	if fake.RunFunc == nil {
 		fake.RunFunc = loomtest.Sample

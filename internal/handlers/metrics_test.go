@@ -20,6 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // matching returns the metrics of family name whose labels include the
@@ -123,7 +124,7 @@ var _ loadReporter = (*loom.CLI)(nil)
 func TestMetricNames(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	if _, err := NewMetrics(reg, nil, store.NewMemory(store.MemoryOptions{})); err != nil {
+	if _, err := NewMetrics(reg, nil, memstore.New(memstore.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	// Only the gauges and pre-set series show before any traffic; a
@@ -150,7 +151,7 @@ func TestMetricNames(t *testing.T) {
 
 func TestGauges(t *testing.T) {
 	t.Parallel()
-	st := store.NewMemory(store.MemoryOptions{})
+	st := memstore.New(memstore.Options{})
 	r := &loadRunner{}
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, r, st)

@@ -25,6 +25,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // logRecords returns the JSON log records of g with message msg.
@@ -192,7 +193,7 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 		{name: "invalid input", tool: loom.Search, body: `{"query":"-x"}`, code: "invalid_input"},
 		{name: "ceiling unavailable", opts: gatewayOptions{ReadCeilingFile: "/nonexistent/ceiling.json"}, tool: loom.Search, body: `{"query":"a"}`, code: "ceiling_unavailable"},
 		{name: "handle limit", opts: gatewayOptions{MaxHandlesPerRun: 1}, tool: loom.Search, body: `{"query":"a"}`, code: "handle_limit_reached", exitCode: ptr(0), loomRan: true},
-		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *store.Memory) gateway.Store {
+		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *memstore.Store) gateway.Store {
 			return failingStore{Store: m, op: "observe", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
 		}}, tool: loom.Search, body: `{"query":"a"}`, code: "store_unavailable", exitCode: ptr(0), loomRan: true, storeOp: "observe"},
 		{name: "describe_handle", tool: "describe_handle", body: `{"token":"cfh:v:22222"}`},
@@ -463,12 +464,12 @@ func TestReadyzReflectsReality(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	down := func(m *store.Memory) gateway.Store {
+	down := func(m *memstore.Store) gateway.Store {
 		return failingStore{Store: m, op: "ping", err: fmt.Errorf("dial: %w", store.ErrStoreUnavailable)}
 	}
 	for _, tt := range []struct {
 		name     string
-		wrap     func(*store.Memory) gateway.Store
+		wrap     func(*memstore.Store) gateway.Store
 		loomPath string
 		status   int
 		checks   map[string]string

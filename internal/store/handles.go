@@ -20,11 +20,11 @@ const (
 	AddressTokenPrefix = "cfh:a:"
 )
 
-// tokenWidth is the number of alphabet characters in a minted token.
-const tokenWidth = 5
+// TokenWidth is the number of alphabet characters in a minted token.
+const TokenWidth = 5
 
 // tokenLen is the length of every minted token ("cfh:v:" + 5).
-const tokenLen = len(ValueTokenPrefix) + tokenWidth
+const tokenLen = len(ValueTokenPrefix) + TokenWidth
 
 // TokenPattern recognises handle tokens in free text: either prefix followed
 // by 5 or more alphabet characters. A match longer than a minted token is
@@ -77,10 +77,10 @@ func inAlphabet(c byte) bool {
 func Identity(r Referent) []byte {
 	n := len(r.Kind) + len(r.Source) + len(r.Value) + len(r.LabelSource) +
 		labelJSONLen(r.Label) + 5*binary.MaxVarintLen64
-	return appendIdentity(make([]byte, 0, n), r)
+	return AppendIdentity(make([]byte, 0, n), r)
 }
 
-func appendIdentity(b []byte, r Referent) []byte {
+func AppendIdentity(b []byte, r Referent) []byte {
 	b = appendField(b, r.Kind)
 	b = appendField(b, r.Source)
 	b = binary.AppendUvarint(b, uint64(len(r.Value)))
@@ -144,12 +144,12 @@ func appendLabelJSON(b []byte, l ifc.Label) []byte {
 // a store retries with 1, 2, ... while the token is held by a different
 // identity. Tokens are deterministic per run and unrelated across runs.
 func MintToken(runID string, identity []byte, attempt int) string {
-	s := tokenSuffix(runID, identity, attempt)
+	s := TokenSuffix(runID, identity, attempt)
 	return string(append([]byte(ValueTokenPrefix), s[:]...))
 }
 
-// tokenSuffix is the 5-character suffix MintToken writes.
-func tokenSuffix(runID string, identity []byte, attempt int) [tokenWidth]byte {
+// TokenSuffix is the 5-character suffix MintToken writes.
+func TokenSuffix(runID string, identity []byte, attempt int) [TokenWidth]byte {
 	h := sha256.New()
 	h.Write([]byte(runID))
 	h.Write([]byte{0})
@@ -161,22 +161,22 @@ func tokenSuffix(runID string, identity []byte, attempt int) [tokenWidth]byte {
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	return suffixOf(&sum)
+	return SuffixOf(&sum)
 }
 
-// suffixOf maps the first 5 bytes of a digest onto the alphabet.
-func suffixOf(sum *[sha256.Size]byte) [tokenWidth]byte {
-	var s [tokenWidth]byte
+// SuffixOf maps the first 5 bytes of a digest onto the alphabet.
+func SuffixOf(sum *[sha256.Size]byte) [TokenWidth]byte {
+	var s [TokenWidth]byte
 	for i := range s {
 		s[i] = tokenAlphabet[int(sum[i])%len(tokenAlphabet)]
 	}
 	return s
 }
 
-// tokenKey returns the suffix of a minted-width value token, and false for
+// TokenKey returns the suffix of a minted-width value token, and false for
 // anything else (which no store holds).
-func tokenKey(token string) ([tokenWidth]byte, bool) {
-	var k [tokenWidth]byte
+func TokenKey(token string) ([TokenWidth]byte, bool) {
+	var k [TokenWidth]byte
 	if len(token) != tokenLen || !IsValueToken(token) {
 		return k, false
 	}

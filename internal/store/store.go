@@ -1,11 +1,15 @@
 // Package store owns the per-run state of the gateway: the run and its token
 // hash, ceiling and model-context label, the output sequence, the call log,
-// the handle table and the result. Store is the whole storage contract;
-// Memory is the embedded default. Every implementation passes
+// the handle table and the result, and the handle token grammar. Store is
+// the whole storage contract; its implementations live apart, so what
+// reads these types links no database client: memstore (the embedded
+// default) and redisstore (shared by replicas). Every implementation passes
 // storetest.Run.
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -224,4 +228,26 @@ type DeleteWatch struct {
 	// be reached, refuses the subscription or drops it). The watch goes on
 	// retrying; the error wraps ErrStoreUnavailable.
 	Failed func(err error)
+}
+
+// CompareRuns is the order Store.Runs lists runs in: by creation time, then
+// by id.
+func CompareRuns(a, b Run) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// CloneConfidentiality returns a copy of c that shares no bytes with it;
+// nil stays nil.
+func CloneConfidentiality(c ifc.Confidentiality) ifc.Confidentiality {
+	if c == nil {
+		return nil
+	}
+	out := make(ifc.Confidentiality, len(c))
+	for i, x := range c {
+		out[i] = ifc.Clause(bytes.Clone(x))
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // The Redis store keeps calls, referents, results and the label lists of a
@@ -277,7 +278,7 @@ func decodeTime(rec []byte) (time.Time, error) {
 
 // encodeReferent writes a referent without its token (the token is the
 // field it is stored under).
-func encodeReferent(r Referent) []byte {
+func encodeReferent(r store.Referent) []byte {
 	e := newEncoder()
 	e.str(r.Kind)
 	e.str(r.Source)
@@ -287,9 +288,9 @@ func encodeReferent(r Referent) []byte {
 	return e.b
 }
 
-func decodeReferent(rec []byte, token string) (Referent, error) {
+func decodeReferent(rec []byte, token string) (store.Referent, error) {
 	d := newDecoder(rec)
-	r := Referent{Token: token}
+	r := store.Referent{Token: token}
 	r.Kind = d.str()
 	r.Source = d.str()
 	r.Value = d.bytes()
@@ -298,7 +299,7 @@ func decodeReferent(rec []byte, token string) (Referent, error) {
 	return r, d.done()
 }
 
-func encodeCall(c Call) []byte {
+func encodeCall(c store.Call) []byte {
 	e := newEncoder()
 	e.str(c.OutputID)
 	e.str(c.Tool)
@@ -332,9 +333,9 @@ func encodeCall(c Call) []byte {
 	return e.b
 }
 
-func decodeCall(rec []byte) (Call, error) {
+func decodeCall(rec []byte) (store.Call, error) {
 	d := newDecoder(rec)
-	var c Call
+	var c store.Call
 	c.OutputID = d.str()
 	c.Tool = d.str()
 	c.Status = d.str()
@@ -352,7 +353,7 @@ func decodeCall(rec []byte) (Call, error) {
 	c.Duration = time.Duration(d.varint())
 	c.StartedAt = d.time()
 	if n, isNil := d.listLen(); !isNil {
-		c.Entries = make([]CallEntry, n)
+		c.Entries = make([]store.CallEntry, n)
 		for i := range c.Entries {
 			x := &c.Entries[i]
 			x.Status = d.str()
@@ -372,7 +373,7 @@ func decodeCall(rec []byte) (Call, error) {
 	return c, d.done()
 }
 
-func encodeResult(r Result) []byte {
+func encodeResult(r store.Result) []byte {
 	e := newEncoder()
 	e.bytes(r.Value)
 	e.listLen(len(r.Documents), r.Documents == nil)
@@ -388,12 +389,12 @@ func encodeResult(r Result) []byte {
 	return e.b
 }
 
-func decodeResult(rec []byte) (Result, error) {
+func decodeResult(rec []byte) (store.Result, error) {
 	d := newDecoder(rec)
-	var r Result
+	var r store.Result
 	r.Value = d.bytes()
 	if n, isNil := d.listLen(); !isNil {
-		r.Documents = make([]Document, n)
+		r.Documents = make([]store.Document, n)
 		for i := range r.Documents {
 			doc := &r.Documents[i]
 			doc.ID = d.str()

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // Timing of WatchDeletes (fields of Redis, so that tests can shorten them).
@@ -30,15 +32,15 @@ var (
 )
 
 // deletedChannel is the pub/sub channel of run deletions.
-func (s *Redis) deletedChannel() string { return s.prefix + "deleted" }
+func (s *Store) deletedChannel() string { return s.prefix + "deleted" }
 
 // deletedMessage is what DeleteRun publishes for the run id: the store's
 // origin and the id, nothing else.
-func (s *Redis) deletedMessage(id string) string { return s.origin + " " + id }
+func (s *Store) deletedMessage(id string) string { return s.origin + " " + id }
 
 // deletedRun returns the run id of a delete message published by another
 // store, and false for one of this store's own or a malformed one.
-func (s *Redis) deletedRun(msg string) (string, bool) {
+func (s *Store) deletedRun(msg string) (string, bool) {
 	origin, id, ok := strings.Cut(msg, " ")
 	if !ok || origin == s.origin || id == "" {
 		return "", false
@@ -70,7 +72,7 @@ func (s *Redis) deletedRun(msg string) (string, bool) {
 // The Redis user of the gateway needs SUBSCRIBE and PUBLISH on the
 // channel. Without them deletes still work (the publish is not checked)
 // and w.Failed reports the refused subscription each time it is tried.
-func (s *Redis) WatchDeletes(ctx context.Context, w DeleteWatch) {
+func (s *Store) WatchDeletes(ctx context.Context, w store.DeleteWatch) {
 	backoff := s.watchBackoff
 	for {
 		subscribed, err := s.watchOnce(ctx, w)
@@ -78,7 +80,7 @@ func (s *Redis) WatchDeletes(ctx context.Context, w DeleteWatch) {
 			return
 		}
 		if w.Failed != nil {
-			w.Failed(fmt.Errorf("store: redis watch deletes: %w: %w", ErrStoreUnavailable, err))
+			w.Failed(fmt.Errorf("store: redis watch deletes: %w: %w", store.ErrStoreUnavailable, err))
 		}
 		if subscribed {
 			backoff = s.watchBackoff
@@ -97,7 +99,7 @@ func (s *Redis) WatchDeletes(ctx context.Context, w DeleteWatch) {
 // watchOnce is one subscription of WatchDeletes, from SUBSCRIBE to its
 // first failure (returned), or until ctx is done (nil). subscribed reports
 // whether Redis confirmed it.
-func (s *Redis) watchOnce(ctx context.Context, w DeleteWatch) (subscribed bool, err error) {
+func (s *Store) watchOnce(ctx context.Context, w store.DeleteWatch) (subscribed bool, err error) {
 	channel := s.deletedChannel()
 	// Subscribe sends SUBSCRIBE when it can connect; when it cannot, the
 	// first receive below tries again and returns the error.

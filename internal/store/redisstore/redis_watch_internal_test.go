@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // watchLog records one WatchDeletes and stops it at the test's end.
@@ -22,14 +24,14 @@ type watchLog struct {
 	failed     []error
 }
 
-func startWatch(t *testing.T, s *Redis) *watchLog {
+func startWatch(t *testing.T, s *Store) *watchLog {
 	t.Helper()
 	l := &watchLog{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.WatchDeletes(ctx, DeleteWatch{
+		s.WatchDeletes(ctx, store.DeleteWatch{
 			Deleted:    func(id string) { l.mu.Lock(); l.deleted = append(l.deleted, id); l.mu.Unlock() },
 			Subscribed: func() { l.mu.Lock(); l.subscribed++; l.mu.Unlock() },
 			Failed:     func(err error) { l.mu.Lock(); l.failed = append(l.failed, err); l.mu.Unlock() },
@@ -66,11 +68,11 @@ func (l *watchLog) waitFor(t *testing.T, what string, cond func(l *watchLog) boo
 }
 
 // deleteThrough creates and deletes a run through s.
-func deleteThrough(t *testing.T, s *Redis, id string) {
+func deleteThrough(t *testing.T, s *Store, id string) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	if err := s.CreateRun(ctx, Run{ID: id, TokenHash: HashToken(id), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if err := s.CreateRun(ctx, store.Run{ID: id, TokenHash: store.HashToken(id), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteRun(ctx, id); err != nil {
@@ -84,7 +86,7 @@ func deleteThrough(t *testing.T, s *Redis, id string) {
 func TestRedisWatchIdle(t *testing.T) {
 	s, c := internalRedis(t)
 	s.watchIdle = 50 * time.Millisecond
-	other := NewRedis(c, RedisOptions{Prefix: s.prefix})
+	other := New(c, Options{Prefix: s.prefix})
 	l := startWatch(t, s)
 	l.waitFor(t, "the subscription", func(l *watchLog) bool { return l.subscribed == 1 })
 	time.Sleep(time.Second) // 20 idle periods
@@ -108,8 +110,8 @@ func TestRedisWatchReconnects(t *testing.T) {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	prefix := name + ":"
-	s := NewRedis(c, RedisOptions{Prefix: prefix})
-	other := NewRedis(admin, RedisOptions{Prefix: prefix})
+	s := New(c, Options{Prefix: prefix})
+	other := New(admin, Options{Prefix: prefix})
 
 	l := startWatch(t, s)
 	l.waitFor(t, "the subscription", func(l *watchLog) bool { return l.subscribed == 1 })
@@ -140,7 +142,7 @@ func TestRedisWatchReconnects(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, err := range l.failed {
-		if !errors.Is(err, ErrStoreUnavailable) {
+		if !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Errorf("failure %v, want ErrStoreUnavailable", err)
 		}
 	}
@@ -263,9 +265,9 @@ func TestRedisWatchDeadConnection(t *testing.T) {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	prefix := fmt.Sprintf("loom-gateway-itest:%d:", time.Now().UnixNano())
-	s := NewRedis(c, RedisOptions{Prefix: prefix})
+	s := New(c, Options{Prefix: prefix})
 	s.watchIdle = 200 * time.Millisecond
-	other := NewRedis(admin, RedisOptions{Prefix: prefix})
+	other := New(admin, Options{Prefix: prefix})
 
 	l := startWatch(t, s)
 	l.waitFor(t, "the subscription", func(l *watchLog) bool { return l.subscribed == 1 })
@@ -275,7 +277,7 @@ func TestRedisWatchDeadConnection(t *testing.T) {
 	l.mu.Lock()
 	first := l.failed[0]
 	l.mu.Unlock()
-	if !errors.Is(first, ErrStoreUnavailable) || !strings.Contains(first.Error(), errNoPong.Error()) {
+	if !errors.Is(first, store.ErrStoreUnavailable) || !strings.Contains(first.Error(), errNoPong.Error()) {
 		t.Errorf("first failure %v, want ErrStoreUnavailable and %q", first, errNoPong)
 	}
 	proxy.unstall()

@@ -1,4 +1,4 @@
-package store
+package redisstore
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // internalRedis returns a store on the test Redis under a prefix of its
 // own, or skips the test.
-func internalRedis(t *testing.T) (*Redis, *redis.Client) {
+func internalRedis(t *testing.T) (*Store, *redis.Client) {
 	t.Helper()
 	c := redis.NewClient(testRedisOptions(t))
 	prefix := fmt.Sprintf("loom-gateway-itest:%d:", time.Now().UnixNano())
@@ -29,7 +31,7 @@ func internalRedis(t *testing.T) (*Redis, *redis.Client) {
 		}
 		c.Close()
 	})
-	return NewRedis(c, RedisOptions{Prefix: prefix}), c
+	return New(c, Options{Prefix: prefix}), c
 }
 
 // testRedisOptions returns the options of the test server's URL
@@ -49,12 +51,12 @@ func testRedisOptions(t *testing.T) *redis.Options {
 
 // colliding returns two referents of the run whose first tokens collide,
 // found by the birthday bound (a few thousand tries in 30^5 tokens).
-func colliding(t *testing.T, runID string) (a, b Referent) {
+func colliding(t *testing.T, runID string) (a, b store.Referent) {
 	t.Helper()
-	seen := map[string]Referent{}
+	seen := map[string]store.Referent{}
 	for i := range 200000 {
-		r := Referent{Kind: "document", Source: "loom_search", LabelSource: "row", Value: fmt.Appendf(nil, `{"n":%d}`, i)}
-		tok := MintToken(runID, Identity(r), 0)
+		r := store.Referent{Kind: "document", Source: "loom_search", LabelSource: "row", Value: fmt.Appendf(nil, `{"n":%d}`, i)}
+		tok := store.MintToken(runID, store.Identity(r), 0)
 		if prev, ok := seen[tok]; ok {
 			return prev, r
 		}
@@ -72,14 +74,14 @@ func TestRedisMintCollision(t *testing.T) {
 	s.candidates = 1
 	ctx := context.Background()
 	a, b := colliding(t, "run-c")
-	want := []string{MintToken("run-c", Identity(a), 0), MintToken("run-c", Identity(b), 1)}
+	want := []string{store.MintToken("run-c", store.Identity(a), 0), store.MintToken("run-c", store.Identity(b), 1)}
 	for _, batched := range []bool{false, true} {
-		if err := s.CreateRun(ctx, Run{ID: "run-c", TokenHash: HashToken("c"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := s.CreateRun(ctx, store.Run{ID: "run-c", TokenHash: store.HashToken("c"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		if batched {
-			toks, err := s.Mint(ctx, "run-c", []Referent{a, b, a}, MintLimits{})
+			toks, err := s.Mint(ctx, "run-c", []store.Referent{a, b, a}, store.MintLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,8 +90,8 @@ func TestRedisMintCollision(t *testing.T) {
 			}
 			got = toks[:2]
 		} else {
-			for _, r := range []Referent{a, b} {
-				toks, err := s.Mint(ctx, "run-c", []Referent{r}, MintLimits{})
+			for _, r := range []store.Referent{a, b} {
+				toks, err := s.Mint(ctx, "run-c", []store.Referent{r}, store.MintLimits{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +101,7 @@ func TestRedisMintCollision(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("batched %v: tokens (-want +got):\n%s", batched, diff)
 		}
-		for i, r := range []Referent{a, b} {
+		for i, r := range []store.Referent{a, b} {
 			h, ok, err := s.Handle(ctx, "run-c", want[i])
 			if err != nil || !ok || string(h.Value) != string(r.Value) {
 				t.Errorf("Handle(%s) = %s, %v, %v, want %s", want[i], h.Value, ok, err, r.Value)
@@ -136,7 +138,7 @@ func TestRedisCreateRunUndo(t *testing.T) {
 	s, c := internalRedis(t)
 	s.maxRuns = 1
 	ctx := context.Background()
-	r := Run{ID: "run-u", TokenHash: HashToken("u"), ExpiresAt: time.Now().Add(time.Hour)}
+	r := store.Run{ID: "run-u", TokenHash: store.HashToken("u"), ExpiresAt: time.Now().Add(time.Hour)}
 
 	opt, err := redis.ParseURL(os.Getenv("LOOM_GATEWAY_TEST_REDIS"))
 	if err != nil {
@@ -145,11 +147,11 @@ func TestRedisCreateRunUndo(t *testing.T) {
 	broken := redis.NewClient(opt)
 	defer broken.Close()
 	broken.AddHook(failScript{sha: scriptCreate.sha})
-	bs := NewRedis(broken, RedisOptions{Prefix: s.prefix, MaxRuns: 1})
-	if err := bs.CreateRun(ctx, r); !errors.Is(err, ErrStoreUnavailable) {
+	bs := New(broken, Options{Prefix: s.prefix, MaxRuns: 1})
+	if err := bs.CreateRun(ctx, r); !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Fatalf("CreateRun(second step fails) = %v, want ErrStoreUnavailable", err)
 	}
-	if _, err := s.Run(ctx, "run-u"); !errors.Is(err, ErrRunNotFound) {
+	if _, err := s.Run(ctx, "run-u"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("Run after the failed create = %v, want ErrRunNotFound", err)
 	}
 	if n, err := c.ZCard(ctx, s.runsKey()).Result(); err != nil || n != 0 {
@@ -169,23 +171,23 @@ func TestRedisExpiryEdges(t *testing.T) {
 	s, c := internalRedis(t)
 	ctx := context.Background()
 	now := time.Now()
-	if err := s.CreateRun(ctx, Run{ID: "past", TokenHash: HashToken("p"), CreatedAt: now, ExpiresAt: now.Add(-time.Second)}); err != nil {
+	if err := s.CreateRun(ctx, store.Run{ID: "past", TokenHash: store.HashToken("p"), CreatedAt: now, ExpiresAt: now.Add(-time.Second)}); err != nil {
 		t.Fatalf("CreateRun(expired) = %v, want nil", err)
 	}
-	if _, err := s.Run(ctx, "past"); !errors.Is(err, ErrRunNotFound) {
+	if _, err := s.Run(ctx, "past"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("Run(created expired) = %v, want ErrRunNotFound", err)
 	}
-	if _, err := s.RunByToken(ctx, HashToken("p")); !errors.Is(err, ErrRunNotFound) {
+	if _, err := s.RunByToken(ctx, store.HashToken("p")); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("RunByToken(created expired) = %v, want ErrRunNotFound", err)
 	}
-	if err := s.CreateRun(ctx, Run{ID: "forever", TokenHash: HashToken("f"), CreatedAt: now}); err != nil {
+	if err := s.CreateRun(ctx, store.Run{ID: "forever", TokenHash: store.HashToken("f"), CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Mint(ctx, "forever", []Referent{{Kind: "document", Value: []byte(`1`)}}, MintLimits{}); err != nil {
+	if _, err := s.Mint(ctx, "forever", []store.Referent{{Kind: "document", Value: []byte(`1`)}}, store.MintLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	k := s.keys("forever")
-	for _, key := range []string{k.run, k.handles, k.order, s.tokKey(HashToken("f"))} {
+	for _, key := range []string{k.run, k.handles, k.order, s.tokKey(store.HashToken("f"))} {
 		if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl != -1 {
 			t.Errorf("PTTL %s = %v, %v, want -1 (no expiry)", key, ttl, err)
 		}
@@ -194,7 +196,7 @@ func TestRedisExpiryEdges(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].ID != "forever" || !runs[0].ExpiresAt.IsZero() {
 		t.Errorf("Runs = %+v, %v, want [forever] with a zero ExpiresAt", runs, err)
 	}
-	if r, err := s.RunByToken(ctx, HashToken("f")); err != nil || r.ID != "forever" {
+	if r, err := s.RunByToken(ctx, store.HashToken("f")); err != nil || r.ID != "forever" {
 		t.Errorf("RunByToken(forever) = %q, %v", r.ID, err)
 	}
 }
@@ -259,14 +261,14 @@ func (p *dropProxy) serve(c net.Conn) {
 func TestRedisWritesNotReplayed(t *testing.T) {
 	s, c := internalRedis(t)
 	ctx := context.Background()
-	if err := s.CreateRun(ctx, Run{ID: "run-w", TokenHash: HashToken("w"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := s.CreateRun(ctx, store.Run{ID: "run-w", TokenHash: store.HashToken("w"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	// Load the scripts, so that the proxy's lost reply is the script's.
 	if _, err := s.NextOutput(ctx, "run-w"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutResult(ctx, "no-such-run", Result{}); !errors.Is(err, ErrRunNotFound) {
+	if err := s.PutResult(ctx, "no-such-run", store.Result{}); !errors.Is(err, store.ErrRunNotFound) {
 		t.Fatal(err)
 	}
 	if _, err := s.Run(ctx, "run-w"); err != nil {
@@ -280,7 +282,7 @@ func TestRedisWritesNotReplayed(t *testing.T) {
 	opt.Addr = p.ln.Addr().String()
 	pc := redis.NewClient(opt)
 	defer pc.Close()
-	ps := NewRedis(pc, RedisOptions{Prefix: s.prefix})
+	ps := New(pc, Options{Prefix: s.prefix})
 	// Each lost reply closes a connection; warm a new one first, so that the
 	// reply lost is the command's and not the connection handshake's.
 	warm := func() {
@@ -292,7 +294,7 @@ func TestRedisWritesNotReplayed(t *testing.T) {
 
 	warm()
 	p.drops.Store(1)
-	if _, err := ps.NextOutput(ctx, "run-w"); !errors.Is(err, ErrStoreUnavailable) {
+	if _, err := ps.NextOutput(ctx, "run-w"); !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Errorf("NextOutput(reply lost) = %v, want ErrStoreUnavailable", err)
 	}
 	if r, err := s.Run(ctx, "run-w"); err != nil || r.Seq != 2 {
@@ -300,7 +302,7 @@ func TestRedisWritesNotReplayed(t *testing.T) {
 	}
 	warm()
 	p.drops.Store(1)
-	if err := ps.PutResult(ctx, "run-w", Result{Value: []byte(`1`)}); !errors.Is(err, ErrStoreUnavailable) {
+	if err := ps.PutResult(ctx, "run-w", store.Result{Value: []byte(`1`)}); !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Errorf("PutResult(reply lost) = %v, want ErrStoreUnavailable", err)
 	}
 	if _, err := s.Result(ctx, "run-w"); err != nil {

@@ -1,4 +1,4 @@
-package store
+package memstore
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
 // fakeClock is a settable clock.
@@ -13,7 +15,7 @@ type fakeClock struct{ now time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.now }
 
-func (m *Memory) sizes() (runs, tokens int) {
+func (m *Store) sizes() (runs, tokens int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.runs), len(m.byToken)
@@ -22,9 +24,9 @@ func (m *Memory) sizes() (runs, tokens int) {
 func TestMemoryExpiryHousekeeping(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	m := NewMemory(MemoryOptions{Now: clock.Now})
+	m := New(Options{Now: clock.Now})
 	for i, life := range []time.Duration{time.Minute, time.Minute, time.Hour, 0} {
-		r := Run{ID: fmt.Sprintf("run-%d", i), TokenHash: HashToken(fmt.Sprint(i)), CreatedAt: clock.now}
+		r := store.Run{ID: fmt.Sprintf("run-%d", i), TokenHash: store.HashToken(fmt.Sprint(i)), CreatedAt: clock.now}
 		if life > 0 {
 			r.ExpiresAt = clock.now.Add(life)
 		}
@@ -38,7 +40,7 @@ func TestMemoryExpiryHousekeeping(t *testing.T) {
 
 	clock.now = clock.now.Add(time.Minute)
 	// A lookup deletes the expired run it meets...
-	if _, err := m.Run(ctx, "run-0"); !errors.Is(err, ErrRunNotFound) {
+	if _, err := m.Run(ctx, "run-0"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Fatalf("Run(expired) = %v", err)
 	}
 	if runs, tokens := m.sizes(); runs != 3 || tokens != 3 {
@@ -63,16 +65,16 @@ func TestMemoryExpiryHousekeeping(t *testing.T) {
 }
 
 func TestMemoryNilNow(t *testing.T) {
-	m := NewMemory(MemoryOptions{})
+	m := New(Options{})
 	ctx := context.Background()
 	now := time.Now()
-	if err := m.CreateRun(ctx, Run{ID: "past", ExpiresAt: now.Add(-time.Second)}); err != nil {
+	if err := m.CreateRun(ctx, store.Run{ID: "past", ExpiresAt: now.Add(-time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CreateRun(ctx, Run{ID: "future", TokenHash: HashToken("f"), ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if err := m.CreateRun(ctx, store.Run{ID: "future", TokenHash: store.HashToken("f"), ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Run(ctx, "past"); !errors.Is(err, ErrRunNotFound) {
+	if _, err := m.Run(ctx, "past"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("Run(expired by the wall clock) = %v, want ErrRunNotFound", err)
 	}
 	if _, err := m.Run(ctx, "future"); err != nil {

@@ -1,4 +1,6 @@
-package store
+// Package redisstore is the run store shared by gateway replicas:
+// store.Store over Redis or Redis Cluster (go-redis).
+package redisstore
 
 import (
 	"context"
@@ -15,12 +17,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
-var _ Store = (*Redis)(nil)
+var _ store.Store = (*Store)(nil)
 
-// RedisOptions configures a Redis store. The zero value is usable.
-type RedisOptions struct {
+// Options configures a Store. The zero value is usable.
+type Options struct {
 	// MaxRuns caps the number of live runs across every replica sharing the
 	// Redis and prefix; <= 0 means no cap.
 	MaxRuns int
@@ -35,10 +38,10 @@ type RedisOptions struct {
 	MaxLabelClauses int
 }
 
-// DefaultRedisPrefix is the key prefix when RedisOptions.Prefix is empty.
+// DefaultRedisPrefix is the key prefix when Options.Prefix is empty.
 const DefaultRedisPrefix = "loom-gateway:"
 
-// Redis is the Store shared by gateway replicas: every run lives in Redis
+// Store is the store.Store shared by gateway replicas: every run lives in Redis
 // (or Redis Cluster), so any replica can serve any run and one can die
 // without losing a run.
 //
@@ -84,7 +87,7 @@ const DefaultRedisPrefix = "loom-gateway:"
 // once (go-redis does not replay them after a lost reply), so a failure
 // never doubles a call, an output number or a result. Redis is safe for
 // concurrent use by any number of goroutines and replicas.
-type Redis struct {
+type Store struct {
 	c       redis.UniversalClient
 	now     func() time.Time
 	maxRuns int
@@ -103,7 +106,7 @@ type Redis struct {
 
 // NewRedis returns a store on the client. The client's options decide
 // addresses, TLS, credentials, pool and timeouts; the store never closes it.
-func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
+func New(client redis.UniversalClient, opts Options) *Store {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -114,7 +117,7 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 	}
 	var o [8]byte
 	_, _ = crand.Read(o[:])
-	return &Redis{c: client, now: now, maxRuns: opts.MaxRuns, maxClauses: opts.MaxLabelClauses, prefix: prefix, candidates: mintCandidates,
+	return &Store{c: client, now: now, maxRuns: opts.MaxRuns, maxClauses: opts.MaxLabelClauses, prefix: prefix, candidates: mintCandidates,
 		origin:    hex.EncodeToString(o[:]),
 		watchIdle: watchIdle, watchBackoff: watchBackoff, watchMaxBackoff: watchMaxBackoff}
 }
@@ -122,7 +125,7 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 // runKeys are the keys of one run.
 type runKeys struct{ run, calls, handles, order, result string }
 
-func (s *Redis) keys(id string) runKeys {
+func (s *Store) keys(id string) runKeys {
 	tag := "{" + id + "}"
 	return runKeys{
 		run:     s.prefix + "run:" + tag,
@@ -133,14 +136,14 @@ func (s *Redis) keys(id string) runKeys {
 	}
 }
 
-func (s *Redis) runsKey() string { return s.prefix + "{idx}runs" }
+func (s *Store) runsKey() string { return s.prefix + "{idx}runs" }
 
-func (s *Redis) tokKey(h TokenHash) string {
+func (s *Store) tokKey(h store.TokenHash) string {
 	return s.prefix + "{idx}tok:" + hex.EncodeToString(h[:])
 }
 
 // nowUS is the store's clock in whole microseconds, as the scripts compare.
-func (s *Redis) nowUS() int64 { return s.now().UnixMicro() }
+func (s *Store) nowUS() int64 { return s.now().UnixMicro() }
 
 // micros is t in microseconds, rounded down like nowUS, so that a run is
 // gone when its ExpiresAt and the clock fall in the same microsecond.
@@ -167,7 +170,7 @@ func (writeCmd) NoRetry() bool { return true }
 
 // eval runs a script by its SHA, loading it when the server does not have
 // it. Writes are sent once (writeCmd); reads may be retried by go-redis.
-func (s *Redis) eval(ctx context.Context, write bool, sc *luaScript, keys []string, args ...any) (any, error) {
+func (s *Store) eval(ctx context.Context, write bool, sc *luaScript, keys []string, args ...any) (any, error) {
 	run := func(name string, first any) (any, error) {
 		a := make([]any, 0, 3+len(keys)+len(args))
 		a = append(a, name, first, len(keys))
@@ -196,13 +199,13 @@ func fail(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("store: redis %s: %w", op, err)
 	}
-	return fmt.Errorf("store: redis %s: %w: %w", op, ErrStoreUnavailable, err)
+	return fmt.Errorf("store: redis %s: %w: %w", op, store.ErrStoreUnavailable, err)
 }
 
 // corrupt reports a reply or record the store cannot read, which only a
 // foreign writer under the same prefix (or a bug) produces.
 func corrupt(op string, err error) error {
-	return fmt.Errorf("store: redis %s: %w: %w", op, ErrStoreUnavailable, err)
+	return fmt.Errorf("store: redis %s: %w: %w", op, store.ErrStoreUnavailable, err)
 }
 
 var errReply = errors.New("store: redis: unexpected reply")
@@ -231,7 +234,7 @@ func asSlice(v any) ([]any, bool) {
 // any reader. If the second step fails, the first is undone; if that fails
 // too (Redis went away in between), the reservation holds the id and a
 // place under MaxRuns until the run's expiry, and nothing else is visible.
-func (s *Redis) CreateRun(ctx context.Context, r Run) error {
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	now := s.nowUS()
 	score, at := "+inf", ""
 	if !r.ExpiresAt.IsZero() {
@@ -245,9 +248,9 @@ func (s *Redis) CreateRun(ctx context.Context, r Run) error {
 	switch n, _ := status(v); n {
 	case 0:
 	case 1:
-		return ErrRunExists
+		return store.ErrRunExists
 	case 2:
-		return ErrRunLimit
+		return store.ErrRunLimit
 	default:
 		return corrupt("create run", errReply)
 	}
@@ -281,35 +284,35 @@ func (s *Redis) CreateRun(ctx context.Context, r Run) error {
 
 // Run returns the run with the id, or ErrRunNotFound or
 // ErrStoreUnavailable.
-func (s *Redis) Run(ctx context.Context, id string) (Run, error) {
+func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 	k := s.keys(id)
 	v, err := s.eval(ctx, false, scriptGet, []string{k.run, k.calls, k.order, k.result}, s.nowUS())
 	if err != nil {
-		return Run{}, fail(ctx, "run", err)
+		return store.Run{}, fail(ctx, "run", err)
 	}
 	return decodeRunReply(id, v)
 }
 
 // decodeRunReply turns scriptGet's reply into a Run.
-func decodeRunReply(id string, v any) (Run, error) {
+func decodeRunReply(id string, v any) (store.Run, error) {
 	if n, ok := status(v); ok && n == -1 {
-		return Run{}, ErrRunNotFound
+		return store.Run{}, store.ErrRunNotFound
 	}
 	a, ok := asSlice(v)
 	if !ok || len(a) != 4 {
-		return Run{}, corrupt("run", errReply)
+		return store.Run{}, corrupt("run", errReply)
 	}
 	fields, ok := asSlice(a[0])
 	if !ok || len(fields)%2 != 0 {
-		return Run{}, corrupt("run", errReply)
+		return store.Run{}, corrupt("run", errReply)
 	}
 	calls, ok1 := status(a[1])
 	handles, ok2 := status(a[2])
 	hasResult, ok3 := status(a[3])
 	if !ok1 || !ok2 || !ok3 {
-		return Run{}, corrupt("run", errReply)
+		return store.Run{}, corrupt("run", errReply)
 	}
-	r := Run{ID: id, Calls: int(calls), Handles: int(handles), HasResult: hasResult == 1}
+	r := store.Run{ID: id, Calls: int(calls), Handles: int(handles), HasResult: hasResult == 1}
 	var err error
 	for i := 0; i < len(fields) && err == nil; i += 2 {
 		name, _ := fields[i].(string)
@@ -339,36 +342,36 @@ func decodeRunReply(id string, v any) (Run, error) {
 		}
 	}
 	if err != nil {
-		return Run{}, corrupt("run", err)
+		return store.Run{}, corrupt("run", err)
 	}
 	return r, nil
 }
 
 // RunByToken returns the live run whose token hashes to h, or
 // ErrRunNotFound or ErrStoreUnavailable.
-func (s *Redis) RunByToken(ctx context.Context, h TokenHash) (Run, error) {
+func (s *Store) RunByToken(ctx context.Context, h store.TokenHash) (store.Run, error) {
 	id, err := s.c.Get(ctx, s.tokKey(h)).Result()
 	if errors.Is(err, redis.Nil) {
-		return Run{}, ErrRunNotFound
+		return store.Run{}, store.ErrRunNotFound
 	}
 	if err != nil {
-		return Run{}, fail(ctx, "run by token", err)
+		return store.Run{}, fail(ctx, "run by token", err)
 	}
 	r, err := s.Run(ctx, id)
 	if err != nil {
-		return Run{}, err
+		return store.Run{}, err
 	}
 	// The index may still name an id whose run was since recreated with
 	// another token.
 	if r.TokenHash != h {
-		return Run{}, ErrRunNotFound
+		return store.Run{}, store.ErrRunNotFound
 	}
 	return r, nil
 }
 
 // Runs returns the live runs, oldest CreatedAt first, ties by ID, or
 // ErrStoreUnavailable.
-func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
+func (s *Store) Runs(ctx context.Context) ([]store.Run, error) {
 	now := s.nowUS()
 	ids, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{
 		Key: s.runsKey(), ByScore: true, Start: "(" + strconv.FormatInt(now, 10), Stop: "+inf",
@@ -377,7 +380,7 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 		return nil, fail(ctx, "runs", err)
 	}
 	if len(ids) == 0 {
-		return []Run{}, nil
+		return []store.Run{}, nil
 	}
 	// One pipeline of EVALSHA (go-redis splits it by slot on a Cluster);
 	// if a server lacks the script, load it everywhere and go again.
@@ -390,7 +393,7 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 			}
 			return nil
 		})
-		out := make([]Run, 0, len(ids))
+		out := make([]store.Run, 0, len(ids))
 		for i, cmd := range cmds {
 			v, err := cmd.Result()
 			if err != nil && !loaded && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -404,7 +407,7 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 				return nil, fail(ctx, "runs", err)
 			}
 			r, err := decodeRunReply(ids[i], v)
-			if errors.Is(err, ErrRunNotFound) {
+			if errors.Is(err, store.ErrRunNotFound) {
 				continue // deleted meanwhile, or a reservation not yet written
 			}
 			if err != nil {
@@ -413,7 +416,7 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 			out = append(out, r)
 		}
 		if out != nil {
-			slices.SortFunc(out, compareRuns)
+			slices.SortFunc(out, store.CompareRuns)
 			return out, nil
 		}
 	}
@@ -424,7 +427,7 @@ func (s *Redis) Runs(ctx context.Context) ([]Run, error) {
 // the run id to the other stores' WatchDeletes; its index entries in a
 // second one (if that fails, they name a run that is gone, which no reader
 // returns, until the run's expiry).
-func (s *Redis) DeleteRun(ctx context.Context, id string) error {
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	k := s.keys(id)
 	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result},
 		s.nowUS(), s.deletedChannel(), s.deletedMessage(id))
@@ -432,13 +435,13 @@ func (s *Redis) DeleteRun(ctx context.Context, id string) error {
 		return fail(ctx, "delete run", err)
 	}
 	if n, ok := status(v); ok && n == -1 {
-		return ErrRunNotFound
+		return store.ErrRunNotFound
 	}
 	tok, ok := v.(string)
 	if !ok || len(tok) != sha256.Size {
 		return corrupt("delete run", errReply)
 	}
-	var h TokenHash
+	var h store.TokenHash
 	copy(h[:], tok)
 	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h)}, id); err != nil {
 		return fail(ctx, "delete run", err)
@@ -450,7 +453,7 @@ func (s *Redis) DeleteRun(ctx context.Context, id string) error {
 
 // NextOutput increments the run's output sequence and returns it, or
 // ErrRunNotFound or ErrStoreUnavailable.
-func (s *Redis) NextOutput(ctx context.Context, id string) (int64, error) {
+func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 	v, err := s.eval(ctx, true, scriptNext, []string{s.keys(id).run}, s.nowUS())
 	if err != nil {
 		return 0, fail(ctx, "next output", err)
@@ -460,7 +463,7 @@ func (s *Redis) NextOutput(ctx context.Context, id string) (int64, error) {
 	case !ok:
 		return 0, corrupt("next output", errReply)
 	case n == -1:
-		return 0, ErrRunNotFound
+		return 0, store.ErrRunNotFound
 	}
 	return n, nil
 }
@@ -475,7 +478,7 @@ const maxSwaps = 1000
 // ErrStoreUnavailable. The join is computed here and written with a
 // compare-and-set: when another caller changed the label in between, it is
 // joined again on the new value, so no observation is lost.
-func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
+func (s *Store) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
 	key := []string{s.keys(id).run}
 	v, err := s.eval(ctx, false, scriptLabel, key, s.nowUS())
 	if err != nil {
@@ -483,7 +486,7 @@ func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 	}
 	for attempt := 0; ; attempt++ {
 		if n, ok := status(v); ok && n == -1 {
-			return nil, ErrRunNotFound
+			return nil, store.ErrRunNotFound
 		}
 		cur, ok := v.(string)
 		if !ok {
@@ -497,17 +500,17 @@ func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 		}
 		next := ifc.JoinModelContext(prev, conf)
 		if s.maxClauses > 0 && len(next) > s.maxClauses {
-			return nil, ErrLabelLimit
+			return nil, store.ErrLabelLimit
 		}
 		var rec []byte
 		if len(next) > 0 {
 			rec = encodeConf(next)
 		}
 		if string(rec) == cur {
-			return cloneConf(next), nil // nothing to write; the read was live
+			return store.CloneConfidentiality(next), nil // nothing to write; the read was live
 		}
 		if attempt == maxSwaps {
-			return nil, fmt.Errorf("store: redis observe: %w: label changed %d times in a row", ErrStoreUnavailable, maxSwaps)
+			return nil, fmt.Errorf("store: redis observe: %w: label changed %d times in a row", store.ErrStoreUnavailable, maxSwaps)
 		}
 		if attempt > 2 {
 			time.Sleep(time.Duration(rand.Int64N(int64(attempt) * int64(50*time.Microsecond))))
@@ -517,7 +520,7 @@ func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 			return nil, fail(ctx, "observe", err)
 		}
 		if n, ok := status(v); ok && n == 0 {
-			return cloneConf(next), nil
+			return store.CloneConfidentiality(next), nil
 		}
 		if a, ok := asSlice(v); ok && len(a) == 1 {
 			v = a[0] // the label another caller wrote: join again
@@ -527,7 +530,7 @@ func (s *Redis) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 
 // AppendCall records c in the run's call log, or returns ErrRunNotFound or
 // ErrStoreUnavailable.
-func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
+func (s *Store) AppendCall(ctx context.Context, id string, c store.Call) error {
 	k := s.keys(id)
 	v, err := s.eval(ctx, true, scriptAppendCall, []string{k.run, k.calls}, s.nowUS(), encodeCall(c))
 	if err != nil {
@@ -537,7 +540,7 @@ func (s *Redis) AppendCall(ctx context.Context, id string, c Call) error {
 	case 0:
 		return nil
 	case -1:
-		return ErrRunNotFound
+		return store.ErrRunNotFound
 	}
 	return corrupt("append call", errReply)
 }
@@ -552,11 +555,11 @@ const callsPage = 1000
 // long log never holds Redis up in one step; the log only grows while the
 // run lives, so the pages are one consistent slice. A run deleted, or
 // deleted and recreated, between pages answers ErrRunNotFound.
-func (s *Redis) CallsPage(ctx context.Context, id string, after, limit int) ([]Call, int, error) {
+func (s *Store) CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error) {
 	k := s.keys(id)
 	after = max(after, 0)
 	var (
-		out   []Call
+		out   []store.Call
 		tok   string
 		total int
 		end   = -1 // the index past the page's last record, once known
@@ -574,7 +577,7 @@ func (s *Redis) CallsPage(ctx context.Context, id string, after, limit int) ([]C
 			return nil, 0, fail(ctx, "calls", err)
 		}
 		if n, ok := status(v); ok && n == -1 {
-			return nil, 0, ErrRunNotFound
+			return nil, 0, store.ErrRunNotFound
 		}
 		a, ok := asSlice(v)
 		if !ok || len(a) != 3 {
@@ -592,12 +595,12 @@ func (s *Redis) CallsPage(ctx context.Context, id string, after, limit int) ([]C
 			if limit > 0 && limit < end-after {
 				end = after + limit
 			}
-			out = make([]Call, 0, end-after)
+			out = make([]store.Call, 0, end-after)
 			if len(recs) > end-after {
 				return nil, 0, corrupt("calls", errReply)
 			}
 		} else if t != tok || int(n) < total || len(recs) != stop-start+1 {
-			return nil, 0, ErrRunNotFound // another run under the id now
+			return nil, 0, store.ErrRunNotFound // another run under the id now
 		}
 		for _, x := range recs {
 			rec, _ := x.(string)
@@ -626,7 +629,7 @@ const (
 // Mint registers refs (Token ignored) in one atomic step and returns their
 // tokens in order (see Store.Mint). It returns ErrRunNotFound,
 // ErrHandleLimit with nothing registered, or ErrStoreUnavailable.
-func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLimits) ([]string, error) {
+func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
 	// Per referent: the dedupe key (the digest of the first-attempt
 	// preimage, as Memory keys it), the record and its ReferentBytes
 	// (computed here, so both stores count alike); candidates follow.
@@ -635,7 +638,7 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLi
 	recs := make([][]byte, len(refs))
 	var buf []byte
 	for i := range refs {
-		identities[i] = Identity(refs[i])
+		identities[i] = store.Identity(refs[i])
 		buf = append(append(append(buf[:0], id...), 0), identities[i]...)
 		digests[i] = sha256.Sum256(buf)
 		recs[i] = encodeReferent(refs[i])
@@ -646,10 +649,10 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLi
 		args := make([]any, 0, 4+len(refs)*(3+cands))
 		args = append(args, s.nowUS(), lim.Handles, lim.Bytes, cands)
 		for i := range refs {
-			first := suffixOf(&digests[i])
-			args = append(args, digests[i][:], recs[i], ReferentBytes(refs[i]), first[:])
+			first := store.SuffixOf(&digests[i])
+			args = append(args, digests[i][:], recs[i], store.ReferentBytes(refs[i]), first[:])
 			for attempt := 1; attempt < cands; attempt++ {
-				suf := tokenSuffix(id, identities[i], attempt)
+				suf := store.TokenSuffix(id, identities[i], attempt)
 				args = append(args, string(suf[:]))
 			}
 		}
@@ -660,9 +663,9 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLi
 		if n, ok := status(v); ok {
 			switch {
 			case n == -1:
-				return nil, ErrRunNotFound
+				return nil, store.ErrRunNotFound
 			case n == 2:
-				return nil, ErrHandleLimit
+				return nil, store.ErrHandleLimit
 			case n == 3 && cands < maxCandidates:
 				continue
 			}
@@ -675,10 +678,10 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLi
 		toks := make([]string, len(refs))
 		for i := range toks {
 			suf, _ := a[1+i].(string)
-			if len(suf) != tokenWidth {
+			if len(suf) != store.TokenWidth {
 				return nil, corrupt("mint", errReply)
 			}
-			toks[i] = ValueTokenPrefix + suf
+			toks[i] = store.ValueTokenPrefix + suf
 		}
 		return toks, nil
 	}
@@ -686,14 +689,14 @@ func (s *Redis) Mint(ctx context.Context, id string, refs []Referent, lim MintLi
 
 // Handles returns the run's referents in minting order, or ErrRunNotFound
 // or ErrStoreUnavailable.
-func (s *Redis) Handles(ctx context.Context, id string) ([]Referent, error) {
+func (s *Store) Handles(ctx context.Context, id string) ([]store.Referent, error) {
 	k := s.keys(id)
 	v, err := s.eval(ctx, false, scriptHandles, []string{k.run, k.handles, k.order}, s.nowUS())
 	if err != nil {
 		return nil, fail(ctx, "handles", err)
 	}
 	if n, ok := status(v); ok && n == -1 {
-		return nil, ErrRunNotFound
+		return nil, store.ErrRunNotFound
 	}
 	a, ok := asSlice(v)
 	if !ok || len(a) != 2 {
@@ -704,11 +707,11 @@ func (s *Redis) Handles(ctx context.Context, id string) ([]Referent, error) {
 	if !ok1 || !ok2 || len(toks) != len(recs) {
 		return nil, corrupt("handles", errReply)
 	}
-	out := make([]Referent, len(toks))
+	out := make([]store.Referent, len(toks))
 	for i := range toks {
 		suf, _ := toks[i].(string)
 		rec, _ := recs[i].(string)
-		if out[i], err = decodeReferent([]byte(rec), ValueTokenPrefix+suf); err != nil {
+		if out[i], err = decodeReferent([]byte(rec), store.ValueTokenPrefix+suf); err != nil {
 			return nil, corrupt("handles", err)
 		}
 	}
@@ -717,33 +720,33 @@ func (s *Redis) Handles(ctx context.Context, id string) ([]Referent, error) {
 
 // Handle returns the referent with the token and true, false if the run
 // holds no such token, or ErrRunNotFound or ErrStoreUnavailable.
-func (s *Redis) Handle(ctx context.Context, id, token string) (Referent, bool, error) {
+func (s *Store) Handle(ctx context.Context, id, token string) (store.Referent, bool, error) {
 	suf := ""
-	if key, ok := tokenKey(token); ok {
+	if key, ok := store.TokenKey(token); ok {
 		suf = string(key[:])
 	}
 	k := s.keys(id)
 	v, err := s.eval(ctx, false, scriptHandle, []string{k.run, k.handles}, s.nowUS(), suf)
 	if err != nil {
-		return Referent{}, false, fail(ctx, "handle", err)
+		return store.Referent{}, false, fail(ctx, "handle", err)
 	}
 	if n, ok := status(v); ok {
 		switch n {
 		case -1:
-			return Referent{}, false, ErrRunNotFound
+			return store.Referent{}, false, store.ErrRunNotFound
 		case 0:
-			return Referent{}, false, nil
+			return store.Referent{}, false, nil
 		}
-		return Referent{}, false, corrupt("handle", errReply)
+		return store.Referent{}, false, corrupt("handle", errReply)
 	}
 	a, ok := asSlice(v)
 	if !ok || len(a) != 1 {
-		return Referent{}, false, corrupt("handle", errReply)
+		return store.Referent{}, false, corrupt("handle", errReply)
 	}
 	rec, _ := a[0].(string)
 	r, err := decodeReferent([]byte(rec), token)
 	if err != nil {
-		return Referent{}, false, corrupt("handle", err)
+		return store.Referent{}, false, corrupt("handle", err)
 	}
 	return r, true, nil
 }
@@ -752,7 +755,7 @@ func (s *Redis) Handle(ctx context.Context, id, token string) (Referent, bool, e
 
 // PutResult stores the run's result. It returns ErrRunNotFound,
 // ErrResultExists if one is stored, or ErrStoreUnavailable.
-func (s *Redis) PutResult(ctx context.Context, id string, res Result) error {
+func (s *Store) PutResult(ctx context.Context, id string, res store.Result) error {
 	k := s.keys(id)
 	v, err := s.eval(ctx, true, scriptPutResult, []string{k.run, k.result}, s.nowUS(), encodeResult(res))
 	if err != nil {
@@ -762,47 +765,47 @@ func (s *Redis) PutResult(ctx context.Context, id string, res Result) error {
 	case 0:
 		return nil
 	case 1:
-		return ErrResultExists
+		return store.ErrResultExists
 	case -1:
-		return ErrRunNotFound
+		return store.ErrRunNotFound
 	}
 	return corrupt("put result", errReply)
 }
 
 // Result returns the run's result, or ErrRunNotFound, ErrNoResult or
 // ErrStoreUnavailable.
-func (s *Redis) Result(ctx context.Context, id string) (Result, error) {
+func (s *Store) Result(ctx context.Context, id string) (store.Result, error) {
 	k := s.keys(id)
 	v, err := s.eval(ctx, false, scriptResult, []string{k.run, k.result}, s.nowUS())
 	if err != nil {
-		return Result{}, fail(ctx, "result", err)
+		return store.Result{}, fail(ctx, "result", err)
 	}
 	if n, ok := status(v); ok {
 		switch n {
 		case -1:
-			return Result{}, ErrRunNotFound
+			return store.Result{}, store.ErrRunNotFound
 		case 0:
-			return Result{}, ErrNoResult
+			return store.Result{}, store.ErrNoResult
 		}
-		return Result{}, corrupt("result", errReply)
+		return store.Result{}, corrupt("result", errReply)
 	}
 	a, ok := asSlice(v)
 	if !ok || len(a) != 1 {
-		return Result{}, corrupt("result", errReply)
+		return store.Result{}, corrupt("result", errReply)
 	}
 	rec, _ := a[0].(string)
 	res, err := decodeResult([]byte(rec))
 	if err != nil {
-		return Result{}, corrupt("result", err)
+		return store.Result{}, corrupt("result", err)
 	}
 	return res, nil
 }
 
 // Ping reports whether Redis answers; any failure, the context's included,
 // wraps ErrStoreUnavailable.
-func (s *Redis) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	if err := s.c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("store: redis ping: %w: %w", ErrStoreUnavailable, err)
+		return fmt.Errorf("store: redis ping: %w: %w", store.ErrStoreUnavailable, err)
 	}
 	return nil
 }

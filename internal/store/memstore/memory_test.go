@@ -1,15 +1,16 @@
-package store_test
+package memstore_test
 
 import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
 )
 
 func TestMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
-		return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now})
+		return memstore.New(memstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now})
 	})
 }
 
@@ -20,6 +21,6 @@ func TestMemoryRealTime(t *testing.T) {
 			if cfg.Now != nil {
 				t.Fatal("RealTime: Config.Now is set")
 			}
-			return store.NewMemory(store.MemoryOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses})
+			return memstore.New(memstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses})
 		})
 }

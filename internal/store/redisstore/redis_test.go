@@ -1,4 +1,4 @@
-package store_test
+package redisstore_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/redisstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
 )
 
@@ -76,7 +77,7 @@ func TestRedis(t *testing.T) {
 	url := redisURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
 		c := redisClient(t, url)
-		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: testPrefix(t, c)})
+		return redisstore.New(c, redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: testPrefix(t, c)})
 	})
 }
 
@@ -87,7 +88,7 @@ func TestRedisRealTime(t *testing.T) {
 	storetest.RunOptions(t, storetest.Options{RealTime: true, TTL: time.Second},
 		func(t *testing.T, cfg storetest.Config) store.Store {
 			c := redisClient(t, url)
-			return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Prefix: testPrefix(t, c)})
+			return redisstore.New(c, redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Prefix: testPrefix(t, c)})
 		})
 }
 
@@ -98,7 +99,7 @@ func TestRedisKeysExpire(t *testing.T) {
 	ctx := context.Background()
 	c := redisClient(t, url)
 	prefix := testPrefix(t, c)
-	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	s := redisstore.New(c, redisstore.Options{Prefix: prefix})
 	now := time.Now()
 	r := store.Run{ID: "short", TokenHash: store.HashToken("t"), CreatedAt: now, ExpiresAt: now.Add(300 * time.Millisecond)}
 	if err := s.CreateRun(ctx, r); err != nil {
@@ -160,7 +161,7 @@ func closedPortClient(t *testing.T) *redis.Client {
 // went away.
 func TestRedisUnavailable(t *testing.T) {
 	c := closedPortClient(t)
-	s := store.NewRedis(c, store.RedisOptions{MaxRuns: 10})
+	s := redisstore.New(c, redisstore.Options{MaxRuns: 10})
 	ctx := context.Background()
 
 	calls := map[string]func(ctx context.Context) error{
@@ -220,9 +221,9 @@ func TestRedisReplicas(t *testing.T) {
 	ctx := context.Background()
 	ca, cb := redisClient(t, url), redisClient(t, url)
 	prefix := testPrefix(t, ca)
-	replicas := []*store.Redis{
-		store.NewRedis(ca, store.RedisOptions{Prefix: prefix}),
-		store.NewRedis(cb, store.RedisOptions{Prefix: prefix}),
+	replicas := []*redisstore.Store{
+		redisstore.New(ca, redisstore.Options{Prefix: prefix}),
+		redisstore.New(cb, redisstore.Options{Prefix: prefix}),
 	}
 	now := time.Now()
 	run := store.Run{ID: "shared", TokenHash: store.HashToken("shared"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -372,7 +373,7 @@ func TestRedisReplicas(t *testing.T) {
 // TestRedisSizing measures what runs and handles take in Redis, for the
 // README's sizing figures. It runs only when asked:
 //
-//	LOOM_GATEWAY_REDIS_SIZING=1 go test -run TestRedisSizing -v ./internal/store/
+//	LOOM_GATEWAY_REDIS_SIZING=1 go test -run TestRedisSizing -v ./internal/store/redisstore/
 //
 // It reports MEMORY USAGE (SAMPLES 0) of the keys per run and per handle,
 // and the used_memory delta of INFO memory (the latter is only meaningful
@@ -390,7 +391,7 @@ func TestRedisSizing(t *testing.T) {
 	ctx := context.Background()
 	c := redisClient(t, url)
 	prefix := testPrefix(t, c)
-	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	s := redisstore.New(c, redisstore.Options{Prefix: prefix})
 	usedMemory := func() int64 {
 		info, err := c.InfoMap(ctx, "memory").Result()
 		if err != nil {
@@ -515,7 +516,7 @@ func TestRedisCluster(t *testing.T) {
 				t.Errorf("cleanup: %v", err)
 			}
 		})
-		return store.NewRedis(c, store.RedisOptions{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: prefix})
+		return redisstore.New(c, redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: prefix})
 	})
 }
 
@@ -525,7 +526,7 @@ func redisReplicas(t *testing.T, url string) (a, b storetest.Watcher) {
 	t.Helper()
 	ca, cb := redisClient(t, url), redisClient(t, url)
 	prefix := testPrefix(t, ca)
-	return store.NewRedis(ca, store.RedisOptions{Prefix: prefix}), store.NewRedis(cb, store.RedisOptions{Prefix: prefix})
+	return redisstore.New(ca, redisstore.Options{Prefix: prefix}), redisstore.New(cb, redisstore.Options{Prefix: prefix})
 }
 
 func TestRedisWatch(t *testing.T) {
@@ -541,8 +542,8 @@ func TestRedisClusterWatch(t *testing.T) {
 	storetest.RunWatch(t, func(t *testing.T) (a, b storetest.Watcher) {
 		prefix := "loom-gateway-test:" + randomHex(t, 6) + ":"
 		// Every run of the suite is deleted: no key is left to drop.
-		return store.NewRedis(redisClusterClient(t, url), store.RedisOptions{Prefix: prefix}),
-			store.NewRedis(redisClusterClient(t, url), store.RedisOptions{Prefix: prefix})
+		return redisstore.New(redisClusterClient(t, url), redisstore.Options{Prefix: prefix}),
+			redisstore.New(redisClusterClient(t, url), redisstore.Options{Prefix: prefix})
 	})
 }
 
@@ -554,7 +555,7 @@ func TestRedisDeleteMessage(t *testing.T) {
 	ctx := context.Background()
 	c := redisClient(t, url)
 	prefix := testPrefix(t, c)
-	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	s := redisstore.New(c, redisstore.Options{Prefix: prefix})
 	ps := c.Subscribe(ctx, prefix+"deleted")
 	t.Cleanup(func() { ps.Close() })
 	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil { // the subscription
@@ -603,7 +604,7 @@ func TestRedisDeleteMessage(t *testing.T) {
 		t.Errorf("received %v after the deletes, want nothing", m)
 	}
 	// Another store publishes under another id.
-	s2 := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	s2 := redisstore.New(c, redisstore.Options{Prefix: prefix})
 	if err := s2.CreateRun(ctx, store.Run{ID: "run-8", TokenHash: store.HashToken("8"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +625,7 @@ func TestRedisDeleteMessage(t *testing.T) {
 // by the backoff, and WatchDeletes returns when its context ends.
 func TestRedisWatchUnavailable(t *testing.T) {
 	c := closedPortClient(t)
-	s := store.NewRedis(c, store.RedisOptions{})
+	s := redisstore.New(c, redisstore.Options{})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
@@ -683,7 +684,7 @@ func TestRedisWatchRefused(t *testing.T) {
 	opt.Username, opt.Password = user, pass
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
-	s := store.NewRedis(c, store.RedisOptions{Prefix: prefix})
+	s := redisstore.New(c, redisstore.Options{Prefix: prefix})
 
 	wctx, cancel := context.WithCancel(ctx)
 	failed := make(chan error, 100)

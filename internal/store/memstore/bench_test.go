@@ -1,4 +1,4 @@
-package store_test
+package memstore_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // benchRef is a search row of about 230 bytes under a one-clause label, the
@@ -36,7 +37,7 @@ func benchRefs(n int) []store.Referent {
 	return rs
 }
 
-func benchRun(b *testing.B, m *store.Memory, id string) {
+func benchRun(b *testing.B, m *memstore.Store, id string) {
 	b.Helper()
 	now := time.Now()
 	err := m.CreateRun(context.Background(), store.Run{
@@ -53,9 +54,9 @@ func benchRun(b *testing.B, m *store.Memory, id string) {
 
 // filled returns a store holding one run with the first n of rs minted, in
 // batches of 50, and the tokens.
-func filled(b *testing.B, rs []store.Referent) (*store.Memory, []string) {
+func filled(b *testing.B, rs []store.Referent) (*memstore.Store, []string) {
 	b.Helper()
-	m := store.NewMemory(store.MemoryOptions{})
+	m := memstore.New(memstore.Options{})
 	benchRun(b, m, "run-1")
 	toks := make([]string, 0, len(rs))
 	for i := 0; i < len(rs); i += 50 {
@@ -137,7 +138,7 @@ func BenchmarkMemoryPerRun(b *testing.B) {
 	var total float64
 	for b.Loop() {
 		before := heapInUse()
-		m := store.NewMemory(store.MemoryOptions{})
+		m := memstore.New(memstore.Options{})
 		for _, id := range ids {
 			benchRun(b, m, id)
 		}

@@ -1,8 +1,9 @@
-package store
+// Package memstore is the run store of one gateway process: store.Store
+// over maps in memory, lost when the process ends.
+package memstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"slices"
@@ -12,12 +13,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/store"
 )
 
-var _ Store = (*Memory)(nil)
+var _ store.Store = (*Store)(nil)
 
-// MemoryOptions configures a Memory. The zero value is usable.
-type MemoryOptions struct {
+// Options configures a Store. The zero value is usable.
+type Options struct {
 	// MaxRuns caps the number of live runs; <= 0 means no cap.
 	MaxRuns int
 	// MaxLabelClauses caps the clauses of a run's model-context label
@@ -28,72 +30,72 @@ type MemoryOptions struct {
 	Now func() time.Time
 }
 
-// Memory is the in-process Store: every run lives in one map under one
+// Store is the in-process store.Store: every run lives in one map under one
 // mutex, and every method copies values in and out, so nothing a caller
 // holds aliases the store. An expired run is deleted by the first method
 // that meets it, or by Sweep. The context arguments are ignored: no method
-// blocks on anything but the lock. Memory is safe for concurrent use.
-type Memory struct {
+// blocks on anything but the lock. Store is safe for concurrent use.
+type Store struct {
 	now     func() time.Time
 	maxRuns int
-	// maxClauses is MemoryOptions.MaxLabelClauses.
+	// maxClauses is Options.MaxLabelClauses.
 	maxClauses int
 
 	mu      sync.Mutex
 	runs    map[string]*memRun
-	byToken map[TokenHash]*memRun
+	byToken map[store.TokenHash]*memRun
 }
 
 // memRun is a run and its state. Counters are kept in run.
 type memRun struct {
-	run     Run
-	calls   []Call
-	handles []Referent
+	run     store.Run
+	calls   []store.Call
+	handles []store.Referent
 	// ids maps the SHA-256 of run ID "\x00" Identity (the first-attempt
 	// token preimage) to the referent's index in handles; tokens maps a
 	// token suffix to the same.
 	ids    map[[sha256.Size]byte]int32
-	tokens map[[tokenWidth]byte]int32
-	result *Result
+	tokens map[[store.TokenWidth]byte]int32
+	result *store.Result
 }
 
-// NewMemory returns an empty Memory.
-func NewMemory(opts MemoryOptions) *Memory {
+// New returns an empty Store.
+func New(opts Options) *Store {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{
+	return &Store{
 		now:        now,
 		maxRuns:    opts.MaxRuns,
 		maxClauses: opts.MaxLabelClauses,
 		runs:       make(map[string]*memRun),
-		byToken:    make(map[TokenHash]*memRun),
+		byToken:    make(map[store.TokenHash]*memRun),
 	}
 }
 
 // expired reports whether the run is gone at now. A zero ExpiresAt never
 // expires.
-func expired(r *Run, now time.Time) bool {
+func expired(r *store.Run, now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now)
 }
 
 // live returns the live run with the id, deleting it if it has expired.
 // m.mu must be held.
-func (m *Memory) live(id string, now time.Time) (*memRun, error) {
+func (m *Store) live(id string, now time.Time) (*memRun, error) {
 	r := m.runs[id]
 	if r == nil {
-		return nil, ErrRunNotFound
+		return nil, store.ErrRunNotFound
 	}
 	if expired(&r.run, now) {
 		m.remove(r)
-		return nil, ErrRunNotFound
+		return nil, store.ErrRunNotFound
 	}
 	return r, nil
 }
 
 // remove deletes a run from both indexes. m.mu must be held.
-func (m *Memory) remove(r *memRun) {
+func (m *Store) remove(r *memRun) {
 	delete(m.runs, r.run.ID)
 	if m.byToken[r.run.TokenHash] == r {
 		delete(m.byToken, r.run.TokenHash)
@@ -101,7 +103,7 @@ func (m *Memory) remove(r *memRun) {
 }
 
 // sweep removes every expired run and returns how many. m.mu must be held.
-func (m *Memory) sweep(now time.Time) int {
+func (m *Store) sweep(now time.Time) int {
 	n := 0
 	for _, r := range m.runs {
 		if expired(&r.run, now) {
@@ -114,7 +116,7 @@ func (m *Memory) sweep(now time.Time) int {
 
 // Sweep removes every expired run and returns how many it removed. Expired
 // runs are invisible without it; Sweep only gives their memory back.
-func (m *Memory) Sweep() int {
+func (m *Store) Sweep() int {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -124,7 +126,7 @@ func (m *Memory) Sweep() int {
 // CreateRun stores a copy of r with its counters zeroed. It returns
 // ErrRunExists if a live run has the id or the token hash, and ErrRunLimit
 // if MaxRuns live runs are stored.
-func (m *Memory) CreateRun(_ context.Context, r Run) error {
+func (m *Store) CreateRun(_ context.Context, r store.Run) error {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -133,13 +135,13 @@ func (m *Memory) CreateRun(_ context.Context, r Run) error {
 			continue
 		}
 		if !expired(&old.run, now) {
-			return ErrRunExists
+			return store.ErrRunExists
 		}
 		m.remove(old)
 	}
 	if m.maxRuns > 0 && len(m.runs) >= m.maxRuns {
 		if m.sweep(now); len(m.runs) >= m.maxRuns {
-			return ErrRunLimit
+			return store.ErrRunLimit
 		}
 	}
 	nr := &memRun{run: cloneRun(r)}
@@ -151,41 +153,41 @@ func (m *Memory) CreateRun(_ context.Context, r Run) error {
 }
 
 // Run returns a copy of the run, or ErrRunNotFound.
-func (m *Memory) Run(_ context.Context, id string) (Run, error) {
+func (m *Store) Run(_ context.Context, id string) (store.Run, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.live(id, now)
 	if err != nil {
-		return Run{}, err
+		return store.Run{}, err
 	}
 	return cloneRun(r.run), nil
 }
 
 // RunByToken returns a copy of the live run whose token hashes to h, or
 // ErrRunNotFound.
-func (m *Memory) RunByToken(_ context.Context, h TokenHash) (Run, error) {
+func (m *Store) RunByToken(_ context.Context, h store.TokenHash) (store.Run, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.byToken[h]
 	if r == nil {
-		return Run{}, ErrRunNotFound
+		return store.Run{}, store.ErrRunNotFound
 	}
 	if expired(&r.run, now) {
 		m.remove(r)
-		return Run{}, ErrRunNotFound
+		return store.Run{}, store.ErrRunNotFound
 	}
 	return cloneRun(r.run), nil
 }
 
 // Runs returns copies of the live runs, oldest CreatedAt first, ties by
 // ID.
-func (m *Memory) Runs(_ context.Context) ([]Run, error) {
+func (m *Store) Runs(_ context.Context) ([]store.Run, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Run, 0, len(m.runs))
+	out := make([]store.Run, 0, len(m.runs))
 	for _, r := range m.runs {
 		if expired(&r.run, now) {
 			m.remove(r)
@@ -193,20 +195,13 @@ func (m *Memory) Runs(_ context.Context) ([]Run, error) {
 		}
 		out = append(out, cloneRun(r.run))
 	}
-	slices.SortFunc(out, compareRuns)
+	slices.SortFunc(out, store.CompareRuns)
 	return out, nil
-}
-
-func compareRuns(a, b Run) int {
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ID, b.ID)
 }
 
 // DeleteRun removes the run with its call log, handles and result, or
 // returns ErrRunNotFound.
-func (m *Memory) DeleteRun(_ context.Context, id string) error {
+func (m *Store) DeleteRun(_ context.Context, id string) error {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -219,7 +214,7 @@ func (m *Memory) DeleteRun(_ context.Context, id string) error {
 }
 
 // NextOutput increments the run's Seq and returns it, or ErrRunNotFound.
-func (m *Memory) NextOutput(_ context.Context, id string) (int64, error) {
+func (m *Store) NextOutput(_ context.Context, id string) (int64, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -234,7 +229,7 @@ func (m *Memory) NextOutput(_ context.Context, id string) (int64, error) {
 // Observe replaces the run's ModelContext by
 // ifc.JoinModelContext(ModelContext, conf) and returns a copy of it, or
 // ErrRunNotFound.
-func (m *Memory) Observe(_ context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
+func (m *Store) Observe(_ context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -244,15 +239,15 @@ func (m *Memory) Observe(_ context.Context, id string, conf ifc.Confidentiality)
 	}
 	next := ifc.JoinModelContext(r.run.ModelContext, conf)
 	if m.maxClauses > 0 && len(next) > m.maxClauses {
-		return nil, ErrLabelLimit
+		return nil, store.ErrLabelLimit
 	}
-	r.run.ModelContext = cloneConf(next)
-	return cloneConf(r.run.ModelContext), nil
+	r.run.ModelContext = store.CloneConfidentiality(next)
+	return store.CloneConfidentiality(r.run.ModelContext), nil
 }
 
 // AppendCall appends a copy of c to the run's call log, or returns
 // ErrRunNotFound.
-func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
+func (m *Store) AppendCall(_ context.Context, id string, c store.Call) error {
 	c = cloneCall(c) // before the lock: the copy may be large
 	now := m.now()
 	m.mu.Lock()
@@ -273,11 +268,11 @@ func (m *Memory) AppendCall(_ context.Context, id string, c Call) error {
 // again (AppendCall stores a copy and only appends past the end), so the
 // page is copied after the lock is released, and a long log does not hold
 // up the store.
-func (m *Memory) CallsPage(_ context.Context, id string, after, limit int) ([]Call, int, error) {
+func (m *Store) CallsPage(_ context.Context, id string, after, limit int) ([]store.Call, int, error) {
 	now := m.now()
 	m.mu.Lock()
 	r, err := m.live(id, now)
-	var log []Call
+	var log []store.Call
 	if err == nil {
 		log = r.calls[:len(r.calls):len(r.calls)]
 	}
@@ -289,7 +284,7 @@ func (m *Memory) CallsPage(_ context.Context, id string, after, limit int) ([]Ca
 	if limit > 0 && limit < len(page) {
 		page = page[:limit]
 	}
-	out := make([]Call, len(page))
+	out := make([]store.Call, len(page))
 	for i, c := range page {
 		out[i] = cloneCall(c)
 	}
@@ -300,7 +295,7 @@ func (m *Memory) CallsPage(_ context.Context, id string, after, limit int) ([]Ca
 // order (see Store.Mint). Identities are compared by the SHA-256 of the
 // run id and Identity. It returns ErrRunNotFound, or ErrHandleLimit with nothing
 // registered.
-func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLimits) ([]string, error) {
+func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
 	// Hash outside the lock; under it only the table is consulted. The
 	// preimage of a first-attempt token, runID "\x00" Identity, also
 	// identifies the referent within the run, so its digest is both the
@@ -310,7 +305,7 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 	for i := range refs {
 		buf = append(buf[:0], id...)
 		buf = append(buf, 0)
-		buf = appendIdentity(buf, refs[i])
+		buf = store.AppendIdentity(buf, refs[i])
 		keys[i] = sha256.Sum256(buf)
 	}
 
@@ -326,10 +321,10 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 	// touching the table, so that a refusal leaves it as it was.
 	idx := make([]int32, len(refs))
 	var (
-		fresh      []int                                    // indices into refs of new identities, first occurrence only
-		freshKeys  map[[sha256.Size]byte]int                // identity -> position in fresh
-		freshToks  map[[tokenWidth]byte]struct{}            // tokens taken by fresh
-		freshToken = make([][tokenWidth]byte, 0, len(refs)) // parallel to fresh
+		fresh      []int                                          // indices into refs of new identities, first occurrence only
+		freshKeys  map[[sha256.Size]byte]int                      // identity -> position in fresh
+		freshToks  map[[store.TokenWidth]byte]struct{}            // tokens taken by fresh
+		freshToken = make([][store.TokenWidth]byte, 0, len(refs)) // parallel to fresh
 	)
 	for i := range refs {
 		key := &keys[i]
@@ -341,7 +336,7 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 			idx[i] = -1 - int32(f)
 			continue
 		}
-		tok := suffixOf(key)
+		tok := store.SuffixOf(key)
 		var identity []byte
 		for attempt := 1; ; attempt++ {
 			_, held := r.tokens[tok]
@@ -350,13 +345,13 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 				break
 			}
 			if identity == nil {
-				identity = Identity(refs[i])
+				identity = store.Identity(refs[i])
 			}
-			tok = tokenSuffix(id, identity, attempt)
+			tok = store.TokenSuffix(id, identity, attempt)
 		}
 		if freshKeys == nil {
 			freshKeys = make(map[[sha256.Size]byte]int)
-			freshToks = make(map[[tokenWidth]byte]struct{})
+			freshToks = make(map[[store.TokenWidth]byte]struct{})
 		}
 		idx[i] = -1 - int32(len(fresh))
 		freshKeys[*key] = len(fresh)
@@ -366,15 +361,15 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 	}
 	if len(fresh) > 0 {
 		if lim.Handles > 0 && len(r.handles)+len(fresh) > lim.Handles {
-			return nil, ErrHandleLimit
+			return nil, store.ErrHandleLimit
 		}
 		if lim.Bytes > 0 {
 			held := r.run.HandleBytes
 			for _, i := range fresh {
 				// Stops at the first referent past the cap, so held
 				// cannot overflow.
-				if held += ReferentBytes(refs[i]); held > lim.Bytes {
-					return nil, ErrHandleLimit
+				if held += store.ReferentBytes(refs[i]); held > lim.Bytes {
+					return nil, store.ErrHandleLimit
 				}
 			}
 		}
@@ -382,17 +377,17 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 
 	if len(fresh) > 0 && r.ids == nil {
 		r.ids = make(map[[sha256.Size]byte]int32, len(fresh))
-		r.tokens = make(map[[tokenWidth]byte]int32, len(fresh))
+		r.tokens = make(map[[store.TokenWidth]byte]int32, len(fresh))
 	}
 	base := int32(len(r.handles))
 	for f, i := range fresh {
 		ref := cloneReferent(refs[i])
-		ref.Token = ValueTokenPrefix + string(freshToken[f][:])
+		ref.Token = store.ValueTokenPrefix + string(freshToken[f][:])
 		j := base + int32(f)
 		r.handles = append(r.handles, ref)
 		r.ids[keys[i]] = j
 		r.tokens[freshToken[f]] = j
-		r.run.HandleBytes += ReferentBytes(ref)
+		r.run.HandleBytes += store.ReferentBytes(ref)
 	}
 	r.run.Handles = len(r.handles)
 
@@ -408,7 +403,7 @@ func (m *Memory) Mint(_ context.Context, id string, refs []Referent, lim MintLim
 
 // Handles returns copies of the run's referents in minting order, or
 // ErrRunNotFound.
-func (m *Memory) Handles(_ context.Context, id string) ([]Referent, error) {
+func (m *Store) Handles(_ context.Context, id string) ([]store.Referent, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -416,7 +411,7 @@ func (m *Memory) Handles(_ context.Context, id string) ([]Referent, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Referent, len(r.handles))
+	out := make([]store.Referent, len(r.handles))
 	for i, h := range r.handles {
 		out[i] = cloneReferent(h)
 	}
@@ -425,28 +420,28 @@ func (m *Memory) Handles(_ context.Context, id string) ([]Referent, error) {
 
 // Handle returns a copy of the referent with the token and true, false if
 // the run holds no such token, or ErrRunNotFound.
-func (m *Memory) Handle(_ context.Context, id, token string) (Referent, bool, error) {
+func (m *Store) Handle(_ context.Context, id, token string) (store.Referent, bool, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.live(id, now)
 	if err != nil {
-		return Referent{}, false, err
+		return store.Referent{}, false, err
 	}
-	k, ok := tokenKey(token)
+	k, ok := store.TokenKey(token)
 	if !ok {
-		return Referent{}, false, nil
+		return store.Referent{}, false, nil
 	}
 	j, ok := r.tokens[k]
 	if !ok {
-		return Referent{}, false, nil
+		return store.Referent{}, false, nil
 	}
 	return cloneReferent(r.handles[j]), true, nil
 }
 
 // PutResult stores a copy of res as the run's result. It returns
 // ErrRunNotFound, or ErrResultExists if a result is stored.
-func (m *Memory) PutResult(_ context.Context, id string, res Result) error {
+func (m *Store) PutResult(_ context.Context, id string, res store.Result) error {
 	res = cloneResult(res)
 	now := m.now()
 	m.mu.Lock()
@@ -456,7 +451,7 @@ func (m *Memory) PutResult(_ context.Context, id string, res Result) error {
 		return err
 	}
 	if r.result != nil {
-		return ErrResultExists
+		return store.ErrResultExists
 	}
 	r.result = &res
 	r.run.HasResult = true
@@ -465,28 +460,28 @@ func (m *Memory) PutResult(_ context.Context, id string, res Result) error {
 
 // Result returns a copy of the run's result. It returns ErrRunNotFound, or
 // ErrNoResult if none is stored.
-func (m *Memory) Result(_ context.Context, id string) (Result, error) {
+func (m *Store) Result(_ context.Context, id string) (store.Result, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.live(id, now)
 	if err != nil {
-		return Result{}, err
+		return store.Result{}, err
 	}
 	if r.result == nil {
-		return Result{}, ErrNoResult
+		return store.Result{}, store.ErrNoResult
 	}
 	return cloneResult(*r.result), nil
 }
 
 // Ping returns nil: memory is always reachable.
-func (m *Memory) Ping(context.Context) error { return nil }
+func (m *Store) Ping(context.Context) error { return nil }
 
 // Deep copies. Strings are immutable and shared; every slice is copied.
 
-func cloneRun(r Run) Run {
+func cloneRun(r store.Run) store.Run {
 	r.Ceiling = cloneCeiling(r.Ceiling)
-	r.ModelContext = cloneConf(r.ModelContext)
+	r.ModelContext = store.CloneConfidentiality(r.ModelContext)
 	r.Tools = slices.Clone(r.Tools)
 	return r
 }
@@ -495,18 +490,7 @@ func cloneCeiling(c ifc.Ceiling) ifc.Ceiling {
 	if !c.Defined() {
 		return ifc.NoCeiling
 	}
-	return ifc.CeilingOf(cloneConf(c.Clauses()))
-}
-
-func cloneConf(c ifc.Confidentiality) ifc.Confidentiality {
-	if c == nil {
-		return nil
-	}
-	out := make(ifc.Confidentiality, len(c))
-	for i, x := range c {
-		out[i] = ifc.Clause(bytes.Clone(x))
-	}
-	return out
+	return ifc.CeilingOf(store.CloneConfidentiality(c.Clauses()))
 }
 
 func cloneAtoms(as []ifc.Atom) []ifc.Atom {
@@ -521,7 +505,7 @@ func cloneAtoms(as []ifc.Atom) []ifc.Atom {
 }
 
 func cloneLabel(l ifc.Label) ifc.Label {
-	return ifc.Label{Confidentiality: cloneConf(l.Confidentiality), Integrity: cloneAtoms(l.Integrity)}
+	return ifc.Label{Confidentiality: store.CloneConfidentiality(l.Confidentiality), Integrity: cloneAtoms(l.Integrity)}
 }
 
 func cloneValue(v jsontext.Value) jsontext.Value {
@@ -530,7 +514,7 @@ func cloneValue(v jsontext.Value) jsontext.Value {
 
 // cloneReferent copies r's bytes (value, clauses, atoms) into one buffer,
 // each piece capped so an append by a caller cannot reach the next.
-func cloneReferent(r Referent) Referent {
+func cloneReferent(r store.Referent) store.Referent {
 	n := len(r.Value)
 	for _, c := range r.Label.Confidentiality {
 		n += len(c)
@@ -577,14 +561,14 @@ func cloneDisclosed(d ifc.Disclosed) ifc.Disclosed {
 	return d
 }
 
-func cloneCall(c Call) Call {
-	c.Observed = cloneConf(c.Observed)
+func cloneCall(c store.Call) store.Call {
+	c.Observed = store.CloneConfidentiality(c.Observed)
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		c.ExitCode = &code
 	}
 	if c.Entries != nil {
-		out := make([]CallEntry, len(c.Entries))
+		out := make([]store.CallEntry, len(c.Entries))
 		for i, e := range c.Entries {
 			e.Label = cloneDisclosed(e.Label)
 			out[i] = e
@@ -594,10 +578,10 @@ func cloneCall(c Call) Call {
 	return c
 }
 
-func cloneResult(r Result) Result {
+func cloneResult(r store.Result) store.Result {
 	r.Value = cloneValue(r.Value)
 	if r.Documents != nil {
-		out := make([]Document, len(r.Documents))
+		out := make([]store.Document, len(r.Documents))
 		for i, d := range r.Documents {
 			d.Value = cloneValue(d.Value)
 			d.Label = cloneLabel(d.Label)
