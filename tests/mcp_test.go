@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,9 +24,34 @@ type bearerTransport struct {
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return rememberTransport{b.base}.RoundTrip(r)
 }
+
+// rememberTransport hands every MCP answer to the marker-leak check of
+// TestMain (main_test.go), as the REST calls' answers are.
+type rememberTransport struct{ base http.RoundTripper }
+
+func (rt rememberTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	remember(r, resp, body)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// mcpClient is the HTTP client of the raw MCP requests: every answer is
+// checked for markers.
+var mcpClient = &http.Client{Transport: rememberTransport{http.DefaultTransport}, Timeout: 30 * time.Second}
 
 // mcpSession connects the SDK's own client to run's MCP endpoint with
 // token.
@@ -147,11 +174,14 @@ func TestMCP(t *testing.T) {
 			Pointer, Reason string
 		} `json:"errors"`
 	}
-	// The problem is the text block only: structured content would be
-	// checked against the result's outputSchema.
-	problemText := res.Content[0].(*mcp.TextContent).Text
-	if err := json.Unmarshal([]byte(problemText), &p); err != nil || !res.IsError || res.StructuredContent != nil || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != "unknown_field" || p.Errors[0].Pointer != "/qeury" {
-		t.Errorf("refused input: isError %v, structured %v, problem %s", res.IsError, res.StructuredContent, problemText)
+	// The problem is the structured content and the text block.
+	structured, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(structured, &p); err != nil || !res.IsError || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != "unknown_field" || p.Errors[0].Pointer != "/qeury" {
+		t.Errorf("refused input: isError %v, problem %s", res.IsError, structured)
+	}
+	var fromText any
+	if text := res.Content[0].(*mcp.TextContent).Text; json.Unmarshal([]byte(text), &fromText) != nil || !reflect.DeepEqual(fromText, res.StructuredContent) {
+		t.Errorf("refused input: the text block %s is not the structured problem", text)
 	}
 	// A second result: result_exists, as a problem too.
 	res, _ = s.CallTool(ctx(t), &mcp.CallToolParams{Name: "result", Arguments: map[string]any{"value": 1}})
@@ -211,7 +241,7 @@ func TestMCPAccess(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := mcpClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +280,7 @@ func TestMCPAccess(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx(t), m, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", nil)
 		req.Header.Set("Authorization", "Bearer "+r.Token)
 		req.Header.Set("Accept", "text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := mcpClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,4 +294,125 @@ func TestMCPAccess(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// mcpReasonCases are the input faults an MCP tools/call can carry in its
+// arguments, each refused for its reason as the REST face refuses it
+// (internal/handlers TestEveryReason). The rest of the vocabulary cannot
+// reach a tool through MCP: pattern_mismatch is the host API's run id;
+// duplicate_key, invalid_utf8, not_json and empty_body are faults of the
+// whole JSON-RPC message, refused by the listener's body check as a REST
+// invalid_input (400, pointer into the message) before the SDK reads it;
+// too_deep no request can cause.
+var mcpReasonCases = []struct {
+	reason, tool, args, pointer, secret string
+}{
+	{"unknown_field", "loom_search", `{"qeury":"atlas"}`, "/qeury", "atlas"},
+	{"required", "loom_page_read", `{}`, "/target", ""},
+	{"one_of_required", "loom_search", `{"limit":5}`, "/query", ""},
+	{"conflicting_fields", "loom_calendar_list", `{"all":true,"from":"2024-01-01"}`, "/all", "2024-01-01"},
+	{"wrong_type", "loom_search", `{"query":"atlas","limit":"5"}`, "/limit", "atlas"},
+	{"null_not_allowed", "loom_search", `{"query":null}`, "/query", ""},
+	{"too_short", "loom_search", `{"query":""}`, "/query", ""},
+	{"too_long", "loom_search", `{"query":"` + strings.Repeat("q", 501) + `"}`, "/query", "qqqqqqqq"},
+	{"out_of_range", "loom_search", `{"query":"atlas","limit":0}`, "/limit", "atlas"},
+	{"not_in_choices", "loom_search", `{"query":"atlas","rank":"best"}`, "/rank", "best"},
+	{"not_a_date", "loom_calendar_list", `{"from":"2024/01/01"}`, "/from", "2024/01/01"},
+	{"control_character", "loom_search", `{"query":"atl\u0001as"}`, "/query", "atl"},
+	{"leading_dash", "loom_search", `{"query":"-rf"}`, "/query", "-rf"},
+	{"not_a_lookup", "loom_people", `{"query":"bobby"}`, "/query", "bobby"},
+}
+
+// TestMCPReasons: through the MCP face, each fault is an isError result
+// whose problem names it first, at its pointer, without echoing the value;
+// no loom process starts for any of them.
+func TestMCPReasons(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	r := g.newRun(t, client.CreateRunInput{})
+	for i, tc := range mcpReasonCases {
+		t.Run(tc.reason, func(t *testing.T) {
+			msg := `{"jsonrpc":"2.0","id":` + itoa(i+1) + `,"method":"tools/call","params":{"name":"` + tc.tool + `","arguments":` + tc.args + `}}`
+			req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(msg))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			req.Header.Set("Authorization", "Bearer "+r.Token)
+			resp, err := mcpClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var rpc struct {
+				Result struct {
+					IsError           bool `json:"isError"`
+					StructuredContent struct {
+						Code   string
+						Detail string
+						Errors []struct{ Pointer, Reason string }
+					} `json:"structuredContent"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(body, &rpc); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %s: %v", resp.StatusCode, body, err)
+			}
+			p := rpc.Result.StructuredContent
+			if !rpc.Result.IsError || p.Code != "invalid_input" || len(p.Errors) == 0 || p.Errors[0].Reason != tc.reason || p.Errors[0].Pointer != tc.pointer {
+				t.Errorf("isError %v, problem %+v; want invalid_input, first fault %s at %s", rpc.Result.IsError, p, tc.reason, tc.pointer)
+			}
+			if tc.secret != "" && strings.Contains(p.Detail, tc.secret) {
+				t.Errorf("detail %q echoes the value sent", p.Detail)
+			}
+		})
+	}
+	// A key given twice is the message's fault: 400 with the pointer into
+	// the message, and no tool runs.
+	dup := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas","query":"atlas"}}}`
+	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(dup))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+r.Token)
+	resp, err := mcpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"reason":"duplicate_key"`) || !strings.Contains(string(body), `"/params/arguments/query"`) {
+		t.Errorf("a duplicate key: %d %s", resp.StatusCode, body)
+	}
+	if n := len(g.loomCalls(t)); n != 0 {
+		t.Errorf("%d loom processes started for refused input", n)
+	}
+}
+
+// TestMCPNoHostText: loom failing loudly (its stderr, its own message and
+// the host's paths carry markers) reaches an MCP client only as the fixed
+// problem; TestMain also checks every MCP answer of the suite for markers.
+func TestMCPNoHostText(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	g.setBehaviour(t, "case-mcp-loud", behaviour{StderrBytes: 1 << 20, StderrMarker: markerStderr, Stdout: markerStderr, Exit: 2})
+	g.setBehaviour(t, "case-mcp-refused", behaviour{Stdout: `{"ok":false,"code":"facet_denied","message":"` + markerStderr + ` ` + g.Dir + `"}`})
+	r := g.workRun(t)
+	s, err := mcpSession(t, g, r.ID, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, code := range map[string]string{"mcp-loud": "command_failed", "mcp-refused": "host_refused"} {
+		res, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_search", Arguments: map[string]string{"query": "case=" + name}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if !res.IsError || !strings.Contains(text, `"code":"`+code+`"`) {
+			t.Errorf("%s: isError %v %s, want %s", name, res.IsError, text, code)
+		}
+		for _, mk := range markers {
+			if strings.Contains(text, mk) {
+				t.Errorf("%s: the answer carries %s", name, mk)
+			}
+		}
+	}
 }

@@ -3,8 +3,8 @@
 // answers), built with the official Go SDK. It is a face over the same
 // core as the REST routes: a tools/call is the REST tool call (the same
 // validator, gateway.Service.Call, call log, audit and limits), and a
-// refused or failed call is a tool result with isError whose text is the
-// problem the REST face answers.
+// refused or failed call is a tool result with isError whose structured
+// content (and text) is the problem the REST face answers.
 package mcpface
 
 import (
@@ -107,9 +107,21 @@ func Tool(def tooldef.Tool) *mcp.Tool {
 	}
 	t := &mcp.Tool{Name: def.Name, Description: def.Description, InputSchema: def.InputSchema, Annotations: a}
 	if def.OutputSchema != nil {
-		t.OutputSchema = def.OutputSchema
+		t.OutputSchema = outputSchema(def)
 	}
 	return t
+}
+
+// outputSchema is what a tools/call of def answers as structured content:
+// the result, or on isError the REST problem. Clients check structured
+// content against it even on an error (the TypeScript SDK refuses the
+// whole answer when it does not match), so both are in it; MCP wants an
+// object schema at the root.
+func outputSchema(def tooldef.Tool) json.RawMessage {
+	if def.ErrorSchema == nil {
+		return def.OutputSchema
+	}
+	return json.RawMessage(`{"type":"object","anyOf":[` + string(def.OutputSchema) + `,` + string(def.ErrorSchema) + `]}`)
 }
 
 // call is the handler of tool name for run. It runs under the HTTP
@@ -165,15 +177,12 @@ func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte)
 	return f.cfg.Core.Call(ctx, run, tool, args)
 }
 
-// result is a tool result of body, a JSON object, as one text block. A
-// success also carries it as structured content; a refusal (isError, the
-// REST problem) does not, because clients check structured content against
-// the tool's outputSchema, which is the result's, even on an error (the
-// TypeScript SDK refuses the whole answer when it does not match).
+// result is a tool result of body, a JSON object: as structured content
+// and as one text block of the same JSON.
 func result(body []byte, isError bool) *mcp.CallToolResult {
-	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, IsError: isError}
-	if !isError {
-		r.StructuredContent = json.RawMessage(body)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		StructuredContent: json.RawMessage(body),
+		IsError:           isError,
 	}
-	return r
 }

@@ -26,8 +26,10 @@ type Tool struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema is the schema of the tool's answer (its 200 or 201
-	// body); the MCP face gives it as outputSchema.
+	// body); the MCP face gives it as outputSchema, beside ErrorSchema.
 	OutputSchema json.RawMessage `json:"-"`
+	// ErrorSchema is the schema of a refusal: the contract's Problem.
+	ErrorSchema json.RawMessage `json:"-"`
 }
 
 // Set is the definitions of a contract, by name.
@@ -43,6 +45,12 @@ func Load(spec []byte) (*Set, error) {
 		return nil, err
 	}
 	set := &Set{tools: map[string]Tool{}}
+	var problem json.RawMessage
+	if ref := doc.Components.Schemas["Problem"]; ref != nil && ref.Value != nil {
+		if problem, err = marshal(ref.Value); err != nil {
+			return nil, err
+		}
+	}
 	for path, item := range doc.Paths.Map() {
 		op := item.Post
 		if op == nil {
@@ -53,7 +61,7 @@ func Load(spec []byte) (*Set, error) {
 			continue
 		}
 		name := path[strings.LastIndexByte(path, '/')+1:]
-		t := Tool{Name: name, Description: strings.TrimSpace(desc)}
+		t := Tool{Name: name, Description: strings.TrimSpace(desc), ErrorSchema: problem}
 		if rb := op.RequestBody; rb != nil && rb.Value != nil {
 			if mt := rb.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil {
 				if t.InputSchema, err = marshal(mt.Schema.Value); err != nil {

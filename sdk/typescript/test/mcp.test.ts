@@ -96,8 +96,9 @@ describe("loom-gateway's MCP face through the official TypeScript MCP SDK", () =
   test("a refusal is an isError result with the REST problem and its faults", async () => {
     const r = await mcp.callTool({ name: "loom_search", arguments: { qeury: "atlas", limit: "5" } });
     assert.equal(r.isError, true);
-    assert.equal(r.structuredContent, undefined, "a refusal has no structured content");
-    const p = JSON.parse(text(r)) as Problem;
+    // The SDK has checked the problem against the outputSchema it listed.
+    const p = r.structuredContent as unknown as Problem;
+    assert.deepEqual(JSON.parse(text(r)), p, "the text block is the structured problem");
     assert.equal(p.code, "invalid_input");
     assert.equal(p.status, 400);
     assert.equal(p.outputId, undefined, "a refusal by the contract takes no output number");
@@ -115,7 +116,7 @@ describe("loom-gateway's MCP face through the official TypeScript MCP SDK", () =
     assert.equal((written.structuredContent as { links: number }).links, 1);
     const again = await mcp.callTool({ name: "result", arguments: { value: "twice" } });
     assert.equal(again.isError, true);
-    assert.equal((JSON.parse(text(again)) as Problem).code, "result_exists");
+    assert.equal((again.structuredContent as unknown as Problem).code, "result_exists");
   });
 
   test("another run's id with this token cannot connect", async () => {
