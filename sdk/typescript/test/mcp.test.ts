@@ -93,6 +93,26 @@ describe("loom-gateway's MCP face through the official TypeScript MCP SDK", () =
     handle = admitted[0].handle!;
   });
 
+  test("tools/call: each of the eight tools answers its result", async () => {
+    const calls: [string, Record<string, unknown>, string][] = [
+      ["loom_search", { person: "person:ada-example", limit: 3 }, "search"],
+      ["loom_page_discover", { kind: "projects", limit: 20 }, "page.discover"],
+      ["loom_page_inspect", { target: "Projects/Atlas" }, "page.inspect"],
+      ["loom_page_read", { target: "Projects/Atlas/brief.md" }, "page.read"],
+      ["loom_people", { query: "ada@example.com", shape: "card" }, "people"],
+      ["loom_calendar_list", { from: "2026-03-01", to: "2026-03-31" }, "calendar.list"],
+      ["loom_context", { read: "where" }, "context"],
+      ["loom_profile", {}, "profile"],
+    ];
+    for (const [name, args, kind] of calls) {
+      const r = await mcp.callTool({ name, arguments: args });
+      assert.notEqual(r.isError, true, `${name}: ${text(r)}`);
+      const d = r.structuredContent as unknown as ToolResult;
+      assert.equal(d.kind, kind, name);
+      assert.equal(d.entries.length, d.admitted + d.withheld, `${name}: counts`);
+    }
+  });
+
   test("a refusal is an isError result with the REST problem and its faults", async () => {
     const r = await mcp.callTool({ name: "loom_search", arguments: { qeury: "atlas", limit: "5" } });
     assert.equal(r.isError, true);
