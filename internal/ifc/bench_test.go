@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // searchPayload returns a loom search-like payload of n hits with mixed
@@ -116,7 +118,7 @@ func BenchmarkAppendJS(b *testing.B) {
 	b.ReportAllocs()
 	dst := make([]byte, 0, len(payload))
 	for b.Loop() {
-		dst = AppendJS(dst[:0], payload)
+		dst = jsjson.AppendJS(dst[:0], payload)
 	}
 }
 

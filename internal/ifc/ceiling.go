@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Ceiling is an observation ceiling (maxConfidentiality, SEMANTICS (e.1)).
@@ -107,16 +109,16 @@ type clauseInfo struct {
 	marker bool // bears ReadFailedMarker, or is not JSON: outside any ceiling
 }
 
-func compileAtom(n *node) atomInfo {
-	a := atomInfo{canon: string(appendCanon(nil, n))}
-	b, _ := appendNode(nil, n, -1)
+func compileAtom(n *jsjson.Node) atomInfo {
+	a := atomInfo{canon: string(jsjson.AppendCanon(nil, n))}
+	b, _ := jsjson.AppendNode(nil, n, -1)
 	a.text = string(b)
-	if n.kind == jsontext.KindBeginObject && len(n.keys) == 2 {
-		t, ts := n.member(keyType), n.member(keyTimestamp)
-		if t != nil && ts != nil && t.kind == jsontext.KindString && ts.kind == jsontext.KindNumber &&
-			strings.HasSuffix(unquote(t.text), expiresSuffix) {
-			if f, err := strconv.ParseFloat(ts.text, 64); err == nil && !math.IsInf(f, 0) {
-				a.expires, a.typ, a.ts = true, t.text, f
+	if n.Kind == jsontext.KindBeginObject && len(n.Keys) == 2 {
+		t, ts := n.Member(keyType), n.Member(keyTimestamp)
+		if t != nil && ts != nil && t.Kind == jsontext.KindString && ts.Kind == jsontext.KindNumber &&
+			strings.HasSuffix(jsjson.Unquote(t.Text), expiresSuffix) {
+			if f, err := strconv.ParseFloat(ts.Text, 64); err == nil && !math.IsInf(f, 0) {
+				a.expires, a.typ, a.ts = true, t.Text, f
 			}
 		}
 	}
@@ -125,22 +127,22 @@ func compileAtom(n *node) atomInfo {
 
 // alternatives returns the alternatives of a clause: its anyOf list for an
 // OR-clause, else the clause itself.
-func alternatives(n *node) []*node {
+func alternatives(n *jsjson.Node) []*jsjson.Node {
 	if orShaped(n) {
-		return n.vals[0].vals
+		return n.Vals[0].Vals
 	}
-	return []*node{n}
+	return []*jsjson.Node{n}
 }
 
 // orShaped reports whether n is an OR-clause: an object whose sole member
 // anyOf is an array.
-func orShaped(n *node) bool {
-	return n.kind == jsontext.KindBeginObject && len(n.keys) == 1 && n.keys[0] == keyAnyOf &&
-		n.vals[0].kind == jsontext.KindBeginArray
+func orShaped(n *jsjson.Node) bool {
+	return n.Kind == jsontext.KindBeginObject && len(n.Keys) == 1 && n.Keys[0] == keyAnyOf &&
+		n.Vals[0].Kind == jsontext.KindBeginArray
 }
 
 func compileClause(c Clause) clauseInfo {
-	n, err := parseTree(c)
+	n, err := jsjson.ParseTree(c)
 	if err != nil {
 		return clauseInfo{marker: true}
 	}
@@ -290,31 +292,31 @@ func Meet(a, b Ceiling) Ceiling {
 }
 
 // parseClauses parses clause texts; an unparsable clause is nil.
-func parseClauses(cs Confidentiality) []*node {
-	out := make([]*node, len(cs))
+func parseClauses(cs Confidentiality) []*jsjson.Node {
+	out := make([]*jsjson.Node, len(cs))
 	for i, c := range cs {
-		out[i], _ = parseTree(c)
+		out[i], _ = jsjson.ParseTree(c)
 	}
 	return out
 }
 
 // joinAlternatives builds the normalised clause over alts and returns its
 // text and structural form.
-func joinAlternatives(alts []*node) (Clause, string) {
+func joinAlternatives(alts []*jsjson.Node) (Clause, string) {
 	type alt struct {
-		n     *node
+		n     *jsjson.Node
 		canon string
 	}
 	var list []alt
 	for _, n := range alts {
-		c := string(appendCanon(nil, n))
+		c := string(jsjson.AppendCanon(nil, n))
 		if !slices.ContainsFunc(list, func(a alt) bool { return a.canon == c }) {
 			list = append(list, alt{n, c})
 		}
 	}
 	slices.SortStableFunc(list, func(x, y alt) int { return strings.Compare(x.canon, y.canon) })
 	if len(list) == 1 && !orShaped(list[0].n) {
-		b, _ := appendNode(nil, list[0].n, -1)
+		b, _ := jsjson.AppendNode(nil, list[0].n, -1)
 		return b, list[0].canon
 	}
 	text := []byte(`{"anyOf":[`)
@@ -324,7 +326,7 @@ func joinAlternatives(alts []*node) (Clause, string) {
 			text = append(text, ',')
 			canon = append(canon, ',')
 		}
-		text, _ = appendNode(text, a.n, -1)
+		text, _ = jsjson.AppendNode(text, a.n, -1)
 		canon = append(canon, a.canon...)
 	}
 	return append(text, "]}"...), string(append(canon, "]}"...))

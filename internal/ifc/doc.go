@@ -10,8 +10,9 @@
 //   - It is pure: no I/O, no clock, no goroutines, and no global state
 //     that changes a result (label readings are kept process-wide and
 //     Measure's scratch memory is pooled, which changes only the time
-//     taken); every function is safe for concurrent use. It imports
-//     nothing from this module.
+//     taken); every function is safe for concurrent use. Of this module
+//     it imports only package jsjson, whose JavaScript-semantics JSON
+//     reading and writing every length here is measured with.
 //   - A label that is present but unreadable is never read as absent:
 //     ReadRowLabel reports it as an error with present set, and Measure
 //     withholds the row with cfc_label_read_failed whether or not there is a
@@ -49,8 +50,4 @@
 // Values (Clause, Atom, Confidentiality, Label, Ceiling, Result) are
 // immutable once built; functions may return slices that share memory with
 // their arguments.
-//
-// Scanner, the validating JSON reader measurement is built on, is exported
-// for package loom, which reads payloads with the same grammar, so that
-// there is one such reader to hold to jsontext.
 package ifc

@@ -1,15 +1,17 @@
 package ifc
 
+import "github.com/loom-gateway/gateway/internal/jsjson"
+
 // cutToBudget returns the longest document-order prefix of env that fits in
 // budget UTF-16 units, with the objects and arrays it leaves open closed,
 // and whether anything was dropped. env must be compact JSON as the
-// emitter writes it. A member is kept whole or not at all for a scalar; an
+// jsjson.Writer writes it. A member is kept whole or not at all for a scalar; an
 // object or array member that does not fit whole is opened and cut the same
 // way inside, and nothing after the first cut is kept, at any depth. So
 // what remains is well formed, within budget, and never reordered; a value
 // of env that fits is returned as it is.
 func cutToBudget(env []byte, budget int) ([]byte, bool) {
-	if utf16LenBytes(env) <= budget {
+	if jsjson.UTF16LenBytes(env) <= budget {
 		return env, false
 	}
 	out := make([]byte, 0, min(len(env), budget*3))
@@ -44,7 +46,7 @@ func cutToBudget(env []byte, budget int) ([]byte, bool) {
 		} else {
 			end = skipScalar(env, i)
 		}
-		need := utf16LenBytes(env[start:end])
+		need := jsjson.UTF16LenBytes(env[start:end])
 		if !first {
 			need++
 		}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 func TestCutToBudget(t *testing.T) {
@@ -69,7 +71,7 @@ func TestMeasureHugeEnvelope(t *testing.T) {
 	}
 }
 
-// FuzzCutToBudget: on any envelope the emitter writes and any budget, the
+// FuzzCutToBudget: on any envelope the jsjson.Writer writes and any budget, the
 // cut is well formed, within budget, a prefix of the envelope with its
 // containers closed, and no cut at all when the envelope fits.
 func FuzzCutToBudget(f *testing.F) {
@@ -77,12 +79,12 @@ func FuzzCutToBudget(f *testing.F) {
 		f.Add([]byte(s), 10)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, budget int) {
-		env, _, err := appendBounded(nil, data, StringBound)
+		env, _, err := new(jsjson.Writer).AppendBounded(nil, data, StringBound)
 		if err != nil || budget < 2 || budget > 1<<20 {
 			return
 		}
 		got, cut := cutToBudget(env, budget)
-		units := utf16LenBytes(env)
+		units := jsjson.UTF16LenBytes(env)
 		if !cut {
 			if units > budget || string(got) != string(env) {
 				t.Fatalf("not cut: %s of %d units for budget %d", got, units, budget)
@@ -98,7 +100,7 @@ func FuzzCutToBudget(f *testing.F) {
 			}
 			return
 		}
-		if !json.Valid(got) || utf16LenBytes(got) > budget {
+		if !json.Valid(got) || jsjson.UTF16LenBytes(got) > budget {
 			t.Fatalf("cut %s of %s: invalid or over %d", got, env, budget)
 		}
 		if !strings.HasPrefix(string(env), strings.TrimRight(string(got), "}]")) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 func addRowSeeds(f *testing.F) {
@@ -38,7 +40,7 @@ func FuzzReadRowLabel(f *testing.F) {
 		if err != nil && !present {
 			t.Fatalf("ReadRowLabel(%q): error %v with present = false", row, err)
 		}
-		again := AppendJS(nil, row)
+		again := jsjson.AppendJS(nil, row)
 		l2, present2, err2 := ReadRowLabel(again)
 		if (err != nil) != (err2 != nil) || present != present2 {
 			t.Fatalf("ReadRowLabel(%q) = (%v, %v), but of its rewrite %q = (%v, %v)", row, present, err, again, present2, err2)
@@ -72,7 +74,7 @@ func FuzzReadRowLabel(f *testing.F) {
 			if want := (present && err == nil); (e.LabelSource == SourceRow) != want {
 				t.Fatalf("Measure(%q) labelSource %s, present %v", row, e.LabelSource, present)
 			}
-			if again := AppendJS(nil, e.Value); string(again) != string(e.Value) {
+			if again := jsjson.AppendJS(nil, e.Value); string(again) != string(e.Value) {
 				t.Fatalf("Measure(%q) value %q is not in the writer's form (%q)", row, e.Value, again)
 			}
 		}
@@ -121,26 +123,26 @@ func FuzzAppendJS(f *testing.F) {
 	addRowSeeds(f)
 	f.Add([]byte(`{"a":"\u0000\u001f\ud83d\ude00\ud83d","b":[1e3,-0.0,true,null]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, cut, err := appendBounded(nil, data, 8)
+		out, cut, err := new(jsjson.Writer).AppendBounded(nil, data, 8)
 		if err != nil {
 			return
 		}
 		if !utf8.Valid(out) || !json.Valid(out) {
-			t.Fatalf("appendBounded(%q) = %q: not valid JSON", data, out)
+			t.Fatalf("new(jsjson.Writer).AppendBounded(%q) = %q: not valid JSON", data, out)
 		}
-		n, err := parseTree(data)
+		n, err := jsjson.ParseTree(data)
 		if err != nil {
-			t.Fatalf("parseTree(%q) fails where the stream succeeded: %v", data, err)
+			t.Fatalf("jsjson.ParseTree(%q) fails where the stream succeeded: %v", data, err)
 		}
-		tree, tcut := appendNode(nil, n, 8)
+		tree, tcut := jsjson.AppendNode(nil, n, 8)
 		if string(tree) != string(out) || tcut != cut {
 			t.Fatalf("stream %q (cut %v) != tree %q (cut %v) for %q", out, cut, tree, tcut, data)
 		}
-		full := AppendJS(nil, data)
-		if again := AppendJS(nil, full); string(again) != string(full) {
+		full := jsjson.AppendJS(nil, data)
+		if again := jsjson.AppendJS(nil, full); string(again) != string(full) {
 			t.Fatalf("AppendJS not idempotent: %q → %q → %q", data, full, again)
 		}
-		if again, _, _ := appendBounded(nil, out, 8); string(again) != string(out) {
+		if again, _, _ := new(jsjson.Writer).AppendBounded(nil, out, 8); string(again) != string(out) {
 			t.Fatalf("cutting twice changes %q → %q", out, again)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Join merges confidentiality lists (SEMANTICS (e.6)): every clause once,
@@ -106,12 +108,12 @@ func (p *promptSlotCache) drop(c Clause) (Clause, bool) {
 // dropPromptSlot removes PromptSlotInfluence alternatives from c; it reports
 // false when nothing is left.
 func dropPromptSlot(c Clause) (Clause, bool) {
-	n, err := parseTree(c)
+	n, err := jsjson.ParseTree(c)
 	if err != nil {
 		return c, true
 	}
 	alts := alternatives(n)
-	kept := slices.DeleteFunc(slices.Clone(alts), func(a *node) bool {
+	kept := slices.DeleteFunc(slices.Clone(alts), func(a *jsjson.Node) bool {
 		t, ok := atomType(a)
 		return ok && strings.HasSuffix(t, promptSlotInfluence)
 	})
@@ -121,7 +123,7 @@ func dropPromptSlot(c Clause) (Clause, bool) {
 	case len(kept) == 0:
 		return nil, false
 	case len(kept) == 1 && !orShaped(kept[0]):
-		b, _ := appendNode(nil, kept[0], -1)
+		b, _ := jsjson.AppendNode(nil, kept[0], -1)
 		return b, true
 	}
 	b := []byte(`{"anyOf":[`)
@@ -129,7 +131,7 @@ func dropPromptSlot(c Clause) (Clause, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b, _ = appendNode(b, a, -1)
+		b, _ = jsjson.AppendNode(b, a, -1)
 	}
 	return append(b, "]}"...), true
 }
@@ -167,22 +169,22 @@ func MeetIntegrity(lists ...[]Atom) []Atom {
 // atomCanon returns the structural form of an atom; a text that is not
 // JSON is its own form, prefixed so it matches no JSON value.
 func atomCanon(a Atom) string {
-	n, err := parseTree(a)
+	n, err := jsjson.ParseTree(a)
 	if err != nil {
 		return "\x00" + string(a)
 	}
-	return string(appendCanon(nil, n))
+	return string(jsjson.AppendCanon(nil, n))
 }
 
 // atomType returns the type of an atom: a string atom is its own type, an
 // object atom's type is its string "type" member; other atoms have none.
-func atomType(n *node) (string, bool) {
-	switch n.kind {
+func atomType(n *jsjson.Node) (string, bool) {
+	switch n.Kind {
 	case jsontext.KindString:
-		return unquote(n.text), true
+		return jsjson.Unquote(n.Text), true
 	case jsontext.KindBeginObject:
-		if t := n.member(keyType); t != nil && t.kind == jsontext.KindString {
-			return unquote(t.text), true
+		if t := n.Member(keyType); t != nil && t.Kind == jsontext.KindString {
+			return jsjson.Unquote(t.Text), true
 		}
 	}
 	return "", false
@@ -211,7 +213,7 @@ func DiscloseShared(l Label) Disclosed {
 func disclose(l Label) Disclosed {
 	d := Disclosed{Confidentiality: [][]string{}, Integrity: []string{}}
 	for _, c := range l.Confidentiality {
-		n, err := parseTree(c)
+		n, err := jsjson.ParseTree(c)
 		if err != nil {
 			continue
 		}
@@ -226,7 +228,7 @@ func disclose(l Label) Disclosed {
 		}
 	}
 	for _, a := range l.Integrity {
-		n, err := parseTree(a)
+		n, err := jsjson.ParseTree(a)
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Clause is one confidentiality clause as compact JSON text in the writer's
@@ -54,7 +56,7 @@ func (e *LabelError) Error() string {
 	return "ifc: unreadable label: " + e.Path + ": " + e.Reason
 }
 
-// Names in the writer's form, as they appear in node.keys.
+// Names in the writer's form, as they appear in node.Keys.
 const (
 	keyAnyOf           = `"anyOf"`
 	keyType            = `"type"`
@@ -74,11 +76,11 @@ func (c Clause) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON stores any JSON value in the writer's form. It does not
 // check the clause shape; use ParseConfidentiality for that.
 func (c *Clause) UnmarshalJSON(data []byte) error {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return &LabelError{Reason: "invalid JSON"}
 	}
-	b, _ := appendNode(nil, n, -1)
+	b, _ := jsjson.AppendNode(nil, n, -1)
 	*c = b
 	return nil
 }
@@ -112,11 +114,11 @@ func (c Confidentiality) MarshalJSON() ([]byte, error) {
 // round-trips every Confidentiality and Ceiling the package produces; use
 // ParseConfidentiality to read input that must be well-formed.
 func (c *Confidentiality) UnmarshalJSON(data []byte) error {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return &LabelError{Reason: "invalid JSON"}
 	}
-	if n.kind == jsontext.KindNull {
+	if n.Kind == jsontext.KindNull {
 		*c = nil
 		return nil
 	}
@@ -138,24 +140,24 @@ func (l Label) MarshalJSON() ([]byte, error) {
 // Other members are ignored. Like
 // Confidentiality.UnmarshalJSON it does not check shapes; ParseLabel does.
 func (l *Label) UnmarshalJSON(data []byte) error {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return &LabelError{Reason: "invalid JSON"}
 	}
-	if n.kind == jsontext.KindNull {
+	if n.Kind == jsontext.KindNull {
 		*l = Label{}
 		return nil
 	}
-	if n.kind != jsontext.KindBeginObject {
+	if n.Kind != jsontext.KindBeginObject {
 		return &LabelError{Reason: "not an object"}
 	}
 	var out Label
-	if v := n.member(keyConfidentiality); v != nil && v.kind != jsontext.KindNull {
+	if v := n.Member(keyConfidentiality); v != nil && v.Kind != jsontext.KindNull {
 		if out.Confidentiality, err = laxList(v, "confidentiality"); err != nil {
 			return err
 		}
 	}
-	if v := n.member(keyIntegrity); v != nil && v.kind != jsontext.KindNull {
+	if v := n.Member(keyIntegrity); v != nil && v.Kind != jsontext.KindNull {
 		cs, err := laxList(v, "integrity")
 		if err != nil {
 			return err
@@ -171,13 +173,13 @@ func (d Disclosed) MarshalJSON() ([]byte, error) {
 	return appendDisclosed(nil, d), nil
 }
 
-func laxList(n *node, path string) (Confidentiality, error) {
-	if n.kind != jsontext.KindBeginArray {
+func laxList(n *jsjson.Node, path string) (Confidentiality, error) {
+	if n.Kind != jsontext.KindBeginArray {
 		return nil, &LabelError{Path: path, Reason: "not an array"}
 	}
 	var out Confidentiality
-	for _, v := range n.vals {
-		b, _ := appendNode(nil, v, -1)
+	for _, v := range n.Vals {
+		b, _ := jsjson.AppendNode(nil, v, -1)
 		out = append(out, b)
 	}
 	return out, nil
@@ -202,7 +204,7 @@ func atomsOf(cs Confidentiality) []Atom {
 // last value and invalid UTF-8 becomes U+FFFD, as JSON.parse would read
 // them. The result is nil for []. Errors are *LabelError.
 func ParseConfidentiality(data []byte) (Confidentiality, error) {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return nil, &LabelError{Reason: "invalid JSON"}
 	}
@@ -215,24 +217,24 @@ func ParseConfidentiality(data []byte) (Confidentiality, error) {
 // ceiling holding it admits only labels without clauses). Errors are
 // *LabelError.
 func ParseCeiling(data []byte) (Confidentiality, error) {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return nil, &LabelError{Reason: "invalid JSON"}
 	}
-	if n.kind == jsontext.KindBeginArray {
+	if n.Kind == jsontext.KindBeginArray {
 		// Check each clause with its empty alternatives set aside.
 		var out Confidentiality
-		for i, v := range n.vals {
-			if alts := v.member(keyAnyOf); v.kind == jsontext.KindBeginObject && len(v.keys) == 1 && alts != nil &&
-				alts.kind == jsontext.KindBeginArray && len(alts.vals) == 0 {
-				b, _ := appendNode(nil, v, -1)
+		for i, v := range n.Vals {
+			if alts := v.Member(keyAnyOf); v.Kind == jsontext.KindBeginObject && len(v.Keys) == 1 && alts != nil &&
+				alts.Kind == jsontext.KindBeginArray && len(alts.Vals) == 0 {
+				b, _ := jsjson.AppendNode(nil, v, -1)
 				out = append(out, b)
 				continue
 			}
 			if reason := clauseShape(v); reason != "" {
 				return nil, &LabelError{Path: fmt.Sprintf("[%d]", i), Reason: reason}
 			}
-			b, _ := appendNode(nil, v, -1)
+			b, _ := jsjson.AppendNode(nil, v, -1)
 			out = append(out, b)
 		}
 		return out, nil
@@ -246,7 +248,7 @@ func ParseCeiling(data []byte) (Confidentiality, error) {
 // no well-formed label clause. The result is nil for []. Errors are
 // *LabelError.
 func ParseClauses(data []byte) (Confidentiality, error) {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return nil, &LabelError{Reason: "invalid JSON"}
 	}
@@ -258,14 +260,14 @@ func ParseClauses(data []byte) (Confidentiality, error) {
 // atom shapes (SEMANTICS (e.2)); any other member is refused. Errors are
 // *LabelError.
 func ParseLabel(data []byte) (Label, error) {
-	n, err := parseTree(data)
+	n, err := jsjson.ParseTree(data)
 	if err != nil {
 		return Label{}, &LabelError{Reason: "invalid JSON"}
 	}
-	if n.kind == jsontext.KindBeginObject {
-		for _, k := range n.keys {
+	if n.Kind == jsontext.KindBeginObject {
+		for _, k := range n.Keys {
 			if k != keyConfidentiality && k != keyIntegrity {
-				return Label{}, &LabelError{Path: unquote(k), Reason: "unknown member"}
+				return Label{}, &LabelError{Path: jsjson.Unquote(k), Reason: "unknown member"}
 			}
 		}
 	}
@@ -282,18 +284,18 @@ func ParseLabel(data []byte) (Label, error) {
 // A row that is not a JSON object, or not valid JSON, is unreadable, and so
 // is a label of more than MaxLabelBytes. Errors are *LabelError.
 func ReadRowLabel(row jsontext.Value) (l Label, present bool, err error) {
-	var e emitter
-	r, err := e.row(row, true, -1)
+	var e jsjson.Writer
+	_, r, err := e.Row(nil, row, true, -1)
 	if err != nil {
-		if errors.Is(err, errNotObject) {
+		if errors.Is(err, jsjson.ErrNotObject) {
 			return Label{}, true, &LabelError{Reason: "row is not an object"}
 		}
 		return Label{}, true, &LabelError{Reason: "invalid JSON"}
 	}
-	if !r.hasIFC {
+	if !r.HasIFC {
 		return Label{}, false, nil
 	}
-	l, err = readIFC(r.ifc)
+	l, err = readIFC(r.IFC)
 	return l, true, err
 }
 
@@ -311,7 +313,7 @@ func readIFC(raw []byte) (Label, error) {
 	if len(raw) > MaxLabelBytes {
 		return Label{}, &LabelError{Path: "ifc", Reason: "too large"}
 	}
-	n, err := parseTree(raw)
+	n, err := jsjson.ParseTree(raw)
 	if err != nil {
 		return Label{}, &LabelError{Path: "ifc", Reason: "invalid JSON"}
 	}
@@ -323,11 +325,11 @@ func readIFC(raw []byte) (Label, error) {
 }
 
 // readLabel applies the rules of (e.2) to the value of an ifc member.
-func readLabel(n *node) (Label, error) {
-	if n.kind != jsontext.KindBeginObject {
+func readLabel(n *jsjson.Node) (Label, error) {
+	if n.Kind != jsontext.KindBeginObject {
 		return Label{}, &LabelError{Reason: "not an object"}
 	}
-	conf := n.member(keyConfidentiality)
+	conf := n.Member(keyConfidentiality)
 	if conf == nil {
 		return Label{}, &LabelError{Path: "confidentiality", Reason: "missing"}
 	}
@@ -336,49 +338,49 @@ func readLabel(n *node) (Label, error) {
 	if l.Confidentiality, err = strictClauses(conf, "confidentiality"); err != nil {
 		return Label{}, err
 	}
-	if integ := n.member(keyIntegrity); integ != nil {
-		if integ.kind != jsontext.KindBeginArray {
+	if integ := n.Member(keyIntegrity); integ != nil {
+		if integ.Kind != jsontext.KindBeginArray {
 			return Label{}, &LabelError{Path: "integrity", Reason: "not an array"}
 		}
-		for i, v := range integ.vals {
+		for i, v := range integ.Vals {
 			if reason := atomShape(v); reason != "" {
 				return Label{}, &LabelError{Path: fmt.Sprintf("integrity[%d]", i), Reason: reason}
 			}
-			b, _ := appendNode(nil, v, -1)
+			b, _ := jsjson.AppendNode(nil, v, -1)
 			l.Integrity = append(l.Integrity, b)
 		}
 	}
 	return l, nil
 }
 
-func strictClauses(n *node, path string) (Confidentiality, error) {
-	if n.kind != jsontext.KindBeginArray {
+func strictClauses(n *jsjson.Node, path string) (Confidentiality, error) {
+	if n.Kind != jsontext.KindBeginArray {
 		return nil, &LabelError{Path: path, Reason: "not an array"}
 	}
 	var out Confidentiality
-	for i, v := range n.vals {
+	for i, v := range n.Vals {
 		if reason := clauseShape(v); reason != "" {
 			return nil, &LabelError{Path: fmt.Sprintf("%s[%d]", path, i), Reason: reason}
 		}
-		b, _ := appendNode(nil, v, -1)
+		b, _ := jsjson.AppendNode(nil, v, -1)
 		out = append(out, b)
 	}
 	return out, nil
 }
 
 // clauseShape returns why n is not a clause shape, or "".
-func clauseShape(n *node) string {
-	if n.kind == jsontext.KindBeginObject && n.member(keyAnyOf) != nil {
-		alts := n.member(keyAnyOf)
+func clauseShape(n *jsjson.Node) string {
+	if n.Kind == jsontext.KindBeginObject && n.Member(keyAnyOf) != nil {
+		alts := n.Member(keyAnyOf)
 		switch {
-		case len(n.keys) != 1:
+		case len(n.Keys) != 1:
 			return "anyOf with other members"
-		case alts.kind != jsontext.KindBeginArray:
+		case alts.Kind != jsontext.KindBeginArray:
 			return "anyOf is not an array"
-		case len(alts.vals) == 0:
+		case len(alts.Vals) == 0:
 			return "anyOf is empty"
 		}
-		for _, a := range alts.vals {
+		for _, a := range alts.Vals {
 			if reason := atomShape(a); reason != "" {
 				return "anyOf alternative " + reason
 			}
@@ -389,15 +391,15 @@ func clauseShape(n *node) string {
 }
 
 // atomShape returns why n is not an atom shape, or "".
-func atomShape(n *node) string {
-	switch n.kind {
+func atomShape(n *jsjson.Node) string {
+	switch n.Kind {
 	case jsontext.KindString:
 		return ""
 	case jsontext.KindBeginObject:
-		if n.member(keyAnyOf) != nil {
+		if n.Member(keyAnyOf) != nil {
 			return "atom with anyOf"
 		}
-		if t := n.member(keyType); t == nil || t.kind != jsontext.KindString {
+		if t := n.Member(keyType); t == nil || t.Kind != jsontext.KindString {
 			return "object without string type"
 		}
 		return ""
@@ -455,7 +457,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSString(dst, s)
+		dst = jsjson.AppendString(dst, s)
 	}
 	return append(dst, ']')
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // conf builds a Confidentiality from clause texts.
@@ -194,11 +196,11 @@ func TestParseConfidentiality(t *testing.T) {
 	}
 	// Every form ReadRowLabel refuses in confidentiality is refused here too.
 	for _, u := range unreadableLabels {
-		n, err := parseTree([]byte(u.ifc))
-		if err != nil || n.member(keyConfidentiality) == nil || n.member(keyConfidentiality).kind != jsontext.KindBeginArray || n.member(keyIntegrity) != nil {
+		n, err := jsjson.ParseTree([]byte(u.ifc))
+		if err != nil || n.Member(keyConfidentiality) == nil || n.Member(keyConfidentiality).Kind != jsontext.KindBeginArray || n.Member(keyIntegrity) != nil {
 			continue
 		}
-		c, _ := appendNode(nil, n.member(keyConfidentiality), -1)
+		c, _ := jsjson.AppendNode(nil, n.Member(keyConfidentiality), -1)
 		if _, err := ParseConfidentiality(c); err == nil {
 			t.Errorf("ParseConfidentiality(%s) = nil error, want error", c)
 		}

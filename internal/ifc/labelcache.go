@@ -3,6 +3,8 @@ package ifc
 import (
 	"encoding/binary"
 	"sync"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Labels, ceilings and the query label repeat from call to call: a loom
@@ -28,7 +30,7 @@ func newLabelRead(l Label, err error) *labelRead {
 	return &labelRead{
 		label:        l,
 		clauses:      compileClauses(l.Confidentiality),
-		disclosedLen: utf16LenBytes(appendDisclosed(nil, Disclose(l))),
+		disclosedLen: jsjson.UTF16LenBytes(appendDisclosed(nil, Disclose(l))),
 	}
 }
 

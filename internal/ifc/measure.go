@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Bounds and fixed strings of the measurement (SEMANTICS (g), (h)). Every
@@ -122,7 +124,7 @@ func measure(ctx context.Context, in Input) (Result, error) {
 	defer m.put()
 	m.ctx = ctx
 	if in.Envelope != nil {
-		env, _, err := m.em.appendBounded(make([]byte, 0, len(in.Envelope)), in.Envelope, StringBound)
+		env, _, err := m.em.AppendBounded(make([]byte, 0, len(in.Envelope)), in.Envelope, StringBound)
 		if err != nil {
 			env = []byte("{}")
 		}
@@ -135,20 +137,20 @@ func measure(ctx context.Context, in Input) (Result, error) {
 		env := r.Envelope
 		r.Envelope = nil
 		m.head = r.appendHead(m.head[:0], n, n, n, true)
-		budget := OutputBound - utf16LenBytes(m.head) - len(`,"envelope":`) - len("}") - LabelAllowance
+		budget := OutputBound - jsjson.UTF16LenBytes(m.head) - len(`,"envelope":`) - len("}") - LabelAllowance
 		var cut bool
 		r.Envelope, cut = cutToBudget(env, budget)
 		r.Truncated = cut
 	}
 	m.head = r.appendHead(m.head[:0], n, n, n, true)
-	size := utf16LenBytes(m.head) + len("}") + LabelAllowance
+	size := jsjson.UTF16LenBytes(m.head) + len("}") + LabelAllowance
 
 	m.defined = in.Ceiling.defined
 	if m.defined {
 		m.ceiling = ceilingReads.ceiling(in.Ceiling.clauses)
 	}
 	m.values = make([]byte, 0, arenaSize(in.Rows))
-	m.em.limit = StringBound
+	m.em.SetLimit(StringBound)
 	m.unlabeled = m.infoOf(labelReads.given(in.Unlabeled))
 
 	// Entries end at the bound, well before 25k rows: start small.
@@ -214,13 +216,13 @@ type labelInfo struct {
 }
 
 // measurer is the state of one Measure call. Measure takes it from a pool
-// and puts it back, so its scratch (the emitter's stacks, the label list,
+// and puts it back, so its scratch (the jsjson.Writer's stacks, the label list,
 // the head) is reused between calls; nothing it returns points into the
 // scratch: admitted values go to values, an arena of the call's own.
 type measurer struct {
 	ctx       context.Context // nil: no deadline
 	expired   bool            // ctx was found done
-	em        emitter
+	em        jsjson.Writer
 	defined   bool
 	ceiling   []clauseInfo
 	unlabeled labelInfo
@@ -258,9 +260,7 @@ var measurers = sync.Pool{New: func() any { return new(measurer) }}
 // sets) and returns m to the pool.
 func (m *measurer) put() {
 	m.ctx, m.expired = nil, false
-	m.em.buf, m.em.s.b = nil, nil
-	clear(m.em.frames[:cap(m.em.frames)])
-	m.em.frames = m.em.frames[:0]
+	m.em.Release()
 	clear(m.labels)
 	m.labels = m.labels[:0]
 	m.index = nil
@@ -269,8 +269,9 @@ func (m *measurer) put() {
 	m.unlabeled = labelInfo{}
 	clear(m.observed)
 	m.observed = m.observed[:0]
-	if cap(m.head) > maxPooledBytes || cap(m.em.s.stack) > maxPooledBytes ||
-		cap(m.em.frames) > maxPooledFrames || cap(m.em.names) > maxPooledSpans ||
+	stack, frames, names := m.em.Scratch()
+	if cap(m.head) > maxPooledBytes || stack > maxPooledBytes ||
+		frames > maxPooledFrames || names > maxPooledSpans ||
 		cap(m.labels) > maxPooledLabels || cap(m.observed) > maxPooledSpans {
 		return
 	}
@@ -337,30 +338,30 @@ var (
 // as room+1.
 func (m *measurer) entry(row []byte, room int) (Entry, int) {
 	mark := len(m.values)
-	m.em.buf = m.values
 	maxBytes := 3 * max(room, 0) // a value of more bytes has more UTF-16 units than room
-	sc, err := m.em.row(row, false, maxBytes)
-	m.values = m.em.buf[:mark]
+	buf, sc, err := m.em.Row(m.values, row, false, maxBytes)
+	m.values = buf[:mark]
 	var li labelInfo
 	labeled := false // the row has its own ifc member
 	var value []byte
-	over, cut := sc.over, sc.cut
+	over, cut := sc.Over, sc.Cut
 	switch {
-	case err == errDuplicate && (len(row) > MaxTreeRowBytes || m.done()):
+	case err == jsjson.ErrDuplicate && (len(row) > MaxTreeRowBytes || m.done()):
 		// Too large to parse whole, or out of time.
 		return Entry{ReasonCode: ReasonLabelReadFailed}, sizeWithheldRead
-	case err == errDuplicate:
-		li, labeled, value, cut = m.slowRow(row, mark)
+	case err == jsjson.ErrDuplicate:
+		li, labeled, buf, cut = m.slowRow(row, mark)
+		value = buf[mark:len(buf):len(buf)]
 		over = false
 	case err != nil:
 		return Entry{ReasonCode: ReasonLabelReadFailed}, sizeWithheldRead
 	default:
 		li = m.unlabeled
-		if sc.hasIFC {
-			li, labeled = m.labelFor(sc.ifc), true
+		if sc.HasIFC {
+			li, labeled = m.labelFor(sc.IFC), true
 		}
 		if !over {
-			value = m.em.buf[mark:len(m.em.buf):len(m.em.buf)]
+			value = buf[mark:len(buf):len(buf)]
 		}
 	}
 	switch {
@@ -371,13 +372,13 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 	case over:
 		return Entry{}, room + 1
 	}
-	m.values = m.em.buf // keep the value
+	m.values = buf // keep the value
 	e := Entry{Admitted: true, Label: li.label, LabelSource: SourceQuery, Value: value, Truncated: cut}
 	if labeled {
 		e.LabelSource = SourceRow
 	}
 	size := len(admittedHead) + li.disclosedLen + len(labelSourceKey) + len(`""`) + len(e.LabelSource) +
-		len(valueKey) + utf16LenBytes(value) + len(handleKey) + len(`""}`) + len(HandleStandIn)
+		len(valueKey) + jsjson.UTF16LenBytes(value) + len(handleKey) + len(`""}`) + len(HandleStandIn)
 	if cut {
 		size += len(truncatedMember)
 	}
@@ -393,37 +394,37 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 const MaxTreeRowBytes = 1 << 20
 
 // slowRow handles a row that repeats a member name: it is parsed whole with
-// JavaScript's rule (first position, last value) and written from the tree.
-// It reports whether the row has its own label.
+// JavaScript's rule (first position, last value) and written from the tree
+// to m.values[:mark], which it returns extended. It reports whether the row
+// has its own label.
 func (m *measurer) slowRow(row []byte, mark int) (labelInfo, bool, []byte, bool) {
-	n, err := parseTree(row)
-	if err != nil || n.kind != jsontext.KindBeginObject {
-		return labelInfo{unreadable: true}, false, nil, false
+	n, err := jsjson.ParseTree(row)
+	if err != nil || n.Kind != jsontext.KindBeginObject {
+		return labelInfo{unreadable: true}, false, m.values[:mark], false
 	}
 	li, labeled := m.unlabeled, false
-	v := &node{kind: n.kind}
-	for i, k := range n.keys {
+	v := &jsjson.Node{Kind: n.Kind}
+	for i, k := range n.Keys {
 		if k == `"ifc"` {
-			raw, _ := appendNode(nil, n.vals[i], -1)
+			raw, _ := jsjson.AppendNode(nil, n.Vals[i], -1)
 			li, labeled = m.labelFor(raw), true
 			continue
 		}
-		v.keys = append(v.keys, k)
-		v.vals = append(v.vals, n.vals[i])
+		v.Keys = append(v.Keys, k)
+		v.Vals = append(v.Vals, n.Vals[i])
 	}
-	buf, cut := appendNode(m.values[:mark], v, StringBound)
-	m.em.buf = buf
-	return li, labeled, buf[mark:len(buf):len(buf)], cut
+	buf, cut := jsjson.AppendNode(m.values[:mark], v, StringBound)
+	return li, labeled, buf, cut
 }
 
 // appendHead writes the result object up to, not including, its entries.
 func (r Result) appendHead(dst []byte, admitted, withheld, omitted int, truncated bool) []byte {
 	dst = append(dst, `{"outputId":`...)
-	dst = appendJSString(dst, r.OutputID)
+	dst = jsjson.AppendString(dst, r.OutputID)
 	dst = append(dst, `,"status":"ok","kind":`...)
-	dst = appendJSString(dst, r.Kind)
+	dst = jsjson.AppendString(dst, r.Kind)
 	dst = append(dst, `,"notice":`...)
-	dst = appendJSString(dst, r.Notice)
+	dst = jsjson.AppendString(dst, r.Notice)
 	dst = append(dst, `,"admitted":`...)
 	dst = strconv.AppendInt(dst, int64(admitted), 10)
 	dst = append(dst, `,"withheld":`...)
@@ -484,7 +485,7 @@ func (r Result) AppendJSON(dst []byte, handles []string) []byte {
 		}
 		if !e.Admitted {
 			dst = append(dst, withheldHead...)
-			dst = appendJSString(dst, e.ReasonCode)
+			dst = jsjson.AppendString(dst, e.ReasonCode)
 			dst = append(dst, '}')
 			continue
 		}
@@ -570,7 +571,7 @@ func appendEntry(dst []byte, e Entry, disclosed []byte, handle string, withHandl
 	dst = append(dst, admittedHead...)
 	dst = append(dst, disclosed...)
 	dst = append(dst, labelSourceKey...)
-	dst = appendJSString(dst, e.LabelSource)
+	dst = jsjson.AppendString(dst, e.LabelSource)
 	dst = append(dst, valueKey...)
 	dst = appendText(dst, e.Value)
 	if e.Truncated {
@@ -578,7 +579,7 @@ func appendEntry(dst []byte, e Entry, disclosed []byte, handle string, withHandl
 	}
 	if withHandle {
 		dst = append(dst, handleKey...)
-		dst = appendJSString(dst, handle)
+		dst = jsjson.AppendString(dst, handle)
 	}
 	return append(dst, '}')
 }

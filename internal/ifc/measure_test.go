@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // u16 counts UTF-16 units independently of the package.
@@ -87,7 +89,7 @@ func TestMeasureGolden(t *testing.T) {
 func TestMeasureEmpty(t *testing.T) {
 	got := Measure(Input{OutputID: "r:loom_profile:1", Kind: "profile"})
 	js := string(got.AppendJSON(nil, nil))
-	want := `{"outputId":"r:loom_profile:1","status":"ok","kind":"profile","notice":` + string(appendJSString(nil, Notice)) +
+	want := `{"outputId":"r:loom_profile:1","status":"ok","kind":"profile","notice":` + string(jsjson.AppendString(nil, Notice)) +
 		`,"admitted":0,"withheld":0,"omitted":0,"truncated":false,"entries":[]}`
 	if js != want {
 		t.Errorf("AppendJSON = %s\nwant %s", js, want)
@@ -387,7 +389,7 @@ func TestEntrySizes(t *testing.T) {
 		defined: true,
 		ceiling: compileClauses(conf(`"x\u2028"`)),
 	}
-	m.em.limit = StringBound
+	m.em.SetLimit(StringBound)
 	m.unlabeled = m.infoOf(newLabelRead(Label{Confidentiality: conf(`"x\u2028"`)}, nil))
 	for i, row := range rowsIn {
 		e, size := m.entry([]byte(row), OutputBound)
@@ -395,7 +397,7 @@ func TestEntrySizes(t *testing.T) {
 		if e.Admitted {
 			js = appendAdmitted(nil, e, HandleStandIn, true)
 		} else {
-			js = append(append([]byte(withheldHead), appendJSString(nil, e.ReasonCode)...), '}')
+			js = append(append([]byte(withheldHead), jsjson.AppendString(nil, e.ReasonCode)...), '}')
 		}
 		if !json.Valid(js) {
 			t.Errorf("row %d: entry is not valid JSON: %.80s", i, js)
@@ -433,7 +435,7 @@ func TestAppendJSONWithinBound(t *testing.T) {
 		in := searchInput(n, 7)
 		r := Measure(in)
 		js := r.AppendJSON(nil, handlesFor(r.Admitted))
-		if got := utf16LenBytes(js); got > OutputBound {
+		if got := jsjson.UTF16LenBytes(js); got > OutputBound {
 			t.Errorf("%d rows: AppendJSON is %d units, over %d", n, got, OutputBound)
 		}
 		if !json.Valid(js) {

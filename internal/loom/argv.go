@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Fixed reasons of an InputError.
@@ -130,12 +132,12 @@ func PersonLookup(tool Tool, input []byte) bool {
 	case People:
 		return true
 	case Search:
-		ms, err := objectMembers(input, jsontext.AllowDuplicateNames(true))
+		ms, err := jsjson.Members(input, jsontext.AllowDuplicateNames(true))
 		if err != nil {
 			return false
 		}
 		for _, m := range ms {
-			if m.name == "person" {
+			if m.Name == "person" {
 				return true
 			}
 		}
@@ -147,21 +149,21 @@ func PersonLookup(tool Tool, input []byte) bool {
 type input map[string]jsontext.Value
 
 func parseInput(data []byte, allowed []string) (input, error) {
-	ms, err := objectMembers(data, jsontext.AllowDuplicateNames(true)) // validates too
+	ms, err := jsjson.Members(data, jsontext.AllowDuplicateNames(true)) // validates too
 	if err != nil {
 		return nil, &InputError{Reason: ReasonNotObject}
 	}
-	for _, k := range jsKeyOrder(ms) {
+	for _, k := range jsjson.KeyOrder(ms) {
 		if !slices.Contains(allowed, k) {
 			return nil, &InputError{Field: k, Reason: ReasonUnknown}
 		}
 	}
 	in := make(input, len(ms))
 	for _, m := range ms {
-		if _, dup := in[m.name]; dup {
-			return nil, &InputError{Field: m.name, Reason: ReasonDuplicate}
+		if _, dup := in[m.Name]; dup {
+			return nil, &InputError{Field: m.Name, Reason: ReasonDuplicate}
 		}
-		in[m.name] = m.value
+		in[m.Name] = m.Value
 	}
 	return in, nil
 }
@@ -180,8 +182,8 @@ func (in input) text(field string) (string, bool, error) {
 	default:
 		return "", true, &InputError{Field: field, Reason: ReasonString}
 	}
-	s, err := unquote(v)
-	switch n := utf16Len(s); {
+	s, err := jsjson.UnquoteValue(v)
+	switch n := jsjson.UTF16Len(s); {
 	case err != nil:
 		return "", true, &InputError{Field: field, Reason: ReasonString}
 	case n < 1 || n > maxText:
@@ -222,7 +224,7 @@ func (in input) enum(field string, choices []string) (string, bool, error) {
 		return "", false, nil
 	}
 	if v.Kind() == '"' {
-		if s, err := unquote(v); err == nil && slices.Contains(choices, s) {
+		if s, err := jsjson.UnquoteValue(v); err == nil && slices.Contains(choices, s) {
 			return s, true, nil
 		}
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 var update = flag.Bool("update", false, "rewrite the argv and env sections of testdata/argv/*.txtar")
@@ -431,8 +433,8 @@ func FuzzBuildArgv(f *testing.F) {
 				if a[0] == '-' && (isValue || !builderFlags[a]) {
 					t.Fatalf("argv[%d] = %q reads as a flag", i, a)
 				}
-				if utf16Len(a) > 500 {
-					t.Fatalf("argv[%d] is %d UTF-16 units", i, utf16Len(a))
+				if jsjson.UTF16Len(a) > 500 {
+					t.Fatalf("argv[%d] is %d UTF-16 units", i, jsjson.UTF16Len(a))
 				}
 			}
 			if isValueFlag(argv[len(argv)-1]) {

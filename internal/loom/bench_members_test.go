@@ -2,7 +2,7 @@ package loom
 
 // The plain reading: objectMembers, arrayElements and Interpret as first
 // written, a jsontext decoder reading every token of a copy of the input,
-// kept as the reference the readers over ifc.Scanner (jstext.go,
+// kept as the reference the readers over jsjson.Scanner (jstext.go,
 // outcome.go) are tested against on generated and mutated inputs, and a
 // benchmark of Interpret against it.
 
@@ -19,19 +19,21 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // plainObjectMembers is objectMembers as first written.
-func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]member, error) {
+func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]jsjson.Member, error) {
 	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
 	tok, err := d.ReadToken()
 	if err != nil {
 		return nil, err
 	}
 	if tok.Kind() != '{' {
-		return nil, errNotObject
+		return nil, jsjson.ErrNotObject
 	}
-	var ms []member
+	var ms []jsjson.Member
 	for d.PeekKind() != '}' {
 		tok, err := d.ReadToken()
 		if err != nil {
@@ -43,7 +45,7 @@ func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]member, error)
 			return nil, err
 		}
 		end := int(d.InputOffset())
-		ms = append(ms, member{name: name, value: jsontext.Value(data[end-len(v) : end])})
+		ms = append(ms, jsjson.Member{Name: name, Value: jsontext.Value(data[end-len(v) : end])})
 	}
 	if err := plainReadEnd(d); err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func plainArrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value
 		return nil, err
 	}
 	if tok.Kind() != '[' {
-		return nil, errNotArray
+		return nil, jsjson.ErrNotArray
 	}
 	var vs []jsontext.Value
 	for d.PeekKind() != ']' {
@@ -83,7 +85,7 @@ func plainReadEnd(d *jsontext.Decoder) error {
 		return err
 	}
 	if _, err := d.ReadToken(); err != io.EOF {
-		return errTrailing
+		return jsjson.ErrTrailing
 	}
 	return nil
 }
@@ -92,7 +94,7 @@ func plainReadEnd(d *jsontext.Decoder) error {
 func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
 	isObject := len(payload) > 0 && payload[0] == '{'
-	var ms []member
+	var ms []jsjson.Member
 	var valid bool
 	if isObject {
 		var err error
@@ -114,22 +116,22 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	var ok, code, hasProfile, schemaVersion jsontext.Value
 	hasSchemaVersion := false
 	for _, m := range ms { // the last of repeated names wins, as in JavaScript
-		switch m.name {
+		switch m.Name {
 		case "ok":
-			ok = m.value
+			ok = m.Value
 		case "code":
-			code = m.value
+			code = m.Value
 		case "hasProfile":
-			hasProfile = m.value
+			hasProfile = m.Value
 		case "schemaVersion":
-			schemaVersion, hasSchemaVersion = m.value, true
+			schemaVersion, hasSchemaVersion = m.Value, true
 		}
 	}
 
 	if isObject && ok.Kind() == 'f' {
 		e := &HostRefusedError{}
 		if code.Kind() == '"' {
-			if s, err := unquote(code); err == nil && plainHostCode(s) {
+			if s, err := jsjson.UnquoteValue(code); err == nil && plainHostCode(s) {
 				e.HostCode, e.HasHostCode = s, true
 			}
 		}
@@ -149,16 +151,16 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 
 // readerErrClass names the errors of the readers whose difference could
 // matter to a caller: the message of a syntax error may differ (jsontext's
-// own against errSyntax), its class may not.
+// own against jsjson.ErrSyntax), its class may not.
 func readerErrClass(err error) string {
 	switch {
 	case err == nil:
 		return "nil"
-	case errors.Is(err, errNotObject):
+	case errors.Is(err, jsjson.ErrNotObject):
 		return "not object"
-	case errors.Is(err, errNotArray):
+	case errors.Is(err, jsjson.ErrNotArray):
 		return "not array"
-	case errors.Is(err, errTrailing):
+	case errors.Is(err, jsjson.ErrTrailing):
 		return "trailing"
 	}
 	return "invalid"
@@ -178,7 +180,6 @@ var readerOptions = []struct {
 
 // membersEqual compares members by name and value bytes.
 var membersEqual = cmp.Options{
-	cmp.AllowUnexported(member{}),
 	cmp.Comparer(func(a, b jsontext.Value) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
 }
 
@@ -189,15 +190,15 @@ var membersEqual = cmp.Options{
 func checkReaders(t *testing.T, data []byte) {
 	t.Helper()
 	for _, open := range []byte{'{', '['} {
-		var ms []member
-		_, err := walk(data, open, func(name []byte, v jsontext.Value) {
-			m := member{value: v}
+		var ms []jsjson.Member
+		_, err := jsjson.Walk(data, open, func(name []byte, v jsontext.Value) {
+			m := jsjson.Member{Value: v}
 			if name != nil {
-				m.name = nameString(name)
+				m.Name = jsjson.NameString(name)
 			}
 			ms = append(ms, m)
 		})
-		var pms []member
+		var pms []jsjson.Member
 		var perr error
 		if open == '{' {
 			pms, perr = plainObjectMembers(bytes.Clone(data), payloadOptions...)
@@ -205,7 +206,7 @@ func checkReaders(t *testing.T, data []byte) {
 			var vs []jsontext.Value
 			vs, perr = plainArrayElements(bytes.Clone(data), payloadOptions...)
 			for _, v := range vs {
-				pms = append(pms, member{value: v})
+				pms = append(pms, jsjson.Member{Value: v})
 			}
 		}
 		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
@@ -219,21 +220,21 @@ func checkReaders(t *testing.T, data []byte) {
 		}
 	}
 	for _, o := range readerOptions {
-		ms, err := objectMembers(data, o.opts...)
+		ms, err := jsjson.Members(data, o.opts...)
 		pms, perr := plainObjectMembers(bytes.Clone(data), o.opts...)
 		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
-			t.Fatalf("objectMembers(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
+			t.Fatalf("jsjson.Members(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
 		}
 		if diff := cmp.Diff(pms, ms, membersEqual); diff != "" {
-			t.Fatalf("objectMembers(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
+			t.Fatalf("jsjson.Members(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
 		}
-		vs, err := arrayElements(data, o.opts...)
+		vs, err := jsjson.Elements(data, o.opts...)
 		pvs, perr := plainArrayElements(bytes.Clone(data), o.opts...)
 		if g, w := readerErrClass(err), readerErrClass(perr); g != w {
-			t.Fatalf("arrayElements(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
+			t.Fatalf("jsjson.Elements(%q, %s): %s (%v), plain %s (%v)", data, o.name, g, err, w, perr)
 		}
 		if diff := cmp.Diff(pvs, vs, membersEqual); diff != "" {
-			t.Fatalf("arrayElements(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
+			t.Fatalf("jsjson.Elements(%q, %s) (-plain +scanner):\n%s", data, o.name, diff)
 		}
 	}
 }
@@ -344,9 +345,9 @@ func TestReadersMatchPlain(t *testing.T) {
 			p = b.Bytes()
 		}
 		checkReaders(t, p)
-		_, err := objectMembers(p)
+		_, err := jsjson.Members(p)
 		seen["object "+readerErrClass(err)]++
-		_, err = arrayElements(p, payloadOptions...)
+		_, err = jsjson.Elements(p, payloadOptions...)
 		seen["array "+readerErrClass(err)]++
 	}
 	for _, v := range []string{

@@ -3,7 +3,7 @@ package loom
 // Equivalence of Split's one-pass reader with the plain reading it replaced
 // (the jsontext-based objectMembers over the payload, then arrayElements
 // over the list, of bench_members_test.go), on generated payloads; of
-// ifc.Scanner, which both Split and Interpret read with, with jsontext; and
+// jsjson.Scanner, which both Split and Interpret read with, with jsontext; and
 // a benchmark of Split alone.
 
 import (
@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // plainSplit is Split as it was first written: two validating passes
@@ -54,13 +54,13 @@ func plainSplitList(payload []byte, list string, envelopeKeys ...string) ([]json
 	last := map[string]jsontext.Value{}
 	for _, m := range ms {
 		switch {
-		case m.name == list:
-			rowsValue = m.value
-		case slices.Contains(envelopeKeys, m.name):
-			if _, seen := last[m.name]; !seen {
-				order = append(order, m.name)
+		case m.Name == list:
+			rowsValue = m.Value
+		case slices.Contains(envelopeKeys, m.Name):
+			if _, seen := last[m.Name]; !seen {
+				order = append(order, m.Name)
 			}
-			last[m.name] = m.value
+			last[m.Name] = m.Value
 		}
 	}
 	rows, err := plainArrayElements(rowsValue, payloadOptions...)
@@ -290,22 +290,22 @@ func genJSON(rng *rand.Rand, b *bytes.Buffer, depth int) {
 	}
 }
 
-// maxDepth is jsontext's nesting limit, which ifc.Scanner enforces.
+// maxDepth is jsontext's nesting limit, which jsjson.Scanner enforces.
 const maxDepth = 10000
 
-// TestScannerMatchesJSONText holds ifc.Scanner, read as this package reads
+// TestScannerMatchesJSONText holds jsjson.Scanner, read as this package reads
 // it, to jsontext under payloadOptions.
 func TestScannerMatchesJSONText(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 6))
 	check := func(v []byte) {
 		t.Helper()
-		var s ifc.Scanner
+		var s jsjson.Scanner
 		s.Reset(v)
 		raw, err := s.Value(0)
 		got := err == nil && s.AtEnd()
 		want := jsontext.Value(v).IsValid(payloadOptions...)
-		if got != want || validPayload(v) != want {
-			t.Fatalf("%q: scanner valid %v (%v), validPayload %v, jsontext %v", v, got, err, validPayload(v), want)
+		if got != want || jsjson.Valid(v) != want {
+			t.Fatalf("%q: scanner valid %v (%v), validPayload %v, jsontext %v", v, got, err, jsjson.Valid(v), want)
 		}
 		if got && !bytes.Equal(raw, bytes.Trim(v, " \t\r\n")) {
 			t.Fatalf("%q: raw %q", v, raw)

@@ -8,6 +8,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // maxRecordBytes bounds the read-ceiling record read.
@@ -72,7 +74,7 @@ func parseRecord(data []byte, facets []string) (ifc.Ceiling, error) {
 	if !jsontext.Value(data).IsValid() {
 		return fail(ReasonRecordNotJSON)
 	}
-	ms, err := objectMembers(data)
+	ms, err := jsjson.Members(data)
 	if err != nil {
 		return fail(ReasonRecordNotObject)
 	}
@@ -91,13 +93,13 @@ func parseRecord(data []byte, facets []string) (ifc.Ceiling, error) {
 	if !ok || raw.Kind() != '[' {
 		return fail(ReasonRecordFacets)
 	}
-	elems, _ := arrayElements(raw)
+	elems, _ := jsjson.Elements(raw)
 	if len(elems) == 0 {
 		return fail(ReasonRecordFacets)
 	}
 	recordFacets := make([]string, len(elems))
 	for i, e := range elems {
-		s, err := unquote(e)
+		s, err := jsjson.UnquoteValue(e)
 		if e.Kind() != '"' || err != nil || !isFacetID(s) {
 			return fail(ReasonRecordFacets)
 		}
@@ -108,7 +110,7 @@ func parseRecord(data []byte, facets []string) (ifc.Ceiling, error) {
 	if !ok || raw.Kind() != '"' {
 		return fail(ReasonRecordFacetSource)
 	}
-	if s, err := unquote(raw); err != nil || s == "" {
+	if s, err := jsjson.UnquoteValue(raw); err != nil || s == "" {
 		return fail(ReasonRecordFacetSource)
 	}
 

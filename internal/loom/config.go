@@ -12,6 +12,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Transport kinds.
@@ -86,7 +88,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if key, ok := firstDuplicate(data); ok {
 		return nil, &ConfigError{Key: key, Reason: "duplicate key"}
 	}
-	top, err := objectMembers(data)
+	top, err := jsjson.Members(data)
 	if err != nil {
 		return nil, &ConfigError{Reason: "the top-level value must be a JSON object"}
 	}
@@ -103,7 +105,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	case cli.Kind() != '"':
 		return nil, &ConfigError{Key: "cliPath", Reason: "must be a string"}
 	}
-	cfg.CLIPath, _ = unquote(cli)
+	cfg.CLIPath, _ = jsjson.UnquoteValue(cli)
 
 	tr, ok := f["transport"]
 	switch {
@@ -112,7 +114,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	case tr.Kind() != '{':
 		return nil, &ConfigError{Key: "transport", Reason: "must be an object"}
 	}
-	trMembers, _ := objectMembers(tr)
+	trMembers, _ := jsjson.Members(tr)
 	if k, ok := firstUnknown(trMembers, transportKeys); ok {
 		return nil, &ConfigError{Key: "transport." + k, Reason: "unknown key"}
 	}
@@ -122,7 +124,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if !ok || kind.Kind() != '"' {
 		return nil, &ConfigError{Key: "transport.kind", Reason: `must be "broker" or "direct"`}
 	}
-	cfg.Transport.Kind, _ = unquote(kind)
+	cfg.Transport.Kind, _ = jsjson.UnquoteValue(kind)
 	var own []string
 	switch cfg.Transport.Kind {
 	case TransportBroker:
@@ -140,7 +142,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		if v.Kind() != '"' {
 			return nil, &ConfigError{Key: "transport." + k, Reason: "must be a string"}
 		}
-		s, _ := unquote(v)
+		s, _ := jsjson.UnquoteValue(v)
 		switch k {
 		case "queuePath":
 			cfg.Transport.QueuePath = s
@@ -151,14 +153,14 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	}
 	if a, ok := t["actor"]; ok && a.Kind() == '"' && cfg.Transport.Kind == TransportDirect {
-		cfg.Transport.Actor, _ = unquote(a)
+		cfg.Transport.Actor, _ = jsjson.UnquoteValue(a)
 	}
 
 	if v, ok := f["readCeilingFile"]; ok {
 		if v.Kind() != '"' {
 			return nil, &ConfigError{Key: "readCeilingFile", Reason: "must be an absolute path"}
 		}
-		cfg.ReadCeilingFile, _ = unquote(v)
+		cfg.ReadCeilingFile, _ = jsjson.UnquoteValue(v)
 		if cfg.ReadCeilingFile == "" {
 			return nil, &ConfigError{Key: "readCeilingFile", Reason: "must be an absolute path"}
 		}
@@ -167,13 +169,13 @@ func ParseConfig(data []byte) (*Config, error) {
 		if v.Kind() != '[' {
 			return nil, &ConfigError{Key: "facets", Reason: "must be a non-empty array of facet ids"}
 		}
-		elems, _ := arrayElements(v)
+		elems, _ := jsjson.Elements(v)
 		cfg.Facets = make([]string, 0, len(elems))
 		for i, e := range elems {
 			if e.Kind() != '"' {
 				return nil, &ConfigError{Key: fmt.Sprintf("facets[%d]", i), Reason: "must be a string"}
 			}
-			s, _ := unquote(e)
+			s, _ := jsjson.UnquoteValue(e)
 			cfg.Facets = append(cfg.Facets, s)
 		}
 	}
@@ -212,7 +214,7 @@ func (c *Config) Validate() error {
 			return &ConfigError{Key: "transport.runId", Reason: "must be a non-empty string"}
 		case !isJSTrimmed(id):
 			return &ConfigError{Key: "transport.runId", Reason: "must not begin or end with whitespace"}
-		case utf16Len(id) > 128:
+		case jsjson.UTF16Len(id) > 128:
 			return &ConfigError{Key: "transport.runId", Reason: "must be at most 128 characters"}
 		case hasControl(id):
 			return &ConfigError{Key: "transport.runId", Reason: "must not contain control characters"}
@@ -252,27 +254,27 @@ func isFacetID(s string) bool {
 }
 
 // firstUnknown returns the first name of ms (file order) not in known.
-func firstUnknown(ms []member, known []string) (string, bool) {
+func firstUnknown(ms []jsjson.Member, known []string) (string, bool) {
 	for _, m := range ms {
 		found := false
 		for _, k := range known {
-			if m.name == k {
+			if m.Name == k {
 				found = true
 				break
 			}
 		}
 		if !found {
-			return m.name, true
+			return m.Name, true
 		}
 	}
 	return "", false
 }
 
 // membersByName indexes ms by name; the last of duplicate names wins.
-func membersByName(ms []member) map[string]jsontext.Value {
+func membersByName(ms []jsjson.Member) map[string]jsontext.Value {
 	f := make(map[string]jsontext.Value, len(ms))
 	for _, m := range ms {
-		f[m.name] = m.value
+		f[m.Name] = m.Value
 	}
 	return f
 }

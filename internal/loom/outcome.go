@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // payloadOptions are the JSON rules stdout is read with: JavaScript's
@@ -42,8 +44,8 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	if isObject {
 		// One validating pass over the payload's bytes, which it does not
 		// copy; the last of repeated names wins, as in JavaScript.
-		_, err := walk(payload, '{', func(name []byte, v jsontext.Value) {
-			switch string(memberName(name)) {
+		_, err := jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
+			switch string(jsjson.MemberName(name)) {
 			case "ok":
 				ok = v
 			case "code":
@@ -56,7 +58,7 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 		})
 		valid = err == nil
 	} else {
-		valid = len(payload) > 0 && validPayload(payload)
+		valid = len(payload) > 0 && jsjson.Valid(payload)
 	}
 	if !valid {
 		switch {
@@ -100,7 +102,7 @@ func hostCode(v jsontext.Value) (string, bool) {
 	if v.Kind() != '"' || len(v) > 6*MaxHostCode+2 {
 		return "", false
 	}
-	c, err := unquote(v)
+	c, err := jsjson.UnquoteValue(v)
 	if err != nil || c == "" || len(c) > MaxHostCode {
 		return "", false
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
 // Split cuts a payload Interpret accepted into rows and envelope as
@@ -34,7 +34,7 @@ import (
 // for package ifc, which reads them the same way.
 //
 // The payload is read in one validating pass over its bytes with
-// ifc.Scanner (nothing is copied) and only the rows' boundaries are kept.
+// jsjson.Scanner (nothing is copied) and only the rows' boundaries are kept.
 func Split(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
 	rows, _, envelope, err = SplitContext(context.Background(), tool, payload, -1)
 	return rows, envelope, err
@@ -58,7 +58,7 @@ func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (row
 	case PageDiscover:
 		envelope, err = splitList(ctx, &l, payload, "pages", "totalPages", "omittedViews")
 	case CalendarList:
-		var s ifc.Scanner
+		var s jsjson.Scanner
 		s.Reset(payload)
 		err = l.elements(ctx, &s, 0)
 		switch {
@@ -67,7 +67,7 @@ func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (row
 			err = ErrMalformedPayload
 		}
 	case PageInspect, PageRead, People, Context, Profile:
-		if len(payload) == 0 || payload[0] != '{' || !validPayload(payload) {
+		if len(payload) == 0 || payload[0] != '{' || !jsjson.Valid(payload) {
 			return nil, 0, nil, ErrMalformedPayload
 		}
 		return []jsontext.Value{jsontext.Value(payload)}, 0, nil, nil
@@ -97,7 +97,7 @@ const maxEnvelopeKeys = 4
 // splitList splits an object payload whose list member holds the rows and
 // whose envelope keys are picked.
 func splitList(ctx context.Context, l *rowList, payload []byte, list string, envelopeKeys ...string) (jsontext.Value, error) {
-	var s ifc.Scanner
+	var s jsjson.Scanner
 	s.Reset(payload)
 	if s.Peek() != '{' {
 		return nil, ErrMalformedPayload
@@ -203,9 +203,9 @@ const checkRows = 1024
 // elements reads the array next in s, which sits inside depth open arrays
 // and objects, adding its elements to l. It returns ctx.Err() once ctx is
 // done.
-func (l *rowList) elements(ctx context.Context, s *ifc.Scanner, depth int) error {
+func (l *rowList) elements(ctx context.Context, s *jsjson.Scanner, depth int) error {
 	if s.Peek() != '[' {
-		return errNotArray
+		return jsjson.ErrNotArray
 	}
 	s.Advance()
 	if s.Peek() == ']' {
@@ -238,7 +238,7 @@ func (l *rowList) elements(ctx context.Context, s *ifc.Scanner, depth int) error
 			s.Advance()
 			return nil
 		default:
-			return errSyntax
+			return jsjson.ErrSyntax
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/api/agent"
-	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/problem"
 )
 
@@ -381,7 +381,7 @@ func article(t string) string {
 // from the body's root down to the refused value, the first object that
 // holds a key its schema does not declare (additionalProperties: false),
 // and returns the pointer of that object's first such key in JavaScript's
-// Object.keys order, the order of the argument builder (loom.ObjectKeys),
+// Object.keys order, the order of the argument builder (jsjson.ObjectKeys),
 // with that object's schema. So an object's unknown keys come before any
 // other violation inside it, as SEMANTICS (c) orders the builder's checks,
 // whatever kin-openapi met first. Where the schemas along the path cannot
@@ -410,7 +410,7 @@ func unknownKeys(v jsontext.Value, s *openapi3.Schema) []string {
 	if s == nil || v.Kind() != '{' || s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
 		return nil
 	}
-	keys, err := loom.ObjectKeys(v)
+	keys, err := jsjson.ObjectKeys(v)
 	if err != nil {
 		return nil
 	}

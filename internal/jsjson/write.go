@@ -1,4 +1,4 @@
-package ifc
+package jsjson
 
 import (
 	"bytes"
@@ -25,16 +25,16 @@ import (
 // reference reads loom's stdout with); an escaped lone surrogate stays a lone
 // surrogate and is written back as a lowercase \udXXX escape.
 
-// decodeOptions are the jsontext options every reader in the package uses.
-var decodeOptions = []jsontext.Options{
+// DecodeOptions are the jsontext options every reader in the package uses.
+var DecodeOptions = []jsontext.Options{
 	jsontext.AllowDuplicateNames(true),
 	jsontext.AllowInvalidUTF8(true),
 }
 
 var (
-	errDuplicate = errors.New("ifc: duplicate object member")
-	errNotObject = errors.New("ifc: not a JSON object")
-	errTrailing  = errors.New("ifc: data after the JSON value")
+	ErrDuplicate = errors.New("jsjson: duplicate object member")
+	ErrNotObject = errors.New("jsjson: not a JSON object")
+	ErrTrailing  = errors.New("jsjson: data after the JSON value")
 )
 
 // AppendJS appends v as JavaScript's JSON.stringify(JSON.parse(v)) would
@@ -46,24 +46,19 @@ var (
 // v must be one valid JSON value (duplicate names and invalid UTF-8 are
 // allowed); if it is not, AppendJS appends null.
 func AppendJS(dst []byte, v jsontext.Value) []byte {
-	out, _, err := appendBounded(dst, v, -1)
+	var e Writer
+	out, _, err := e.AppendBounded(dst, v, -1)
 	if err != nil {
 		return append(dst, "null"...)
 	}
 	return out
 }
 
-// appendBounded appends v like AppendJS, cutting every string value longer
+// AppendBounded appends v like AppendJS, cutting every string value longer
 // than limit UTF-16 units (limit < 0: no cut). It reports whether a string
-// was cut.
-func appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
-	var e emitter
-	return e.appendBounded(dst, v, limit)
-}
-
-// appendBounded is appendBounded with e's scratch. It leaves e.buf
-// pointing at dst's memory.
-func (e *emitter) appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
+// was cut; an error means v is not one valid JSON value. It sets e's limit
+// to limit and leaves e pointing at dst's memory until Release.
+func (e *Writer) AppendBounded(dst []byte, v []byte, limit int) ([]byte, bool, error) {
 	e.limit = limit
 	e.buf = dst
 	e.reset(v)
@@ -71,12 +66,12 @@ func (e *emitter) appendBounded(dst []byte, v []byte, limit int) ([]byte, bool, 
 	if err == nil {
 		err = e.end()
 	}
-	if err == errDuplicate {
-		n, perr := parseTree(v)
+	if err == ErrDuplicate {
+		n, perr := ParseTree(v)
 		if perr != nil {
 			return dst, false, perr
 		}
-		out, cut := appendNode(dst, n, limit)
+		out, cut := AppendNode(dst, n, limit)
 		return out, cut, nil
 	}
 	if err != nil {
@@ -103,12 +98,12 @@ func UTF16Len(s string) int {
 	return n
 }
 
-// CutString returns the first StringBound UTF-16 units of s and true when s
-// is longer than that, else s and false (a string of exactly StringBound
-// units is untouched). A cut that would split a surrogate pair drops the
+// CutString returns the first limit UTF-16 units of s and true when s is
+// longer than that, else s and false (a string of exactly limit units is
+// untouched). A cut that would split a surrogate pair drops the
 // dangling high half, so the result may be one unit short (Gateway
 // decision 1). Invalid UTF-8 is counted as U+FFFD but kept as given.
-func CutString(s string) (string, bool) {
+func CutString(s string, limit int) (string, bool) {
 	n := 0
 	for i := 0; i < len(s); {
 		r, w := rune(s[i]), 1
@@ -116,7 +111,7 @@ func CutString(s string) (string, bool) {
 			r, w = decodeRune(s[i:])
 		}
 		u := runeUnits(r)
-		if n+u > StringBound {
+		if n+u > limit {
 			return s[:i], true
 		}
 		n += u
@@ -125,9 +120,9 @@ func CutString(s string) (string, bool) {
 	return s, false
 }
 
-// utf16LenBytes counts the UTF-16 units of b, which must be valid UTF-8 (as
+// UTF16LenBytes counts the UTF-16 units of b, which must be valid UTF-8 (as
 // everything the writer produces is).
-func utf16LenBytes(b []byte) int {
+func UTF16LenBytes(b []byte) int {
 	n := 0
 	for len(b) >= 8 {
 		if binary.LittleEndian.Uint64(b)&hiBits == 0 { // ASCII: a unit a byte
@@ -231,8 +226,8 @@ func appendRune(dst []byte, r rune) []byte {
 	}
 }
 
-// appendJSString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendJSString(dst []byte, s string) []byte {
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	// A run of printable ASCII, as most strings are whole, eight bytes at
 	// a time.
@@ -263,11 +258,11 @@ func appendJSString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendQuoted transcodes raw, one JSON string literal including its quotes
+// AppendQuoted transcodes raw, one JSON string literal including its quotes
 // as it appears in the input, to its JavaScript form. When limit >= 0 the
 // value is cut to its first limit UTF-16 units if it is longer, dropping a
-// surrogate pair the cut would split; appendQuoted reports whether it cut.
-func appendQuoted(dst, raw []byte, limit int) ([]byte, bool) {
+// surrogate pair the cut would split; it reports whether it cut.
+func AppendQuoted(dst, raw []byte, limit int) ([]byte, bool) {
 	dst = append(dst, '"')
 	s := raw[1 : len(raw)-1]
 	units := 0
@@ -364,9 +359,9 @@ func hex4[B ~string | ~[]byte](s B) (rune, bool) {
 	return v, true
 }
 
-// unquote returns the Go string of a JSON string in the writer's form. A
+// Unquote returns the Go string of a JSON string in the writer's form. A
 // lone surrogate becomes U+FFFD, the only loss a Go string forces.
-func unquote(text string) string {
+func Unquote(text string) string {
 	s := text[1 : len(text)-1]
 	if strings.IndexByte(s, '\\') < 0 {
 		return s
@@ -388,16 +383,16 @@ func unquote(text string) string {
 	return string(b)
 }
 
-// emitter streams one JSON value from its scanner into buf in the writer's
-// form. It gives up with errDuplicate on the first repeated member name,
+// Writer streams one JSON value from its scanner into buf in the writer's
+// form. It gives up with ErrDuplicate on the first repeated member name,
 // leaving the caller to take the slower tree path that applies JavaScript's
 // last-value rule; inputs almost never repeat a name.
 //
-// With stopAt >= 0, once buf is longer than stopAt the emitter stops
+// With stopAt >= 0, once buf is longer than stopAt the Writer stops
 // writing values (and sets stopped): the rest of the value is still read,
 // checked and searched for repeated names, but only the names of the
 // objects still open are kept.
-type emitter struct {
+type Writer struct {
 	s       Scanner
 	buf     []byte
 	limit   int // string cut in UTF-16 units; < 0 means none
@@ -412,7 +407,7 @@ type frame struct {
 	obj   bool
 	n     int    // members written
 	start int    // offset in buf of the opening byte
-	names int    // index in emitter.names of this object's first name
+	names int    // index in Writer.names of this object's first name
 	seen  uint64 // a bit per nameBit of the object's names
 	set   map[string]struct{}
 }
@@ -423,7 +418,7 @@ type span struct{ lo, hi int }
 // detection switches from a linear scan to a map.
 const maxLinearNames = 32
 
-func (e *emitter) reset(v []byte) {
+func (e *Writer) reset(v []byte) {
 	e.s.reset(v)
 	e.cut = false
 	e.stopAt, e.stopped = -1, false
@@ -432,22 +427,22 @@ func (e *emitter) reset(v []byte) {
 }
 
 // end checks that nothing but whitespace follows the value.
-func (e *emitter) end() error {
+func (e *Writer) end() error {
 	if !e.s.atEnd() {
-		return errTrailing
+		return ErrTrailing
 	}
 	return nil
 }
 
 // wrote notes that buf grew, stopping the writing past stopAt.
-func (e *emitter) wrote() {
+func (e *Writer) wrote() {
 	if e.stopAt >= 0 && len(e.buf) > e.stopAt {
 		e.stopped = true
 	}
 }
 
 // value reads one complete value and writes it to buf.
-func (e *emitter) value() error {
+func (e *Writer) value() error {
 	base := len(e.frames)
 	s := &e.s
 	for {
@@ -455,12 +450,12 @@ func (e *emitter) value() error {
 		switch c := s.ws(); c {
 		case '{', '[':
 			if len(e.frames) >= maxDepth {
-				return errDepth
+				return ErrDepth
 			}
 			s.i++
 			e.frames = append(e.frames, frame{obj: c == '{', start: len(e.buf), names: len(e.names)})
 			e.buf = append(e.buf, c)
-			if s.ws() != closer(c) {
+			if s.ws() != Closer(c) {
 				if c == '{' {
 					if err := e.name(); err != nil {
 						return err
@@ -469,7 +464,7 @@ func (e *emitter) value() error {
 				continue
 			}
 			s.i++ // an empty container
-			e.close(closer(c))
+			e.close(Closer(c))
 		case '"':
 			raw, err := s.str()
 			if err != nil {
@@ -500,13 +495,13 @@ func (e *emitter) value() error {
 				open = '{'
 			}
 			c := s.ws()
-			if c == closer(open) {
+			if c == Closer(open) {
 				s.i++
 				e.close(c)
 				continue
 			}
 			if c != ',' {
-				return errSyntax
+				return ErrSyntax
 			}
 			s.i++
 			if fr.obj {
@@ -523,27 +518,27 @@ func (e *emitter) value() error {
 
 // appendString writes the string value raw, the one the scanner just
 // read, cut at the limit.
-func (e *emitter) appendString(raw []byte) {
+func (e *Writer) appendString(raw []byte) {
 	if (e.limit < 0 || len(raw)-2 <= e.limit) && e.s.verbatim(raw) {
 		e.buf = append(e.buf, raw...) // already in the writer's form
 		return
 	}
 	var cut bool
-	e.buf, cut = appendQuoted(e.buf, raw, e.limit)
+	e.buf, cut = AppendQuoted(e.buf, raw, e.limit)
 	e.cut = e.cut || cut
 }
 
 // appendName writes the member name raw, the one the scanner just read.
-func (e *emitter) appendName(raw []byte) {
+func (e *Writer) appendName(raw []byte) {
 	if e.s.verbatim(raw) {
 		e.buf = append(e.buf, raw...)
 		return
 	}
-	e.buf, _ = appendQuoted(e.buf, raw, -1)
+	e.buf, _ = AppendQuoted(e.buf, raw, -1)
 }
 
 // close ends the innermost container with the byte c.
-func (e *emitter) close(c byte) {
+func (e *Writer) close(c byte) {
 	fr := &e.frames[len(e.frames)-1]
 	e.names = e.names[:fr.names]
 	if e.stopped {
@@ -557,10 +552,10 @@ func (e *emitter) close(c byte) {
 
 // name reads the next member name of the innermost object and its colon,
 // and writes them, preceded by a comma unless it is the first.
-func (e *emitter) name() error {
+func (e *Writer) name() error {
 	s := &e.s
 	if s.ws() != '"' {
-		return errSyntax
+		return ErrSyntax
 	}
 	raw, err := s.str()
 	if err != nil {
@@ -574,10 +569,10 @@ func (e *emitter) name() error {
 	start := len(e.buf)
 	e.appendName(raw)
 	if !e.addName(fr, start) {
-		return errDuplicate
+		return ErrDuplicate
 	}
 	if s.ws() != ':' {
-		return errSyntax
+		return ErrSyntax
 	}
 	s.i++
 	e.buf = append(e.buf, ':')
@@ -587,7 +582,7 @@ func (e *emitter) name() error {
 // addName records the name written at buf[start:] for the object fr and
 // reports false if the object already has it. Names compare in the writer's
 // form, which is one spelling per JavaScript string.
-func (e *emitter) addName(fr *frame, start int) bool {
+func (e *Writer) addName(fr *frame, start int) bool {
 	name := e.buf[start:]
 	if fr.set != nil {
 		if _, ok := fr.set[string(name)]; ok {
@@ -624,21 +619,49 @@ func nameBit(name []byte) uint64 {
 	return 1 << (h & 63)
 }
 
-// rowScan is what one pass over a row yields.
-type rowScan struct {
-	ifc    []byte // the last own ifc member's raw value, a slice of the row
-	hasIFC bool
-	over   bool // the value was not written: it would exceed maxBytes
-	cut    bool
+// RowScan is what one pass over a row yields.
+type RowScan struct {
+	IFC    []byte // the last own ifc member's raw value, a slice of the row
+	HasIFC bool
+	Over   bool // the value was not written: it would exceed maxBytes
+	Cut    bool
 }
 
-// row reads one row, which must be a JSON object, remembering its last own
-// ifc member. Unless skip is set it writes the row minus every ifc member to
-// buf, strings cut at the emitter's limit; once more than maxBytes (>= 0)
-// have been written it stops writing, drops what it wrote, reports over and
-// only scans the remaining members for ifc.
-func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
-	r := rowScan{over: skip}
+// Row reads one row, which must be a JSON object, remembering its last own
+// ifc member (the label, SEMANTICS (e)). Unless skip is set it appends the
+// row minus every ifc member to dst, strings cut at the limit SetLimit gave;
+// once more than maxBytes (>= 0) have been written it stops writing, drops
+// what it wrote, reports Over and only scans the remaining members for ifc.
+// It returns dst, extended or not, on every path. ErrDuplicate means the
+// row repeats a member name, which the caller must read with ParseTree.
+func (e *Writer) Row(dst, row []byte, skip bool, maxBytes int) ([]byte, RowScan, error) {
+	e.buf = dst
+	r, err := e.row(row, skip, maxBytes)
+	return e.buf, r, err
+}
+
+// SetLimit sets the length in UTF-16 units past which Row cuts a string
+// (limit < 0: no cut).
+func (e *Writer) SetLimit(limit int) { e.limit = limit }
+
+// Release drops e's references to its input and output and to the frames'
+// name sets, keeping only its scratch capacity, so a pooled Writer holds
+// no caller's memory.
+func (e *Writer) Release() {
+	e.buf, e.s.b = nil, nil
+	clear(e.frames[:cap(e.frames)])
+	e.frames = e.frames[:0]
+}
+
+// Scratch reports the capacity e keeps between calls: of the scanner's
+// container stack in bytes, of its frame stack and of its name list in
+// elements. A pool should drop a Writer that grew too large.
+func (e *Writer) Scratch() (stack, frames, names int) {
+	return cap(e.s.stack), cap(e.frames), cap(e.names)
+}
+
+func (e *Writer) row(row []byte, skip bool, maxBytes int) (RowScan, error) {
+	r := RowScan{Over: skip}
 	e.reset(row)
 	s := &e.s
 	if s.ws() != '{' {
@@ -646,14 +669,14 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 	}
 	s.i++
 	start := len(e.buf)
-	if !r.over {
+	if !r.Over {
 		e.buf = append(e.buf, '{')
 	}
 	e.frames = append(e.frames, frame{obj: true})
 	c := s.ws()
 	for c != '}' {
 		if c != '"' {
-			return r, errSyntax
+			return r, ErrSyntax
 		}
 		raw, err := s.str()
 		if err != nil {
@@ -668,13 +691,13 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 		e.appendName(raw)
 		isIFC := string(e.buf[nameStart:]) == `"ifc"`
 		switch {
-		case isIFC, r.over:
+		case isIFC, r.Over:
 			e.buf = e.buf[:mark]
 		case !e.addName(fr, nameStart):
-			return r, errDuplicate
+			return r, ErrDuplicate
 		}
 		if s.ws() != ':' {
-			return r, errSyntax
+			return r, ErrSyntax
 		}
 		s.i++
 		switch {
@@ -683,9 +706,9 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 			if err != nil {
 				return r, err
 			}
-			r.ifc = v
-			r.hasIFC = true
-		case r.over:
+			r.IFC = v
+			r.HasIFC = true
+		case r.Over:
 			if _, err := s.skip(1); err != nil {
 				return r, err
 			}
@@ -707,7 +730,7 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 				}
 			}
 			if e.stopped || maxBytes >= 0 && len(e.buf)-start > maxBytes {
-				r.over = true
+				r.Over = true
 				e.buf = e.buf[:start]
 				e.stopAt, e.stopped = -1, false
 			}
@@ -716,58 +739,58 @@ func (e *emitter) row(row []byte, skip bool, maxBytes int) (rowScan, error) {
 		case ',':
 			s.i++
 			if c = s.ws(); c == '}' {
-				return r, errSyntax // a trailing comma
+				return r, ErrSyntax // a trailing comma
 			}
 		case '}':
 		default:
-			return r, errSyntax
+			return r, ErrSyntax
 		}
 	}
 	s.i++
 	if err := e.end(); err != nil {
 		return r, err
 	}
-	if !r.over {
+	if !r.Over {
 		e.buf = append(e.buf, '}')
 	}
-	r.cut = e.cut && !r.over
+	r.Cut = e.cut && !r.Over
 	return r, nil
 }
 
-// notObject is the error for a row that does not start with '{': errNotObject
+// notObject is the error for a row that does not start with '{': ErrNotObject
 // when it starts like another JSON value, else jsontext's own error (the
 // difference shows in ReadRowLabel's reason).
 func notObject(row []byte) error {
-	d := jsontext.NewDecoder(bytes.NewBuffer(row), decodeOptions...)
+	d := jsontext.NewDecoder(bytes.NewBuffer(row), DecodeOptions...)
 	if k := d.PeekKind(); k != jsontext.KindInvalid {
-		return errNotObject
+		return ErrNotObject
 	}
 	_, err := d.ReadToken()
 	return err
 }
 
-// node is a parsed JSON value with JavaScript's duplicate-name rule applied.
+// Node is a parsed JSON value with JavaScript's duplicate-name rule applied.
 // Scalars hold their text in the writer's form; object names too.
-type node struct {
-	kind jsontext.Kind // KindString, KindNumber, KindNull, KindTrue, KindFalse, KindBeginObject, KindBeginArray
-	text string        // scalars
-	keys []string      // object member names, first-occurrence order
-	vals []*node       // object member values (last occurrence) or array elements
+type Node struct {
+	Kind jsontext.Kind // KindString, KindNumber, KindNull, KindTrue, KindFalse, KindBeginObject, KindBeginArray
+	Text string        // scalars
+	Keys []string      // object member names, first-occurrence order
+	Vals []*Node       // object member values (last occurrence) or array elements
 }
 
-// member returns the value of the member whose name, in the writer's form,
+// Member returns the value of the member whose name, in the writer's form,
 // is key, or nil.
-func (n *node) member(key string) *node {
-	if n.kind != jsontext.KindBeginObject {
+func (n *Node) Member(key string) *Node {
+	if n.Kind != jsontext.KindBeginObject {
 		return nil
 	}
-	if i := slices.Index(n.keys, key); i >= 0 {
-		return n.vals[i]
+	if i := slices.Index(n.Keys, key); i >= 0 {
+		return n.Vals[i]
 	}
 	return nil
 }
 
-// treeDecoder is a reusable decoder for parseTree, which reads labels
+// treeDecoder is a reusable decoder for ParseTree, which reads labels
 // and clauses many times per call.
 type treeDecoder struct {
 	src bytes.Buffer
@@ -782,12 +805,12 @@ func (td *treeDecoder) put() {
 	treeDecoders.Put(td)
 }
 
-// parseTree parses one JSON value.
-func parseTree(v []byte) (*node, error) {
+// ParseTree parses one JSON value.
+func ParseTree(v []byte) (*Node, error) {
 	td := treeDecoders.Get().(*treeDecoder)
 	defer td.put()
 	td.src = *bytes.NewBuffer(v)
-	td.dec.Reset(&td.src, decodeOptions...)
+	td.dec.Reset(&td.src, DecodeOptions...)
 	dec := &td.dec
 	n, err := parseNode(dec)
 	if err != nil {
@@ -795,27 +818,27 @@ func parseTree(v []byte) (*node, error) {
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
 		if err == nil {
-			err = errTrailing
+			err = ErrTrailing
 		}
 		return nil, err
 	}
 	return n, nil
 }
 
-func parseNode(dec *jsontext.Decoder) (*node, error) {
+func parseNode(dec *jsontext.Decoder) (*Node, error) {
 	switch k := dec.PeekKind(); k {
 	case jsontext.KindBeginObject:
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		n := &node{kind: k}
+		n := &Node{Kind: k}
 		var index map[string]int
 		for dec.PeekKind() == jsontext.KindString {
 			raw, err := dec.ReadValue()
 			if err != nil {
 				return nil, err
 			}
-			b, _ := appendQuoted(nil, raw, -1)
+			b, _ := AppendQuoted(nil, raw, -1)
 			key := string(b)
 			v, err := parseNode(dec)
 			if err != nil {
@@ -827,19 +850,19 @@ func parseNode(dec *jsontext.Decoder) (*node, error) {
 					i = j
 				}
 			} else {
-				i = slices.Index(n.keys, key)
+				i = slices.Index(n.Keys, key)
 			}
 			if i >= 0 {
-				n.vals[i] = v
+				n.Vals[i] = v
 				continue
 			}
-			n.keys = append(n.keys, key)
-			n.vals = append(n.vals, v)
+			n.Keys = append(n.Keys, key)
+			n.Vals = append(n.Vals, v)
 			if index != nil {
-				index[key] = len(n.keys) - 1
-			} else if len(n.keys) > maxLinearNames {
-				index = make(map[string]int, 2*len(n.keys))
-				for j, k := range n.keys {
+				index[key] = len(n.Keys) - 1
+			} else if len(n.Keys) > maxLinearNames {
+				index = make(map[string]int, 2*len(n.Keys))
+				for j, k := range n.Keys {
 					index[k] = j
 				}
 			}
@@ -852,7 +875,7 @@ func parseNode(dec *jsontext.Decoder) (*node, error) {
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		n := &node{kind: k}
+		n := &Node{Kind: k}
 		for {
 			switch dec.PeekKind() {
 			case jsontext.KindEndArray:
@@ -868,21 +891,21 @@ func parseNode(dec *jsontext.Decoder) (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			n.vals = append(n.vals, v)
+			n.Vals = append(n.Vals, v)
 		}
 	case jsontext.KindString:
 		raw, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		b, _ := appendQuoted(nil, raw, -1)
-		return &node{kind: k, text: string(b)}, nil
+		b, _ := AppendQuoted(nil, raw, -1)
+		return &Node{Kind: k, Text: string(b)}, nil
 	case jsontext.KindNumber, jsontext.KindNull, jsontext.KindTrue, jsontext.KindFalse:
 		raw, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		return &node{kind: k, text: string(raw)}, nil
+		return &Node{Kind: k, Text: string(raw)}, nil
 	default:
 		_, err := dec.ReadToken()
 		if err == nil || err == io.EOF {
@@ -892,54 +915,54 @@ func parseNode(dec *jsontext.Decoder) (*node, error) {
 	}
 }
 
-// appendNode writes n in the writer's form, cutting strings longer than
+// AppendNode writes n in the writer's form, cutting strings longer than
 // limit (>= 0) units; it reports whether it cut.
-func appendNode(dst []byte, n *node, limit int) ([]byte, bool) {
-	switch n.kind {
+func AppendNode(dst []byte, n *Node, limit int) ([]byte, bool) {
+	switch n.Kind {
 	case jsontext.KindString:
 		if limit < 0 {
-			return append(dst, n.text...), false
+			return append(dst, n.Text...), false
 		}
-		return appendQuoted(dst, []byte(n.text), limit)
+		return AppendQuoted(dst, []byte(n.Text), limit)
 	case jsontext.KindBeginObject:
 		cut := false
 		dst = append(dst, '{')
-		for i, k := range n.keys {
+		for i, k := range n.Keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, k...)
 			dst = append(dst, ':')
 			var c bool
-			dst, c = appendNode(dst, n.vals[i], limit)
+			dst, c = AppendNode(dst, n.Vals[i], limit)
 			cut = cut || c
 		}
 		return append(dst, '}'), cut
 	case jsontext.KindBeginArray:
 		cut := false
 		dst = append(dst, '[')
-		for i, v := range n.vals {
+		for i, v := range n.Vals {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			var c bool
-			dst, c = appendNode(dst, v, limit)
+			dst, c = AppendNode(dst, v, limit)
 			cut = cut || c
 		}
 		return append(dst, ']'), cut
 	default:
-		return append(dst, n.text...), false
+		return append(dst, n.Text...), false
 	}
 }
 
-// appendCanon writes the structural form of n: object members sorted by
+// AppendCanon writes the structural form of n: object members sorted by
 // name, numbers by their float64 value. Two values are structurally equal
 // (deep equality, member order ignored, as the reference compares atoms)
 // exactly when their structural forms are equal.
-func appendCanon(dst []byte, n *node) []byte {
-	switch n.kind {
+func AppendCanon(dst []byte, n *Node) []byte {
+	switch n.Kind {
 	case jsontext.KindNumber:
-		f, _ := strconv.ParseFloat(n.text, 64) // out of range yields ±Inf, as in JavaScript
+		f, _ := strconv.ParseFloat(n.Text, 64) // out of range yields ±Inf, as in JavaScript
 		switch {
 		case f == 0:
 			return append(dst, '0')
@@ -950,15 +973,15 @@ func appendCanon(dst []byte, n *node) []byte {
 		}
 		return strconv.AppendFloat(dst, f, 'g', -1, 64)
 	case jsontext.KindBeginObject:
-		order := make([]int, len(n.keys))
+		order := make([]int, len(n.Keys))
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, b int) int {
 			switch {
-			case n.keys[a] < n.keys[b]:
+			case n.Keys[a] < n.Keys[b]:
 				return -1
-			case n.keys[a] > n.keys[b]:
+			case n.Keys[a] > n.Keys[b]:
 				return 1
 			}
 			return 0
@@ -968,21 +991,21 @@ func appendCanon(dst []byte, n *node) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, n.keys[j]...)
+			dst = append(dst, n.Keys[j]...)
 			dst = append(dst, ':')
-			dst = appendCanon(dst, n.vals[j])
+			dst = AppendCanon(dst, n.Vals[j])
 		}
 		return append(dst, '}')
 	case jsontext.KindBeginArray:
 		dst = append(dst, '[')
-		for i, v := range n.vals {
+		for i, v := range n.Vals {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendCanon(dst, v)
+			dst = AppendCanon(dst, v)
 		}
 		return append(dst, ']')
 	default:
-		return append(dst, n.text...)
+		return append(dst, n.Text...)
 	}
 }

@@ -1,4 +1,4 @@
-package ifc
+package jsjson
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 
 // Scanner is a validating JSON reader over one byte slice, the one both
 // the gateway's payload reading (package loom's Interpret and Split) and
-// this package's row writer use. It accepts exactly what jsontext accepts
+// this package's Writer use. It accepts exactly what jsontext accepts
 // with AllowDuplicateNames and AllowInvalidUTF8 (RFC 8259 grammar,
 // duplicate names and invalid UTF-8 allowed, escaped lone surrogates
 // allowed, at most 10,000 nested arrays and objects, jsontext's limit) but
@@ -35,8 +35,8 @@ type Scanner struct {
 const maxDepth = 10000
 
 var (
-	errSyntax = errors.New("ifc: invalid JSON")
-	errDepth  = errors.New("ifc: JSON nested too deeply")
+	ErrSyntax = errors.New("jsjson: invalid JSON")
+	ErrDepth  = errors.New("jsjson: JSON nested too deeply")
 )
 
 // Reset makes s read b from its start.
@@ -65,14 +65,14 @@ func (s *Scanner) Offset() int { return s.i }
 // raw, quotes and escapes included. It fails unless a string is next.
 func (s *Scanner) Name() ([]byte, error) {
 	if s.ws() != '"' {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	raw, err := s.str()
 	if err != nil {
 		return nil, err
 	}
 	if s.ws() != ':' {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	s.i++
 	return raw, nil
@@ -123,7 +123,7 @@ func (s *Scanner) atEnd() bool {
 func (s *Scanner) str() ([]byte, error) {
 	start := s.i
 	if !s.scanStr() {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	return s.b[start:s.i], nil
 }
@@ -292,7 +292,7 @@ func (s *Scanner) scanScalar(c byte) bool {
 func (s *Scanner) scalar(c byte) ([]byte, error) {
 	start := s.i
 	if !s.scanScalar(c) {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	return s.b[start:s.i], nil
 }
@@ -312,7 +312,7 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 		// A value is expected; c, at s.i, is its first byte.
 		if c == '{' || c == '[' {
 			if depth+n >= maxDepth {
-				return nil, errDepth
+				return nil, ErrDepth
 			}
 			s.i++
 			if n >= 64 {
@@ -324,10 +324,10 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 			}
 			n++
 			open := c
-			if c = s.ws(); c != closer(open) {
+			if c = s.ws(); c != Closer(open) {
 				if open == '{' {
 					if !s.name(c) {
-						return nil, errSyntax
+						return nil, ErrSyntax
 					}
 					c = s.ws()
 				}
@@ -336,7 +336,7 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 			s.i++ // an empty container
 			kinds, n = s.pop(kinds, n)
 		} else if !s.scanScalar(c) {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		// After a value.
 		for {
@@ -351,13 +351,13 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 				continue
 			}
 			if c != ',' {
-				return nil, errSyntax
+				return nil, ErrSyntax
 			}
 			s.i++
 			c = s.ws()
 			if obj {
 				if !s.name(c) {
-					return nil, errSyntax
+					return nil, ErrSyntax
 				}
 				c = s.ws()
 			}
@@ -387,6 +387,6 @@ func (s *Scanner) name(c byte) bool {
 	return true
 }
 
-// closer returns the closing byte of an opening one: '{'+2 is '}' and
+// Closer returns the closing byte of an opening one: '{'+2 is '}' and
 // '['+2 is ']'.
-func closer(open byte) byte { return open + 2 }
+func Closer(open byte) byte { return open + 2 }

@@ -1,8 +1,9 @@
-package ifc
+package jsjson
 
 import (
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -140,7 +141,7 @@ func TestCutString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut := CutString(tt.in)
+			got, cut := CutString(tt.in, stringBound)
 			if got != tt.want || cut != tt.wantCut {
 				t.Errorf("CutString(%d units) = (%d units, %v), want (%d units, %v)",
 					UTF16Len(tt.in), UTF16Len(got), cut, UTF16Len(tt.want), tt.wantCut)
@@ -174,12 +175,12 @@ func TestBoundedCut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut, err := appendBounded(nil, []byte(tt.in), StringBound)
+			got, cut, err := new(Writer).AppendBounded(nil, []byte(tt.in), stringBound)
 			if err != nil {
 				t.Fatalf("appendBounded: %v", err)
 			}
 			if string(got) != tt.want || cut != tt.wantCut {
-				t.Errorf("appendBounded(%.40q…) = (%.60q…, %v), want (%.60q…, %v)", tt.in, got, cut, tt.want, tt.wantCut)
+				t.Errorf("new(Writer).AppendBounded(%.40q…) = (%.60q…, %v), want (%.60q…, %v)", tt.in, got, cut, tt.want, tt.wantCut)
 			}
 		})
 	}
@@ -226,17 +227,22 @@ func TestTreeMatchesStream(t *testing.T) {
 		`{}`,
 	}
 	for _, in := range inputs {
-		stream, scut, err := appendBounded(nil, []byte(in), StringBound)
+		stream, scut, err := new(Writer).AppendBounded(nil, []byte(in), stringBound)
 		if err != nil {
-			t.Fatalf("appendBounded(%.30q): %v", in, err)
+			t.Fatalf("new(Writer).AppendBounded(%.30q): %v", in, err)
 		}
-		n, err := parseTree([]byte(in))
+		n, err := ParseTree([]byte(in))
 		if err != nil {
-			t.Fatalf("parseTree(%.30q): %v", in, err)
+			t.Fatalf("ParseTree(%.30q): %v", in, err)
 		}
-		tree, tcut := appendNode(nil, n, StringBound)
+		tree, tcut := AppendNode(nil, n, stringBound)
 		if diff := cmp.Diff(string(stream), string(tree)); diff != "" || scut != tcut {
 			t.Errorf("tree vs stream for %.30q (cut %v vs %v) (-stream +tree):\n%s", in, scut, tcut, diff)
 		}
 	}
 }
+
+// stringBound is the bound the gateway cuts strings at (ifc.StringBound).
+const stringBound = 4000
+
+func u16(s string) int { return len(utf16.Encode([]rune(s))) }

@@ -1,4 +1,4 @@
-package ifc
+package jsjson
 
 import (
 	"bytes"
@@ -38,15 +38,15 @@ process.stdout.write(lines.map(l => {
 }).join('\n') + '\n');
 `
 
-// TestJavaScriptParity compares the writer with node's JSON.parse and
+// TestJavaScriptParity compares the writer with Node's JSON.parse and
 // JSON.stringify on generated inputs: duplicate names, invalid UTF-8, lone
 // surrogates, controls, U+2028. Inputs avoid integer-like names and use
 // numbers in JavaScript's own spelling, where the gateway deliberately
-// differs (Gateway decision 2). Skipped without node.
+// differs (Gateway decision 2). Skipped without Node.
 func TestJavaScriptParity(t *testing.T) {
-	node, err := exec.LookPath("node")
+	Node, err := exec.LookPath("Node")
 	if err != nil || testing.Short() {
-		t.Skip("node not available or -short")
+		t.Skip("Node not available or -short")
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	pieces := []string{"a", "é", "中", "😀", `\ud83d`, `\ude00`, `\ud83d\ude00`, `\u0000`, `\u001f`, `\n`, `\"`, `\\`,
@@ -92,15 +92,15 @@ func TestJavaScriptParity(t *testing.T) {
 		inputs = append(inputs, s)
 		stdin.WriteString(base64.StdEncoding.EncodeToString([]byte(s)) + "\n")
 	}
-	cmd := exec.Command(node, "-e", parityScript)
+	cmd := exec.Command(Node, "-e", parityScript)
 	cmd.Stdin = &stdin
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node: %v", err)
+		t.Fatalf("Node: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != len(inputs) {
-		t.Fatalf("node answered %d lines for %d inputs", len(lines), len(inputs))
+		t.Fatalf("Node answered %d lines for %d inputs", len(lines), len(inputs))
 	}
 	for i, l := range lines {
 		f := strings.Fields(l)
@@ -109,10 +109,10 @@ func TestJavaScriptParity(t *testing.T) {
 		if got := AppendJS(nil, []byte(inputs[i])); string(got) != string(want) {
 			t.Errorf("AppendJS(%q) = %q, JavaScript %q", inputs[i], got, want)
 		}
-		if got, _, _ := appendBounded(nil, []byte(inputs[i]), 8); string(got) != string(wantCut) {
-			t.Errorf("appendBounded(%q, 8) = %q, JavaScript %q", inputs[i], got, wantCut)
+		if got, _, _ := new(Writer).AppendBounded(nil, []byte(inputs[i]), 8); string(got) != string(wantCut) {
+			t.Errorf("new(Writer).AppendBounded(%q, 8) = %q, JavaScript %q", inputs[i], got, wantCut)
 		}
-		if got, want := utf16LenBytes(AppendJS(nil, []byte(inputs[i]))), u16(string(want)); got != want {
+		if got, want := UTF16LenBytes(AppendJS(nil, []byte(inputs[i]))), u16(string(want)); got != want {
 			t.Errorf("length of %q: %d, JavaScript %d", inputs[i], got, want)
 		}
 	}

@@ -1,0 +1,23 @@
+// Package jsjson is JSON as the gateway's JavaScript reference reads and
+// writes it, the one home of that codec for packages ifc, loom and
+// validate:
+//
+//   - Scanner, a validating reader over one byte slice that copies nothing
+//     (RFC 8259 with duplicate names, invalid UTF-8 and escaped lone
+//     surrogates allowed, jsontext's nesting limit), and the readers of
+//     whole objects and arrays built on it (Walk, Members, Elements, Valid);
+//   - the writer every length is measured against: JSON.stringify's form
+//     of JSON.parse's reading (AppendJS, Writer, AppendString), with
+//     JavaScript's duplicate-name rule (first position, last value, Node
+//     and ParseTree for the rare value that repeats a name) and strings cut
+//     at a bound in UTF-16 units without splitting a surrogate pair;
+//   - UTF-16 lengths (UTF16Len, UTF16LenBytes), the unit every bound is
+//     stated in;
+//   - the order in which Object.keys enumerates an object's names
+//     (ObjectKeys, KeyOrder).
+//
+// It is pure: no I/O, no global state that changes a result, safe for
+// concurrent use except where a type says otherwise (Scanner, Writer). It
+// imports nothing from this module. Package jsjsontest keeps the plain
+// jsontext-driven writer the fast one is held to.
+package jsjson

@@ -1,0 +1,10 @@
+package jsjson
+
+// Internals the external tests (equiv_test.go) hold to plain versions.
+var (
+	MaxDepth    = maxDepth
+	SpecialMask = specialMask
+	StrPlain    = &strPlain
+	DecodeRune  = decodeRune[string]
+	AppendRune  = appendRune
+)
