@@ -176,9 +176,28 @@ func TestDemo(t *testing.T) {
 	}
 	views(t, resp.JSON200.Entries)
 
+	// The printed describe_handle line names a handle the run holds: the
+	// demo's own first search minted it.
+	describe := regexp.MustCompile(`/v1/runs/[^/\s]+/describe_handle -d '([^']*)'`).FindStringSubmatch(g.output.String())
+	if describe == nil || strings.Contains(describe[1], "REPLACE") {
+		t.Fatalf("no describe_handle line with a real handle in the demo's output:\n%s", g.output.String())
+	}
+	dr, err := c.DescribeHandleWithBodyWithResponse(ctx(t), runID, "application/json", strings.NewReader(describe[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr.StatusCode() != http.StatusOK || dr.JSON200 == nil || !dr.JSON200.Known {
+		t.Errorf("the demo's describe_handle line %s: %d %s, want a known handle", describe[1], dr.StatusCode(), dr.Body)
+	}
+
 	g.HostURL, g.HostToken = hm[2], hm[1]
 	calls := (&run{ID: hm[3], g: g}).calls(t)
-	if len(calls) != 1 || calls[0].Status != "ok" {
-		t.Errorf("demo call log %+v, want the one search", calls)
+	if len(calls) != 3 || calls[0].Tool != "loom_search" || calls[1].Tool != "loom_search" || calls[0].Status != "ok" || calls[1].Status != "ok" {
+		t.Errorf("demo call log %+v, want the demo's search, the test's search and the describe", calls)
+	}
+	// Without --log-level the demo logs warnings only, so its banner stays
+	// on screen: no request log line.
+	if out := g.output.String(); strings.Contains(out, `"msg":"request"`) || strings.Contains(out, "msg=request") {
+		t.Errorf("the demo logged requests at its default level:\n%.2000s", out)
 	}
 }

@@ -20,6 +20,7 @@ import (
 type demoSetup struct {
 	dir       string
 	hostToken string
+	quietLog  bool // the log level was lowered to warn (no --log-level given)
 }
 
 // demoCeiling is the demo run's manifest ceiling: work only, so the sample
@@ -37,7 +38,7 @@ func setUpDemo(o *options) (*demoSetup, error) {
 	}
 	tok := make([]byte, 32)
 	_, _ = rand.Read(tok)
-	s := &demoSetup{dir: dir, hostToken: base64.RawURLEncoding.EncodeToString(tok)}
+	s := &demoSetup{dir: dir, hostToken: base64.RawURLEncoding.EncodeToString(tok), quietLog: o.demoQuietLog}
 	cli := filepath.Join(dir, "loom")
 	if err := os.Symlink(exe, cli); err != nil {
 		s.cleanup()
@@ -91,9 +92,16 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 		return fmt.Errorf("demo: create run: status %d", resp.StatusCode)
 	}
 	agentURL := "http://" + agentAddr + "/v1/runs/" + created.RunID
+	handle, err := demoHandle(ctx, agentURL, created.Token)
+	if err != nil {
+		return err
+	}
 	auth := `-H "Authorization: Bearer ` + created.Token + `" -H 'Content-Type: application/json'`
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "\nloom-gateway demo: sample Loom, run %q with ceiling %s\n\n", created.RunID, demoCeiling)
+	fmt.Fprintf(&out, "\nloom-gateway demo: sample Loom, run %q with ceiling %s\n", created.RunID, demoCeiling)
+	fmt.Fprintf(&out, "(the demo made one loom_search itself, so the run holds handles: %s is the first it admitted)\n\n", handle)
+	fmt.Fprintf(&out, "For the README's lines, in another shell:\n")
+	fmt.Fprintf(&out, "  export AGENT_URL=http://%s HOST_URL=%s TOKEN=%s HOST_TOKEN=%s\n\n", agentAddr, hostURL, created.Token, d.HostToken)
 	fmt.Fprintf(&out, "Agent API (run token):\n")
 	for _, l := range []struct{ tool, body string }{
 		{"loom_search", `{"query":"atlas"}`},
@@ -104,16 +112,52 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 		{"loom_calendar_list", `{"all":true}`},
 		{"loom_context", `{"read":"where"}`},
 		{"loom_profile", `{}`},
+		{"describe_handle", `{"token":"` + handle + `"}`},
+		{"result", `{"value":{"summary":"Atlas launches Thursday","source":"` + handle + `"}}`},
 	} {
 		fmt.Fprintf(&out, "  curl -s %s %s/%s -d '%s'\n", auth, agentURL, l.tool, l.body)
 	}
-	fmt.Fprintf(&out, "  # describe_handle takes a handle of an admitted entry (the search above prints some):\n")
-	fmt.Fprintf(&out, "  curl -s %s %s/describe_handle -d '{\"token\":\"cfh:v:REPLACE\"}'\n", auth, agentURL)
+	fmt.Fprintf(&out, "  # a run takes one result: the line above answers 201 once, then 409 result_exists\n")
 	fmt.Fprintf(&out, "\nHost API (host token):\n")
 	hostAuth := `-H "Authorization: Bearer ` + d.HostToken + `"`
-	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/calls\n", hostAuth, hostURL, created.RunID)
-	fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/handles\n", hostAuth, hostURL, created.RunID)
-	fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n\n", hostURL, d.HostToken)
+	for _, p := range []string{"calls", "handles", "result"} {
+		fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/%s\n", hostAuth, hostURL, created.RunID, p)
+	}
+	fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n", hostURL, d.HostToken)
+	if s.quietLog {
+		fmt.Fprintf(&out, "Logs: warnings and errors only (--log-level info shows every request)\n")
+	}
+	fmt.Fprintf(&out, "\n")
 	_, err = w.Write(out.Bytes())
 	return err
+}
+
+// demoHandle makes the demo's first search over the agent API and returns
+// the handle of its first admitted entry, so the printed describe_handle
+// and result lines work as they are.
+func demoHandle(ctx context.Context, agentURL, token string) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, agentURL+"/loom_search", strings.NewReader(`{"query":"atlas"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("demo: first search: %w", err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Entries []struct {
+			Status string `json:"status"`
+			Handle string `json:"handle"`
+		}
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &res) != nil {
+		return "", fmt.Errorf("demo: first search: status %d", resp.StatusCode)
+	}
+	for _, e := range res.Entries {
+		if e.Status == "admitted" && e.Handle != "" {
+			return e.Handle, nil
+		}
+	}
+	return "", fmt.Errorf("demo: first search admitted nothing")
 }

@@ -64,6 +64,7 @@ type options struct {
 	maxConnections                    int
 	storeURL                          string
 	demo                              bool
+	demoQuietLog                      bool // --demo without --log-level: warn
 	logFormat, logLevel               string
 	auditArgShape                     bool
 }
@@ -121,7 +122,19 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if o.demo && !isSet(fs, "log-level") {
+		// The demo's banner is for a person at a terminal: request logs
+		// would scroll it away.
+		o.logLevel, o.demoQuietLog = "warn", true
+	}
 	return o, nil
+}
+
+// isSet reports whether the command line gave the flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // run is the whole gateway: flags, configuration, listeners, serving and
