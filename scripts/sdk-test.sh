@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The contract, proven from the outside: the generated TypeScript client and
-# Stoplight Prism against a real `--demo` gateway, and the curl examples of
-# docs/clients.md. Needs Go and Node 20 (npm packages come from `npm ci`);
+# Stoplight Prism against a real `--demo` gateway, and every command of the
+# README and docs/. Needs Go and Node 20 (npm packages come from `npm ci`);
 # exits non-zero on any failure.
 #
 #   1. build the gateway once;
@@ -15,7 +15,8 @@
 #      the tool's outputSchema;
 #   7. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
-#   8. every curl example of docs/clients.md against a fresh --demo gateway.
+#   8. every command of the README and docs/ (scripts/doc-commands.sh), each
+#      document against a fresh gateway of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -58,7 +59,7 @@ step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
 
 cd "$root"
-step "curl examples of docs/clients.md"
-scripts/curl-examples.sh "$tmp/gateway"
+step "every command of the README and docs/"
+scripts/doc-commands.sh "$tmp/gateway"
 
 step "sdk-test: all passed in $((SECONDS - start))s"

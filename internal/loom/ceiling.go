@@ -8,7 +8,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
-
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
