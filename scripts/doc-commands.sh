@@ -21,13 +21,15 @@
 # A line may not continue onto the next (no trailing backslash).
 #
 # docs/clients.md must also show every route of api/openapi.yaml.
+# BENCHMARKS.md is not run: its commands are measurements of minutes each,
+# and its figures are read on a quiet machine, not asserted.
 #
 # Usage: scripts/doc-commands.sh [path/to/gateway]   (default: go build it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-docs=(README.md docs/agents.md docs/operators.md docs/clients.md)
+docs=(README.md docs/*.md)
 spec=api/openapi.yaml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
