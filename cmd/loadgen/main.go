@@ -54,10 +54,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/benchdata"
 )
 
 type config struct {
 	gateway, fakeloom  string
+	payloadBytes       int
 	n, warmup, clients int
 	rounds             int
 	duration, timeout  time.Duration
@@ -77,6 +80,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.gateway, "gateway", "", "`path` of a built gateway binary (required unless --cpuprofile)")
 	flag.StringVar(&c.fakeloom, "fakeloom", "", "`path` of the fake loom (default: go build ./cmd/loadgen/fastloom)")
+	flag.IntVar(&c.payloadBytes, "payload-bytes", 0, "have the fake loom print a search payload of about this many bytes (benchdata.Search) instead of its built-in 10 KB one")
 	flag.IntVar(&c.n, "n", 400, "sequential calls (and as many direct executions)")
 	flag.IntVar(&c.warmup, "warmup", 30, "untimed calls and executions first")
 	flag.IntVar(&c.clients, "clients", 8, "concurrent clients (and concurrent direct executions)")
@@ -136,6 +140,17 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	if loomPath, err = filepath.Abs(loomPath); err != nil {
 		return err
+	}
+	if c.payloadBytes > 0 {
+		// fastloom prints <its name>.payload when there is one.
+		sized := filepath.Join(dir, "sizedloom")
+		if err := os.Symlink(loomPath, sized); err != nil {
+			return err
+		}
+		if err := os.WriteFile(sized+".payload", benchdata.Search(c.payloadBytes), 0o600); err != nil {
+			return err
+		}
+		loomPath = sized
 	}
 
 	var tg *target

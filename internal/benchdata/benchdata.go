@@ -26,10 +26,15 @@ var labels = []string{
 var words = strings.Fields("atlas launch checklist staging freeze importer review Grüße café plan notes ship retro the a")
 
 // Search10K returns the payload: 10,195 bytes, the same on every call.
-func Search10K() []byte {
+func Search10K() []byte { return Search(10 << 10) }
+
+// Search returns a search payload like Search10K's of about size bytes
+// (at least one hit), the same for the same size.
+func Search(size int) []byte {
 	var b strings.Builder
+	b.Grow(size + 512)
 	b.WriteString(`{"schemaVersion":1,"query":"atlas launch","source_status":{"mail":"ok","notes":"ok"},"warnings":[],"truncated":false,"hits":[`)
-	for i := 0; b.Len() < 10<<10-220; i++ {
+	for i := 0; i == 0 || b.Len() < size-220; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
