@@ -50,9 +50,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/benchdata"
@@ -119,6 +121,7 @@ type target struct {
 	runs     []runToken
 	stop     func()
 	logPath  string // the gateway's JSON log, when it is a process
+	pid      int    // the gateway's process, when it is one
 }
 
 type runToken struct{ id, token string }
@@ -266,12 +269,20 @@ func run(ctx context.Context, c config, w io.Writer) error {
 
 	// Throughput: alternating rounds of equal length.
 	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
+	var directCPU, gatewayCPU cpuTimes // spent during the direct and the gateway phases
 	for r := range c.rounds {
 		fmt.Fprintf(w, "  round %d:", r+1)
 		for _, s := range sides {
+			before := readCPU(tg.pid)
 			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
 			if err != nil {
 				return err
+			}
+			switch spent := readCPU(tg.pid).minus(before); s {
+			case dSide:
+				directCPU = directCPU.plus(spent)
+			case gwSide:
+				gatewayCPU = gatewayCPU.plus(spent)
 			}
 			s.n, s.t = s.n+n, s.t+t
 			fmt.Fprintf(w, "  %s %7.1f/s", strings.Fields(s.name)[0], rate(n, t))
@@ -284,6 +295,14 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	if bare != nil {
 		bRate := rate(bare.n, bare.t)
 		fmt.Fprintf(w, "           bare   %7.1f/s  ratio bare/direct %.3f (the floor), gateway/bare %.3f\n", bRate, bRate/dRate, gRate/bRate)
+	}
+
+	if tg.pid > 0 && dSide.n > 0 && gwSide.n > 0 {
+		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+		fmt.Fprintf(w, "  CPU per call (8-client phases): direct: loom %s + reading it %s = %s;  gateway: loom %s + gateway process %s = %s (%.2fx)\n",
+			per(directCPU.children, dSide.n), per(directCPU.self, dSide.n), per(directCPU.children+directCPU.self, dSide.n),
+			per(gatewayCPU.gatewayChildren, gwSide.n), per(gatewayCPU.gateway, gwSide.n), per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n),
+			float64(per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n))/float64(per(directCPU.children+directCPU.self, dSide.n)))
 	}
 
 	fmt.Fprintf(w, "\nsummary: p50 ratio %.3f (<= 1.15: %v), throughput ratio %.3f (>= 0.85: %v)\n",
@@ -538,7 +557,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 			return nil, fmt.Errorf("gateway listens on %q, not loopback", addr)
 		}
 	}
-	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath}
+	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath, pid: cmd.Process.Pid}
 	for i := range c.clients + 1 {
 		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
 		if err != nil {
@@ -584,4 +603,49 @@ func createRun(ctx context.Context, hostURL, hostToken, id string) (runToken, er
 		return runToken{}, fmt.Errorf("create run: status %d: %.300s", resp.StatusCode, raw)
 	}
 	return runToken{created.RunID, created.Token}, nil
+}
+
+// cpuTimes is CPU time used so far: by this program (self: the direct
+// side's exec and read) and its reaped children (the direct side's fake
+// looms), and by the gateway process and its reaped children (its looms).
+type cpuTimes struct {
+	self, children           time.Duration
+	gateway, gatewayChildren time.Duration
+}
+
+func (a cpuTimes) minus(b cpuTimes) cpuTimes {
+	return cpuTimes{a.self - b.self, a.children - b.children, a.gateway - b.gateway, a.gatewayChildren - b.gatewayChildren}
+}
+
+func (a cpuTimes) plus(b cpuTimes) cpuTimes {
+	return cpuTimes{a.self + b.self, a.children + b.children, a.gateway + b.gateway, a.gatewayChildren + b.gatewayChildren}
+}
+
+// readCPU reads getrusage for this program and /proc/<pid>/stat (utime,
+// stime, cutime, cstime) for the gateway; pid 0 leaves the gateway's at 0.
+func readCPU(pid int) cpuTimes {
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	c := cpuTimes{self: tv(self.Utime) + tv(self.Stime), children: tv(kids.Utime) + tv(kids.Stime)}
+	if pid <= 0 {
+		return c
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return c
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 15 {
+		return c
+	}
+	tick := func(s string) time.Duration {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return time.Duration(n) * time.Second / 100 // USER_HZ
+	}
+	c.gateway = tick(f[11]) + tick(f[12])
+	c.gatewayChildren = tick(f[13]) + tick(f[14])
+	return c
 }
