@@ -38,7 +38,7 @@ go build -o "$work/gateway" ./cmd/gateway
 
 step "start the gateway with --demo"
 # Port 0: the kernel picks free ports; the demo prints the addresses it got.
-"$work/gateway" --demo --listen 127.0.0.1:0 --host-listen 127.0.0.1:0 --log-format text --shutdown-timeout 5s \
+"$work/gateway" --demo --listen 127.0.0.1:0 --host-listen 127.0.0.1:0 --log-format text --log-level info --shutdown-timeout 5s \
   >"$work/demo.out" 2>"$work/gateway.log" &
 gw=$!
 for _ in $(seq 1 300); do
