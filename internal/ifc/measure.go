@@ -43,7 +43,12 @@ type Input struct {
 	// More counts the payload's rows after Rows that the caller did not
 	// keep; it may be non-zero only when Rows holds MaxMeasuredRows rows
 	// or more. They count as rows, omitted.
-	More      int
+	More int
+	// RowBytes, when not nil, holds the length of each row as loom wrote
+	// it, where Rows holds a shorter form of it (loom.Condense shortens
+	// long strings, which the writer cuts the same way). Nil: each row's
+	// own length.
+	RowBytes  []int
 	Envelope  jsontext.Value
 	Ceiling   Ceiling
 	Unlabeled Label // LabelForUnlabeledRow for this call
@@ -159,7 +164,11 @@ func measure(ctx context.Context, in Input) (Result, error) {
 		if ctx != nil && i%checkRows == 0 && m.done() {
 			return Result{}, ctx.Err()
 		}
-		e, entrySize := m.entry(row, OutputBound-size)
+		rowLen := len(row)
+		if i < len(in.RowBytes) {
+			rowLen = in.RowBytes[i]
+		}
+		e, entrySize := m.entry(row, rowLen, OutputBound-size)
 		if m.expired {
 			return Result{}, ctx.Err()
 		}
@@ -333,10 +342,10 @@ var (
 	sizeWithheldRead    = len(withheldHead) + len(`"`+ReasonLabelReadFailed+`"}`)
 )
 
-// entry measures one row given the room left, returning the entry and its
-// size. A value that cannot fit in room is not kept: its size is reported
-// as room+1.
-func (m *measurer) entry(row []byte, room int) (Entry, int) {
+// entry measures one row, rowLen bytes long as loom wrote it, given the
+// room left, returning the entry and its size. A value that cannot fit in
+// room is not kept: its size is reported as room+1.
+func (m *measurer) entry(row []byte, rowLen, room int) (Entry, int) {
 	mark := len(m.values)
 	maxBytes := 3 * max(room, 0) // a value of more bytes has more UTF-16 units than room
 	buf, sc, err := m.em.Row(m.values, row, false, maxBytes)
@@ -346,7 +355,7 @@ func (m *measurer) entry(row []byte, room int) (Entry, int) {
 	var value []byte
 	over, cut := sc.Over, sc.Cut
 	switch {
-	case err == jsjson.ErrDuplicate && (len(row) > MaxTreeRowBytes || m.done()):
+	case err == jsjson.ErrDuplicate && (rowLen > MaxTreeRowBytes || m.done()):
 		// Too large to parse whole, or out of time.
 		return Entry{ReasonCode: ReasonLabelReadFailed}, sizeWithheldRead
 	case err == jsjson.ErrDuplicate:

@@ -2,7 +2,6 @@ package jsjson
 
 // Internals the external tests (equiv_test.go) hold to plain versions.
 var (
-	MaxDepth    = maxDepth
 	SpecialMask = specialMask
 	StrPlain    = &strPlain
 	DecodeRune  = decodeRune[string]

@@ -30,9 +30,9 @@ type Scanner struct {
 	stack   []byte // open containers of skip beyond its innermost 64
 }
 
-// maxDepth is jsontext's nesting limit: a value may sit inside at most this
+// MaxDepth is jsontext's nesting limit: a value may sit inside at most this
 // many arrays and objects, counting its own.
-const maxDepth = 10000
+const MaxDepth = 10000
 
 var (
 	ErrSyntax = errors.New("jsjson: invalid JSON")
@@ -186,6 +186,21 @@ func (s *Scanner) scanStr() bool {
 	}
 }
 
+// PlainLen returns the length of the longest prefix of b that a JSON
+// string holds as it is: no '"', no '\\' and no control character.
+func PlainLen(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && strPlain[b[i]] {
+		i++
+	}
+	return i
+}
+
 // verbatim reports whether raw, the string str just read, is its own
 // JavaScript form: no escapes and valid UTF-8 (JSON.stringify escapes
 // nothing else a JSON string may hold raw).
@@ -311,7 +326,7 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 	for {
 		// A value is expected; c, at s.i, is its first byte.
 		if c == '{' || c == '[' {
-			if depth+n >= maxDepth {
+			if depth+n >= MaxDepth {
 				return nil, ErrDepth
 			}
 			s.i++

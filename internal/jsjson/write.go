@@ -449,7 +449,7 @@ func (e *Writer) value() error {
 		// A value is expected.
 		switch c := s.ws(); c {
 		case '{', '[':
-			if len(e.frames) >= maxDepth {
+			if len(e.frames) >= MaxDepth {
 				return ErrDepth
 			}
 			s.i++

@@ -51,7 +51,12 @@ func decodeUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
-	out := make([]byte, 0, len(b)+16)
+	return appendDecodedUTF8(make([]byte, 0, len(b)+16), b)
+}
+
+// appendDecodedUTF8 appends b, decoded as decodeUTF8 does but without
+// looking for a BOM, to out.
+func appendDecodedUTF8(out, b []byte) []byte {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
 		if r != utf8.RuneError || n > 1 {

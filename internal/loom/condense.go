@@ -1,0 +1,678 @@
+package loom
+
+import (
+	"bytes"
+	"io"
+	"unicode/utf8"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
+)
+
+// Condensed is what Condense keeps of a command's stdout: a payload much
+// smaller than stdout that Interpret, SplitContext and ifc.Measure read to
+// exactly the result, refusal or error they would read from stdout itself.
+type Condensed struct {
+	// Payload is stdout decoded as Interpret decodes it and cut down, or
+	// nil when stdout is not exactly one JSON value.
+	Payload []byte
+	// Dropped counts the rows of the payload's row list (its last one,
+	// where the list member repeats) past the first ifc.MaxMeasuredRows,
+	// which are read but not kept: SplitContext's more, for Payload, is
+	// short of the payload's by Dropped.
+	Dropped int
+	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
+	// kept: Payload's row may be shorter (its long strings shortened).
+	RowBytes []int
+}
+
+// Condense reads r, a command's stdout, to its end in one pass as it
+// arrives, and keeps only what the gateway can use of it (SEMANTICS (b),
+// (d), (g)):
+//
+//   - every byte is decoded (WHATWG UTF-8, one leading BOM dropped) and
+//     checked as JSON with the rules Interpret reads it with, so a payload
+//     that is not one JSON value is Payload nil whatever its size;
+//   - a string value longer than condenseUnits UTF-16 units keeps only
+//     its first condenseUnits or so: the writer cuts every string at
+//     ifc.StringBound, and the prefix decides the cut. Member names, and
+//     anything inside a row's ifc member (its label, whose text and length
+//     Measure reads), are kept whole;
+//   - of a list tool's object (Search, PageDiscover) only the list member,
+//     the envelope keys and the members Interpret reads (ok, code,
+//     hasProfile, schemaVersion) are kept, and of CalendarList's object only
+//     the latter; a container Interpret reads only the kind of becomes an
+//     empty one;
+//   - rows past the first ifc.MaxMeasuredRows are checked and counted in
+//     Dropped, never kept; Measure never reaches them.
+//
+// A payload of another shape than its tool's (Split refuses it) is kept as
+// the value 0, which Interpret and Split read the same way. Whatever r
+// returns after its end, or an error, ends the reading: what came before
+// is the output, as Run's is.
+//
+// The memory Condense holds is its window and what it keeps; what it keeps
+// is bounded by the rows' count and their strings' bound, except for what
+// it keeps whole: member names, number literals, row labels, and rows and
+// envelope values made of many small values (docs/operators.md, "Memory").
+func Condense(tool Tool, r io.Reader) Condensed {
+	c := condenser{src: r, tool: tool}
+	c.run()
+	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes}
+}
+
+// condenseUnits is how many UTF-16 units of a long string value Condense
+// keeps at least: more than ifc.StringBound, so that the writer still cuts
+// it, at the same place.
+const condenseUnits = ifc.StringBound + 8
+
+// Sizes of the window Condense reads stdout through.
+const (
+	condenseRead = 32 << 10 // read from stdout at once
+)
+
+type condenseMode int
+
+const (
+	modeRow   condenseMode = iota // the payload object is the one row
+	modeList                      // an object with a list member and an envelope
+	modeArray                     // an array of rows (CalendarList)
+)
+
+// condenser is one Condense call: a pull parser over decoded stdout.
+type condenser struct {
+	src  io.Reader
+	tool Tool
+
+	// The decoded window: b[i:] is unread, b[:i] read; base is the decoded
+	// offset of b[0].
+	b    []byte
+	i    int
+	base int64
+	// raw is the read buffer; its first pend bytes are an incomplete UTF-8
+	// sequence held back from the last read.
+	raw     []byte
+	pend    int
+	started bool // the BOM has been looked for
+	eof     bool
+
+	bad bool // stdout is not one JSON value
+
+	out    *[]byte // where what is kept goes; nil while dropping
+	keepWS bool    // keep whitespace too (inside a row's label)
+
+	payload  []byte
+	list     []byte // the value of the last list member, when an array
+	dropped  int
+	rowBytes []int
+	name     []byte // scratch for a member name
+	num      []byte // scratch for a number or literal
+}
+
+func (c *condenser) run() {
+	mode := modeRow
+	var listName string
+	var envelope []string
+	switch c.tool {
+	case Search:
+		mode, listName, envelope = modeList, "hits", []string{"query", "source_status", "warnings", "truncated"}
+	case PageDiscover:
+		mode, listName, envelope = modeList, "pages", []string{"totalPages", "omittedViews"}
+	case CalendarList:
+		mode = modeArray
+	}
+	c.b = make([]byte, 0, condenseRead+8)
+	c.raw = make([]byte, condenseRead)
+	ok := false
+	switch ch := c.peek(); {
+	case ch == '{' && mode == modeRow:
+		c.out = &c.payload
+		start := c.offset()
+		ok = c.row(0)
+		c.rowBytes = append(c.rowBytes, int(c.offset()-start))
+	case ch == '{':
+		ok = c.object(listName, envelope)
+	case ch == '[' && mode == modeArray:
+		c.out = &c.payload
+		ok = c.rows(0)
+	default:
+		ok = c.value(0, true)
+		c.payload = append(c.payload[:0], '0')
+	}
+	c.out = nil
+	if !ok || !c.atEnd() {
+		c.bad = true
+	}
+	c.drain()
+	if c.bad {
+		*c = condenser{}
+	}
+}
+
+// offset is the decoded offset of the next byte.
+func (c *condenser) offset() int64 { return c.base + int64(c.i) }
+
+// fill reads more of stdout into the window, keeping b[i:]; it returns
+// false at the end (nothing was added).
+func (c *condenser) fill() bool {
+	if c.eof {
+		return false
+	}
+	if c.i > 0 {
+		n := copy(c.b, c.b[c.i:])
+		c.b = c.b[:n]
+		c.base += int64(c.i)
+		c.i = 0
+	}
+	for {
+		n, err := c.src.Read(c.raw[c.pend:])
+		p := c.raw[:c.pend+n]
+		if err != nil {
+			c.eof = true
+		}
+		if !c.started {
+			if len(p) < 3 && !c.eof {
+				c.pend = len(p)
+				continue
+			}
+			c.started = true
+			if bytes.HasPrefix(p, bom) {
+				p = p[3:]
+			}
+		}
+		j := len(p)
+		if !c.eof {
+			j = completeUTF8(p)
+		}
+		added := j > 0
+		if utf8.Valid(p[:j]) {
+			c.b = append(c.b, p[:j]...)
+		} else {
+			c.b = appendDecodedUTF8(c.b, p[:j])
+		}
+		c.pend = copy(c.raw, p[j:])
+		if added {
+			return true
+		}
+		if c.eof {
+			return false
+		}
+	}
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// completeUTF8 returns the length of the longest prefix of p that does not
+// end in the first bytes of a UTF-8 sequence more bytes could complete.
+func completeUTF8(p []byte) int {
+	for k := 1; k <= 3 && k <= len(p); k++ {
+		c := p[len(p)-k]
+		if c < 0x80 {
+			break
+		}
+		if c >= 0xC0 {
+			if !utf8.FullRune(p[len(p)-k:]) {
+				return len(p) - k
+			}
+			break
+		}
+	}
+	return len(p)
+}
+
+// drain reads stdout to its end, discarding it.
+func (c *condenser) drain() {
+	for !c.eof {
+		if _, err := c.src.Read(c.raw); err != nil {
+			c.eof = true
+		}
+	}
+}
+
+// atEnd reports whether only whitespace is left of stdout.
+func (c *condenser) atEnd() bool { return c.peek() == 0 && c.i == len(c.b) }
+
+// need makes sure k unread bytes are in the window, if stdout has them.
+func (c *condenser) need(k int) bool {
+	for len(c.b)-c.i < k {
+		if !c.fill() {
+			return false
+		}
+	}
+	return true
+}
+
+// peek skips whitespace (keeping it when keepWS) and returns the next
+// byte, or 0 at the end of stdout.
+func (c *condenser) peek() byte {
+	for {
+		start := c.i
+		for c.i < len(c.b) {
+			ch := c.b[c.i]
+			if ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r' {
+				break
+			}
+			c.i++
+		}
+		if c.keepWS && c.out != nil && c.i > start {
+			*c.out = append(*c.out, c.b[start:c.i]...)
+		}
+		if c.i < len(c.b) {
+			return c.b[c.i]
+		}
+		if !c.fill() {
+			return 0
+		}
+	}
+}
+
+// take reads the byte peek returned, keeping it.
+func (c *condenser) take() {
+	if c.out != nil {
+		*c.out = append(*c.out, c.b[c.i])
+	}
+	c.i++
+}
+
+// value reads one value inside depth open containers, keeping it; short:
+// a long string value is shortened.
+func (c *condenser) value(depth int, short bool) bool {
+	switch ch := c.peek(); ch {
+	case '{', '[':
+		if depth >= jsjson.MaxDepth {
+			return false
+		}
+		c.take()
+		if c.peek() == jsjson.Closer(ch) {
+			c.take()
+			return true
+		}
+		for {
+			if ch == '{' {
+				if c.peek() != '"' || !c.str(false) || !c.colon() {
+					return false
+				}
+			}
+			if !c.value(depth+1, short) {
+				return false
+			}
+			switch next := c.peek(); {
+			case next == ',':
+				c.take()
+			case next == jsjson.Closer(ch):
+				c.take()
+				return true
+			default:
+				return false
+			}
+		}
+	case '"':
+		return c.str(short)
+	case 0:
+		return false
+	default:
+		return c.scalar()
+	}
+}
+
+// colon reads the colon after a member name.
+func (c *condenser) colon() bool {
+	if c.peek() != ':' {
+		return false
+	}
+	c.take()
+	return true
+}
+
+// row reads a row inside depth open containers: a value whose strings are
+// shortened, except within its own ifc member, which is kept as it is.
+func (c *condenser) row(depth int) bool {
+	if c.peek() != '{' {
+		return c.value(depth, true)
+	}
+	if depth >= jsjson.MaxDepth {
+		return false
+	}
+	c.take()
+	if c.peek() == '}' {
+		c.take()
+		return true
+	}
+	for {
+		ifcMember, ok := c.memberName()
+		if !ok {
+			return false
+		}
+		if ifcMember {
+			keep := c.keepWS
+			c.keepWS = true
+			ok = c.value(depth+1, false)
+			c.keepWS = keep
+		} else {
+			ok = c.value(depth+1, true)
+		}
+		if !ok {
+			return false
+		}
+		switch c.peek() {
+		case ',':
+			c.take()
+		case '}':
+			c.take()
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// memberName reads a row's member name and its colon, keeping them, and
+// reports whether the name reads as "ifc".
+func (c *condenser) memberName() (isIFC, ok bool) {
+	if c.peek() != '"' {
+		return false, false
+	}
+	out := c.out
+	c.out, c.name = &c.name, c.name[:0]
+	ok = c.str(false)
+	c.out = out
+	if !ok {
+		return false, false
+	}
+	if c.out != nil {
+		*c.out = append(*c.out, c.name...)
+	}
+	isIFC = string(jsjson.MemberName(c.name)) == "ifc"
+	return isIFC, c.colon()
+}
+
+// rows reads an array of rows inside depth open containers: the first
+// ifc.MaxMeasuredRows are kept, the others counted in dropped.
+func (c *condenser) rows(depth int) bool {
+	if depth >= jsjson.MaxDepth {
+		return false
+	}
+	out := c.out
+	c.take()
+	c.dropped, c.rowBytes = 0, c.rowBytes[:0]
+	if c.peek() == ']' {
+		c.take()
+		return true
+	}
+	for n := 0; ; n++ {
+		if n >= ifc.MaxMeasuredRows {
+			c.out = nil
+			c.dropped++
+		} else if n > 0 {
+			*c.out = append(*c.out, ',')
+		}
+		c.peek()
+		start := c.offset()
+		if !c.row(depth + 1) {
+			return false
+		}
+		if n < ifc.MaxMeasuredRows {
+			c.rowBytes = append(c.rowBytes, int(c.offset()-start))
+		}
+		switch c.peek() {
+		case ',':
+			c.i++ // kept above, before the next row it separates
+		case ']':
+			c.out = out
+			c.take()
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// object reads a list tool's or CalendarList's payload object, keeping the
+// members Interpret and Split read: those Interpret reads, the envelope
+// keys, and the last list member (when listName is not empty), which goes
+// last.
+func (c *condenser) object(listName string, envelope []string) bool {
+	c.i++
+	c.payload = append(c.payload[:0], '{')
+	hasList, listIsArray := false, false
+	first := true
+	member := func(name []byte) {
+		if !first {
+			c.payload = append(c.payload, ',')
+		}
+		first = false
+		c.payload = append(c.payload, name...)
+		c.payload = append(c.payload, ':')
+	}
+	if c.peek() == '}' {
+		c.i++
+	} else {
+		for {
+			c.out = nil
+			if c.peek() != '"' {
+				return false
+			}
+			c.out, c.name = &c.name, c.name[:0]
+			ok := c.str(false)
+			c.out = nil
+			if !ok || !c.colon() {
+				return false
+			}
+			name := string(jsjson.MemberName(c.name))
+			switch {
+			case name == listName && listName != "":
+				hasList = true
+				if c.peek() == '[' {
+					listIsArray = true
+					c.out, c.list = &c.list, c.list[:0]
+					ok = c.rows(1)
+				} else {
+					listIsArray = false
+					ok = c.value(1, true)
+				}
+			case name == "ok" || name == "code" || name == "hasProfile" || name == "schemaVersion":
+				member(c.name)
+				ok = c.fact()
+			case isEnvelopeKey(name, envelope):
+				member(c.name)
+				c.out = &c.payload
+				ok = c.value(1, true)
+			default:
+				ok = c.value(1, true)
+			}
+			c.out = nil
+			if !ok {
+				return false
+			}
+			switch c.peek() {
+			case ',':
+				c.i++
+				continue
+			case '}':
+				c.i++
+			default:
+				return false
+			}
+			break
+		}
+	}
+	if hasList {
+		member([]byte(`"` + listName + `"`))
+		if listIsArray {
+			c.payload = append(c.payload, c.list...)
+		} else {
+			c.payload = append(c.payload, '0')
+		}
+	}
+	c.list = nil
+	c.payload = append(c.payload, '}')
+	return true
+}
+
+// fact reads the value of a member Interpret reads into the payload: a
+// container becomes an empty one of its kind (Interpret reads only its
+// kind), anything else is kept.
+func (c *condenser) fact() bool {
+	switch ch := c.peek(); ch {
+	case '{', '[':
+		c.out = nil
+		if !c.value(1, true) {
+			return false
+		}
+		c.payload = append(c.payload, ch, jsjson.Closer(ch))
+		return true
+	}
+	c.out = &c.payload
+	return c.value(1, true)
+}
+
+func isEnvelopeKey(name string, keys []string) bool {
+	for _, k := range keys {
+		if name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// scalar reads a number or a literal, keeping it: the longest run of the
+// bytes they are made of, which must be exactly one of them (what follows
+// it is the caller's to check).
+func (c *condenser) scalar() bool {
+	c.num = c.num[:0]
+	for {
+		start := c.i
+		for c.i < len(c.b) && scalarByte[c.b[c.i]] {
+			c.i++
+		}
+		c.num = append(c.num, c.b[start:c.i]...)
+		if c.i < len(c.b) || !c.fill() {
+			break
+		}
+	}
+	if !validScalar(c.num) {
+		return false
+	}
+	if c.out != nil {
+		*c.out = append(*c.out, c.num...)
+	}
+	return true
+}
+
+// scalarByte marks the bytes numbers and literals are made of.
+var scalarByte = func() (t [256]bool) {
+	for _, ch := range []byte("0123456789+-.eEtrufalsn") {
+		t[ch] = true
+	}
+	return t
+}()
+
+// validScalar reports whether b is exactly one JSON number or literal.
+func validScalar(b []byte) bool {
+	switch string(b) {
+	case "true", "false", "null":
+		return true
+	}
+	var s jsjson.Scanner
+	s.Reset(b)
+	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	v, err := s.Value(0)
+	return err == nil && len(v) == len(b)
+}
+
+// str reads a string, keeping it; short: past condenseUnits UTF-16 units
+// the rest of its characters are read but not kept.
+func (c *condenser) str(short bool) bool {
+	c.take() // the opening quote
+	units := 0
+	keep := c.out != nil
+	for {
+		// A run of plain bytes, up to the end of the window.
+		start := c.i
+		b := c.b
+		i := start + jsjson.PlainLen(b[start:])
+		c.i = i
+		if keep {
+			run := b[start:i]
+			if short {
+				run = c.shorten(run, &units)
+				if len(run) < i-start {
+					keep = false
+				}
+			}
+			*c.out = append(*c.out, run...)
+		}
+		if c.i == len(c.b) {
+			if !c.fill() {
+				return false
+			}
+			continue
+		}
+		switch c.b[c.i] {
+		case '"':
+			c.take()
+			return true
+		case '\\':
+			if !c.need(2) {
+				return false
+			}
+			w := 2
+			switch c.b[c.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				w = 6
+				if !c.need(6) || !isHex4(c.b[c.i+2:c.i+6]) {
+					return false
+				}
+			default:
+				return false
+			}
+			if keep && short && units+1 > condenseUnits {
+				keep = false
+			}
+			if keep {
+				*c.out = append(*c.out, c.b[c.i:c.i+w]...)
+				units++
+			}
+			c.i += w
+		default: // a control character
+			return false
+		}
+	}
+}
+
+// shorten returns the part of run, a run of a string's plain bytes, that
+// keeps the string within condenseUnits UTF-16 units, adding its units to
+// *units. A character is never split.
+func (c *condenser) shorten(run []byte, units *int) []byte {
+	if u := jsjson.UTF16LenBytes(run); *units+u <= condenseUnits {
+		*units += u
+		return run
+	}
+	k := 0
+	for k < len(run) && *units < condenseUnits {
+		ch := run[k]
+		if ch&0xC0 != 0x80 {
+			*units++
+			if ch >= 0xF0 {
+				*units++
+			}
+		}
+		k++
+	}
+	for k < len(run) && run[k]&0xC0 == 0x80 {
+		k++
+	}
+	return run[:k]
+}
+
+func isHex4(b []byte) bool {
+	for _, ch := range b[:4] {
+		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f' || 'A' <= ch && ch <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,381 @@
+package loom
+
+// Condense against today's reading: stdout read whole, then Interpret,
+// SplitContext and ifc.Measure. Both paths must give the same answer, down
+// to the bytes of the result object, on generated payloads and on
+// arbitrary bytes, with stdout delivered in arbitrary pieces.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+)
+
+const (
+	cAtomWork   = `"https://loom.example/facet/work"`
+	cAtomHealth = `"https://loom.example/facet/health"`
+)
+
+var condenseCeilings = []ifc.Ceiling{
+	ifc.CeilingOf(ifc.Confidentiality{ifc.Clause(cAtomWork)}),
+	ifc.NoCeiling,
+}
+
+var condenseUnlabeled = ifc.LabelForUnlabeledRow(nil, ifc.Confidentiality{ifc.Clause(cAtomWork)})
+
+// condenseHandles stands in for the tokens a store would mint.
+var condenseHandles = func() []string {
+	hs := make([]string, 1100)
+	for i := range hs {
+		hs[i] = fmt.Sprintf("cfh:v:%05d", i)
+	}
+	return hs
+}()
+
+// answerOf is what a caller can tell of a reading: its error, or the
+// result object with handles, what it observed and its counts.
+func answerOf(tool Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
+	if err != nil {
+		var hr *HostRefusedError
+		var ee *ExitError
+		switch {
+		case errors.As(err, &hr):
+			return fmt.Sprintf("host refused %q %v", hr.HostCode, hr.HasHostCode)
+		case errors.As(err, &ee):
+			return fmt.Sprintf("exit %d", ee.Code)
+		}
+		return "error " + err.Error()
+	}
+	in := ifc.Input{
+		OutputID: "run_x:" + string(tool) + ":1", Kind: tool.Kind(), Notice: ifc.Notice,
+		More: more, RowBytes: rowBytes, Envelope: envelope,
+		Ceiling: ceiling, Unlabeled: condenseUnlabeled,
+	}
+	for _, r := range rows {
+		in.Rows = append(in.Rows, r)
+	}
+	res := ifc.Measure(in)
+	obs, _ := res.Observed.MarshalJSON()
+	return fmt.Sprintf("%s\nobserved %s", res.AppendJSON(nil, condenseHandles[:res.Admitted]), obs)
+}
+
+// referenceAnswer reads stdout as the gateway read it before Condense:
+// whole, then Interpret, SplitContext and Measure.
+func referenceAnswer(tool Tool, lookup bool, stdout []byte, exit int, ceiling ifc.Ceiling) string {
+	payload, err := Interpret(tool, lookup, Output{Stdout: stdout, ExitCode: exit})
+	if err != nil {
+		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
+	}
+	rows, more, env, err := SplitContext(context.Background(), tool, payload, ifc.MaxMeasuredRows)
+	var rs [][]byte
+	for _, r := range rows {
+		rs = append(rs, r)
+	}
+	return answerOf(tool, ceiling, rs, more, nil, env, err)
+}
+
+// condensedAnswer reads stdout through Condense, from r.
+func condensedAnswer(tool Tool, lookup bool, r io.Reader, exit int, ceiling ifc.Ceiling) string {
+	c := Condense(tool, r)
+	payload, err := Interpret(tool, lookup, Output{Stdout: c.Payload, ExitCode: exit})
+	if err != nil {
+		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
+	}
+	rows, more, env, err := SplitContext(context.Background(), tool, payload, ifc.MaxMeasuredRows)
+	var rs [][]byte
+	for _, r := range rows {
+		rs = append(rs, r)
+	}
+	return answerOf(tool, ceiling, rs, more+c.Dropped, c.RowBytes, env, err)
+}
+
+// pieces delivers data in pieces of the sizes cuts gives in turn (1 and
+// up), then io.EOF, sometimes with the last piece.
+type chunked struct {
+	data   []byte
+	cuts   []byte
+	k      int
+	eofNow bool
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(c.data)
+	if len(c.cuts) > 0 {
+		n = 1 + int(c.cuts[c.k%len(c.cuts)])*int(c.cuts[c.k%len(c.cuts)])
+		c.k++
+	}
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	if len(c.data) == 0 && c.eofNow {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+var condenseTools = []Tool{Search, PageDiscover, CalendarList, PageRead, Profile, People}
+
+// checkCondense holds the two readings equal on stdout for tool, every
+// ceiling, and a few ways of cutting stdout into pieces.
+func checkCondense(t *testing.T, tool Tool, stdout []byte, cuts []byte) {
+	t.Helper()
+	exits := []int{0}
+	if len(stdout) < 4096 {
+		exits = []int{0, 1, 3}
+	}
+	for _, exit := range exits {
+		for _, lookup := range []bool{false, exit != 0} {
+			for _, ceiling := range condenseCeilings {
+				want := referenceAnswer(tool, lookup, bytes.Clone(stdout), exit, ceiling)
+				for i, r := range []io.Reader{
+					bytes.NewReader(stdout),
+					&chunked{data: stdout, cuts: cuts},
+					&chunked{data: stdout, cuts: []byte{0}, eofNow: true},
+				} {
+					if got := condensedAnswer(tool, lookup, r, exit, ceiling); got != want {
+						t.Fatalf("%s exit %d lookup %v ceiling %v reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// longString returns a JSON string of about n characters whose
+// characters near ifc.StringBound (and Condense's own bound) are escapes,
+// pairs and multibyte characters in turn.
+func longString(rng *rand.Rand, n int) string {
+	parts := []string{"a", "é", "🙂", `\n`, `\u00e9`, `\ud83d\ude00`, `\"`, "\u2028", `\ud800`, "\xff", "x y", `\/`}
+	var b strings.Builder
+	b.WriteByte('"')
+	for u := 0; u < n; {
+		if rng.IntN(3) == 0 || (u > ifc.StringBound-12 && u < condenseUnits+12) {
+			p := parts[rng.IntN(len(parts))]
+			b.WriteString(p)
+			u += 1 + strings.Count(p, `\u`)/2
+			continue
+		}
+		k := 1 + rng.IntN(200)
+		b.WriteString(strings.Repeat("w", k))
+		u += k
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// genCondenseRow writes one row: members with short and long strings,
+// nested values, sometimes a repeated name, and a label of one of several
+// kinds (none, fitting, over the ceiling, unreadable, with whitespace).
+func genCondenseRow(rng *rand.Rand, b *strings.Builder) {
+	labels := []string{
+		``,
+		`"ifc":{"confidentiality":[` + cAtomWork + `]}`,
+		`"ifc" : { "confidentiality" : [ ` + cAtomWork + ` ] , "integrity":["https://loom.example/origin/mail"] }`,
+		`"ifc":{"confidentiality":[` + cAtomWork + `,` + cAtomHealth + `]}`,
+		`"ifc":{"confidentiality":[{"anyOf":[` + cAtomWork + `,` + cAtomHealth + `]}]}`,
+		`"ifc":{"confidentiality":"x"}`,
+		`"ifc":7`,
+		`"\u0069fc":{"confidentiality":[]}`,
+		`"ifc":{"confidentiality":[` + longString(rng, 30) + `]}`,
+	}
+	if rng.IntN(30) == 0 {
+		b.WriteString([]string{`1`, `"s"`, `null`, `[]`, longString(rng, 5000)}[rng.IntN(5)])
+		return
+	}
+	b.WriteByte('{')
+	var members []string
+	for range rng.IntN(6) {
+		name := []string{`"id"`, `"title"`, `"snippet"`, `"n"`, `"a\u0062"`, `"deep"`}[rng.IntN(6)]
+		var v string
+		switch rng.IntN(7) {
+		case 0:
+			v = longString(rng, 3990+rng.IntN(40))
+		case 1:
+			v = longString(rng, 4000+rng.IntN(9000))
+		case 2:
+			v = `{"x":[1,2.50,{"y":` + longString(rng, 4100) + `}],"z":-0e0}`
+		case 3:
+			v = fmt.Sprintf("%d.%de%d", rng.IntN(100), rng.IntN(100), rng.IntN(5))
+		case 4:
+			v = `[true,false,null,"t"]`
+		default:
+			v = longString(rng, rng.IntN(40))
+		}
+		members = append(members, name+":"+v)
+	}
+	if l := labels[rng.IntN(len(labels))]; l != "" {
+		members = append(members, l)
+		if rng.IntN(15) == 0 {
+			members = append(members, labels[rng.IntN(len(labels))])
+		}
+	}
+	rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+	b.WriteString(strings.Join(members, ","))
+	b.WriteByte('}')
+}
+
+// genCondensePayload writes a payload for tool: mostly its own shape,
+// with the envelope members and the members Interpret reads here and
+// there, long strings in places, now and then more rows than Measure
+// reads, and sometimes damaged.
+func genCondensePayload(rng *rand.Rand, tool Tool) []byte {
+	var b strings.Builder
+	if rng.IntN(20) == 0 {
+		b.WriteString("\xef\xbb\xbf")
+	}
+	if rng.IntN(4) == 0 {
+		b.WriteString(" \n")
+	}
+	nrows := rng.IntN(8)
+	if rng.IntN(25) == 0 {
+		nrows = ifc.MaxMeasuredRows - 3 + rng.IntN(10)
+	}
+	list := func() {
+		b.WriteByte('[')
+		for i := range nrows {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if nrows > 100 {
+				fmt.Fprintf(&b, `{"id":%d}`, i)
+				continue
+			}
+			genCondenseRow(rng, &b)
+		}
+		b.WriteByte(']')
+	}
+	switch tool {
+	case CalendarList:
+		if rng.IntN(10) == 0 {
+			b.WriteString(`{"ok":false,"code":"E_X"}`)
+		} else {
+			list()
+		}
+	case Search, PageDiscover:
+		listName, keys := "hits", []string{`"query"`, `"source_status"`, `"warnings"`, `"truncated"`}
+		if tool == PageDiscover {
+			listName, keys = "pages", []string{`"totalPages"`, `"omittedViews"`}
+		}
+		keys = append(keys, `"ok"`, `"code"`, `"schemaVersion"`, `"other"`, `"`+listName+`"`, `"`+listName+`"`)
+		values := []string{`null`, `1`, `"q"`, `{"mail":"ok","notes":` + longString(rng, 4100) + `}`, `["w1"]`, `false`, `true`, `"E_BUSY"`, `1.0`, `2`, longString(rng, 5000), `[1,[2]]`}
+		var members []string
+		for range rng.IntN(5) {
+			k := keys[rng.IntN(len(keys))]
+			if k == `"`+listName+`"` && rng.IntN(4) == 0 {
+				members = append(members, k+":"+values[rng.IntN(len(values))])
+				continue
+			}
+			members = append(members, k+":"+values[rng.IntN(len(values))])
+		}
+		b.WriteByte('{')
+		b.WriteString(strings.Join(members, ","))
+		if len(members) > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s":`, listName)
+		list()
+		if rng.IntN(3) == 0 {
+			b.WriteString(`,"query" : "again"`)
+		}
+		b.WriteByte('}')
+	default:
+		genCondenseRow(rng, &b)
+	}
+	if rng.IntN(4) == 0 {
+		b.WriteString("\n")
+	}
+	p := []byte(b.String())
+	switch rng.IntN(14) {
+	case 0:
+		p = p[:rng.IntN(len(p)+1)]
+	case 1:
+		p = append(p, " {}"...)
+	case 2:
+		if len(p) > 0 {
+			p[rng.IntN(len(p))] = `{}[],:"\x`[rng.IntN(9)]
+		}
+	}
+	return p
+}
+
+func TestCondenseMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 1))
+	n := 1200
+	if testing.Short() {
+		n = 200
+	}
+	for i := range n {
+		tool := condenseTools[i%len(condenseTools)]
+		cuts := []byte{byte(rng.IntN(256)), byte(rng.IntN(8)), byte(rng.IntN(64))}
+		checkCondense(t, tool, genCondensePayload(rng, tool), cuts)
+	}
+}
+
+// TestCondenseMatchesReferenceOther holds the two readings equal on the
+// inputs the other equivalence tests generate: Interpret's and Split's.
+func TestCondenseMatchesReferenceOther(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 2))
+	for i := range 1500 {
+		tool := condenseTools[i%len(condenseTools)]
+		checkCondense(t, tool, genStdout(rng), []byte{1, 2, 3})
+		checkCondense(t, tool, genListPayload(rng, tool), []byte{0, 5})
+	}
+}
+
+// TestCondenseKeepsLittle: what Condense keeps of a large payload is
+// bounded by the rows Measure reads and the string bound, not by stdout.
+func TestCondenseKeepsLittle(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"query":"q","hits":[`)
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"snippet":"%s","ifc":{"confidentiality":[%s]}}`, i, strings.Repeat("x", 100), cAtomWork)
+	}
+	b.WriteString(`]}`)
+	page := `{"title":"t","content":"` + strings.Repeat("long page ", 1<<20) + `"}`
+	for _, tt := range []struct {
+		tool    Tool
+		stdout  string
+		most    int
+		dropped int
+	}{
+		{Search, b.String(), ifc.MaxMeasuredRows * 200, 20000 - ifc.MaxMeasuredRows},
+		{PageRead, page, 5000, 0},
+		{Search, `{"hits":[],"warnings":[` + strings.Repeat(" ", 8<<20) + `]}`, 64, 0},
+	} {
+		c := Condense(tt.tool, strings.NewReader(tt.stdout))
+		if c.Payload == nil || len(c.Payload) > tt.most || c.Dropped != tt.dropped {
+			t.Errorf("%s of %d bytes: kept %d bytes (at most %d), dropped %d (want %d)", tt.tool, len(tt.stdout), len(c.Payload), tt.most, c.Dropped, tt.dropped)
+		}
+		checkCondense(t, tt.tool, []byte(tt.stdout), []byte{200})
+	}
+}
+
+// FuzzCondenseMatchesReference holds the two readings equal on arbitrary
+// stdout, cut into arbitrary pieces.
+func FuzzCondenseMatchesReference(f *testing.F) {
+	rng := rand.New(rand.NewPCG(16, 3))
+	for i := range 60 {
+		tool := condenseTools[i%len(condenseTools)]
+		p := genListPayload(rng, tool)
+		if q := genCondensePayload(rng, tool); i%3 == 0 && len(q) < 8<<10 {
+			p = q // small seeds: the engine minimizes what it finds
+		}
+		f.Add(p, uint8(i), []byte{byte(i), 3, 17})
+	}
+	f.Fuzz(func(t *testing.T, stdout []byte, which uint8, cuts []byte) {
+		checkCondense(t, condenseTools[int(which)%len(condenseTools)], stdout, cuts)
+	})
+}
