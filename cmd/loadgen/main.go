@@ -418,16 +418,24 @@ func stats(ds []time.Duration) summary {
 // fake ignores it, but the direct side passes the same.
 var searchArgv = []string{"search", "atlas", "--json"}
 
-// execLoom runs the fake loom directly and reads its whole stdout, as the
-// gateway's runner does (stdin and stderr on the null device).
+// execLoom runs the fake loom directly and reads its stdout as the pipe
+// delivers it, into a 32 KB buffer it reuses (stdin and stderr on the null
+// device): the least any reader of loom's output costs.
 func execLoom(ctx context.Context, path string) error {
 	cmd := exec.CommandContext(ctx, path, searchArgv...)
 	cmd.Env = []string{}
-	out, err := cmd.Output()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("direct run: %w", err)
 	}
-	if len(out) == 0 {
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("direct run: %w", err)
+	}
+	n, cerr := io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil || cerr != nil {
+		return fmt.Errorf("direct run: %w", errors.Join(err, cerr))
+	}
+	if n == 0 {
 		return errors.New("direct run: no output")
 	}
 	return nil

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,12 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
 	}
 	defer end()
-	out, err := s.cfg.Runner.Run(stage, argv, s.cfg.Env)
+	var out loom.Output
+	if tr, ok := s.cfg.Runner.(ToolRunner); ok {
+		out, err = tr.RunTool(stage, tool, argv, s.cfg.Env)
+	} else {
+		out, err = s.cfg.Runner.Run(stage, argv, s.cfg.Env)
+	}
 	if err == nil || out.Duration > 0 {
 		c.loomTime = &out.Duration
 	}
@@ -96,7 +102,12 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	}
 	code := out.ExitCode
 	c.exitCode = &code
-	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), out)
+	kept := out.Condensed
+	if kept == nil {
+		k := loom.Condense(tool, bytes.NewReader(out.Stdout))
+		kept = &k
+	}
+	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
 	if err == nil && stage.Err() != nil {
 		err = stageEnded(stage)
 	}
@@ -118,7 +129,8 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
 		Rows:      rows,
-		More:      more,
+		More:      more + kept.Dropped,
+		RowBytes:  kept.RowBytes,
 		Envelope:  envelope,
 		Ceiling:   ceiling,
 		Unlabeled: ifc.LabelForUnlabeledRow(fresh.ModelContext, s.cfg.Loom.UnlabeledRowLabel),

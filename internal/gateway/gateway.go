@@ -29,6 +29,14 @@ type Runner interface {
 	Run(ctx context.Context, argv, env []string) (loom.Output, error)
 }
 
+// ToolRunner is a Runner that reads a tool's stdout as it arrives
+// (loom.CLI.RunTool, which sets Output.Condensed). The core calls RunTool
+// when its Runner has it; otherwise it condenses Run's whole stdout
+// itself, so both read the same.
+type ToolRunner interface {
+	RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error)
+}
+
 // Store is the run state the core reads and writes (the memory and Redis
 // stores implement it).
 type Store interface {

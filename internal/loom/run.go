@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -82,13 +83,17 @@ func New(opts Options) *CLI {
 	return &CLI{opts: opts, slots: NewLimiter(opts.MaxConcurrent, opts.QueueWait)}
 }
 
-// Output is what a command that ran to an exit left: its whole stdout, its
-// exit code (-1 when a signal ended it), and the time from start to the end
-// of Wait. Stderr is never kept.
+// Output is what a command that ran to an exit left: its whole stdout (Run)
+// or what Condense kept of it (RunTool), its exit code (-1 when a signal
+// ended it), and the time from start until it had exited and its stdout
+// had been read. Stderr is never kept.
 type Output struct {
 	Stdout   []byte
 	ExitCode int
 	Duration time.Duration
+	// Condensed, set by RunTool, is what Condense kept of stdout, read as
+	// it arrived; Stdout is then nil. Nil: Stdout is stdout whole.
+	Condensed *Condensed
 }
 
 // InFlight returns the number of calls holding a process slot: with
@@ -99,11 +104,11 @@ func (c *CLI) InFlight() int64 { return c.slots.InFlight() }
 func (c *CLI) Queued() int64 { return c.slots.Queued() }
 
 // Run executes argv with exactly env as the environment and returns its
-// Output. Any exit, zero or not, is an Output with a nil error; reading it
-// is Interpret's job. argv[0] must be an absolute path; it is executed
-// directly, never through a shell or a PATH lookup, with stdin and stderr on
-// the null device, in a process group of its own. When the process exits,
-// whatever is left of its group is killed.
+// Output, with stdout whole. Any exit, zero or not, is an Output with a nil
+// error; reading it is Interpret's job. argv[0] must be an absolute path;
+// it is executed directly, never through a shell or a PATH lookup, with
+// stdin and stderr on the null device, in a process group of its own. When
+// the process exits, whatever is left of its group is killed.
 //
 // With Options.Limiter, Run takes no slot: the caller holds one.
 //
@@ -120,6 +125,34 @@ func (c *CLI) Queued() int64 { return c.slots.Queued() }
 // All but ErrBusy and ErrCancelled match ErrCommandFailed. On error the
 // Output carries only Duration and ExitCode -1.
 func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
+	w := capWriter{limit: math.MaxInt64, onLimit: func() {}}
+	out, err := c.run(ctx, argv, env, func(r io.Reader) { _, _ = w.ReadFrom(r) })
+	if err == nil {
+		out.Stdout = w.Bytes()
+	}
+	return out, err
+}
+
+// RunTool is Run for a command of tool: its stdout is read as it arrives,
+// in one pass, by Condense, and Output.Condensed holds what it kept, so a
+// call holds a window of stdout and what Condense keeps, never the whole
+// payload. Errors are Run's.
+func (c *CLI) RunTool(ctx context.Context, tool Tool, argv, env []string) (Output, error) {
+	var cond Condensed
+	out, err := c.run(ctx, argv, env, func(r io.Reader) { cond = Condense(tool, r) })
+	if err == nil {
+		out.Condensed = &cond
+	}
+	return out, err
+}
+
+// run is Run with read reading stdout, from the calling goroutine while
+// the command runs: read must read r to its end (an error from r ends it
+// too). r fails once stdout passes Options.MaxStdout, and once the command
+// has exited and Options.WaitDelay has passed with stdout still open
+// (something the command left behind holds it): what was read by then is
+// the output.
+func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader)) (Output, error) {
 	failed := Output{ExitCode: -1}
 	if ctx.Err() != nil {
 		return failed, ErrCancelled
@@ -155,17 +188,49 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	if null := devNull(); null != nil {
 		cmd.Stdin, cmd.Stderr = null, null
 	}
-	stdout := &capWriter{limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
-	cmd.Stdout = stdout
-
-	werr, err := c.startAndWait(cmd)
+	// Stdout is a pipe of our own, read here: exec.Cmd would copy it
+	// through a goroutine of its own into a writer.
+	pr, pw, err := os.Pipe()
 	if err != nil {
+		failed.Duration = time.Since(start)
+		return failed, &StartError{Err: err}
+	}
+	defer pr.Close()
+	cmd.Stdout = pw
+	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
+
+	started, waited := make(chan error, 1), make(chan error, 1)
+	go c.startAndWait(cmd, started, waited)
+	startErr := <-started
+	pw.Close() // the command has its own copy
+	if startErr != nil {
 		failed.Duration = time.Since(start)
 		if ctx.Err() != nil {
 			return failed, ErrCancelled
 		}
-		return failed, &StartError{Err: err}
+		return failed, &StartError{Err: startErr}
 	}
+	readDone := make(chan struct{})
+	werrc := make(chan error, 1)
+	go func() {
+		// Once the command has exited, stdout gets WaitDelay to close.
+		select {
+		case werr := <-waited:
+			werrc <- werr
+			t := time.NewTimer(c.opts.WaitDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				_ = pr.SetReadDeadline(time.Now())
+			case <-readDone:
+			}
+		case <-readDone:
+			werrc <- <-waited
+		}
+	}()
+	read(stdout)
+	close(readDone)
+	werr := <-werrc
 	failed.Duration = time.Since(start)
 
 	switch {
@@ -182,35 +247,53 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 	if werr != nil && !errors.As(werr, &exitErr) && !errors.Is(werr, exec.ErrWaitDelay) {
 		return failed, ErrCommandFailed
 	}
-	// ErrWaitDelay: the process exited but something it left behind held
-	// stdout open; what was read by then is the output.
-	return Output{Stdout: stdout.Bytes(), ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
+	return Output{ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
 }
 
-// startAndWait starts cmd and waits for it, from a goroutine locked to
-// its OS thread until the command has been waited for: on Linux the
-// leader's parent-death signal (sysProcAttr) fires when the thread that
-// started it ends, so the thread must outlive the command; and when the
-// gateway dies, the thread does, and the leader is killed with it. While
-// the command runs its group is live (KillAll); when it has exited,
-// whatever is left of the group is killed.
-func (c *CLI) startAndWait(cmd *exec.Cmd) (werr, startErr error) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if startErr = cmd.Start(); startErr != nil {
-			return
-		}
-		pgid := cmd.Process.Pid
-		c.track(pgid, true)
-		werr = cmd.Wait()
-		_ = killGroup(pgid) // stragglers that left stdout alone
-		c.track(pgid, false)
-	}()
-	<-done
-	return werr, startErr
+// limitReader reads r, failing with ErrStdoutLimit, after calling onLimit
+// once, when more than limit bytes have come.
+type limitReader struct {
+	r        io.Reader
+	n, limit int64
+	exceeded bool
+	onLimit  func()
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.exceeded {
+		return 0, ErrStdoutLimit
+	}
+	k, err := l.r.Read(p)
+	if l.n += int64(k); l.n > l.limit {
+		l.exceeded = true
+		l.onLimit()
+		return 0, ErrStdoutLimit
+	}
+	return k, err
+}
+
+// startAndWait starts cmd, sends the start error on started, and when it
+// started waits for it and sends Wait's error on waited. It runs on a
+// goroutine locked to its OS thread until the command has been waited for:
+// on Linux the leader's parent-death signal (sysProcAttr) fires when the
+// thread that started it ends, so the thread must outlive the command; and
+// when the gateway dies, the thread does, and the leader is killed with
+// it. While the command runs its group is live (KillAll); when it has
+// exited, whatever is left of the group is killed.
+func (c *CLI) startAndWait(cmd *exec.Cmd, started, waited chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	pgid := cmd.Process.Pid
+	c.track(pgid, true)
+	started <- nil
+	werr := cmd.Wait()
+	_ = killGroup(pgid) // stragglers that left stdout alone
+	c.track(pgid, false)
+	waited <- werr
 }
 
 func (c *CLI) track(pgid int, live bool) {

@@ -84,13 +84,16 @@ func fakeLoom(mode string, args []string) int {
 		time.Sleep(time.Minute)
 	case "sleep":
 		time.Sleep(time.Minute)
-	case "family": // family <pid file> <hold stdout: yes|no> <then: sleep|exit>
+	case "family": // family <pid file> <hold stdout: yes|no|escape> <then: sleep|exit>
 		// Starts a grandchild in the same process group, records both pids,
 		// then sleeps or prints JSON and exits.
 		gc := exec.Command(os.Args[0])
 		gc.Env = []string{fakeModeVar + "=sleep"}
-		if arg(1) == "yes" {
+		if arg(1) == "yes" || arg(1) == "escape" {
 			gc.Stdout = os.Stdout
+		}
+		if arg(1) == "escape" { // a session of its own: out of the group
+			gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
 		if err := gc.Start(); err != nil {
 			return 8
@@ -387,6 +390,43 @@ func TestRunGrandchildHoldingStdout(t *testing.T) {
 	}
 	_, grand := readPids(t, pidFile)
 	waitDead(t, grand) // what was left of the group was killed
+}
+
+// TestRunEscapeeHoldingStdout: a grandchild that left loom's group (its
+// own session) and holds stdout open past loom's exit is not killed with
+// the group; the call ends WaitDelay after the exit with what was printed,
+// through Run and RunTool alike.
+func TestRunEscapeeHoldingStdout(t *testing.T) {
+	t.Parallel()
+	for _, condensed := range []bool{false, true} {
+		pidFile := filepath.Join(t.TempDir(), "pids")
+		argv, env := fake(t, "family", pidFile, "escape", "exit")
+		cli := New(Options{Timeout: time.Minute, WaitDelay: 300 * time.Millisecond})
+		start := time.Now()
+		var out Output
+		var err error
+		if condensed {
+			out, err = cli.RunTool(context.Background(), Profile, argv, env)
+		} else {
+			out, err = cli.Run(context.Background(), argv, env)
+		}
+		elapsed := time.Since(start)
+		_, grand := readPids(t, pidFile)
+		syscall.Kill(grand, syscall.SIGKILL)
+		if err != nil {
+			t.Fatalf("condensed %v: Run = %v", condensed, err)
+		}
+		got := string(out.Stdout)
+		if condensed && out.Condensed != nil {
+			got = string(out.Condensed.Payload)
+		}
+		if got != `{"ok":true}` || out.ExitCode != 0 {
+			t.Errorf("condensed %v: Output = %q, exit %d", condensed, got, out.ExitCode)
+		}
+		if elapsed < 300*time.Millisecond || elapsed > 20*time.Second {
+			t.Errorf("condensed %v: Run took %v with a 300ms WaitDelay and stdout held open", condensed, elapsed)
+		}
+	}
 }
 
 func TestRunStdoutLimit(t *testing.T) {

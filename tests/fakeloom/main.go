@@ -165,7 +165,15 @@ func act(dir, pidName string, b Behaviour) int {
 		if err := cmd.Start(); err != nil {
 			return 94
 		}
-		// Not waited for: the grandchild outlives this process.
+		// Not waited for: the grandchild outlives this process. Its pid
+		// file is, so that a test can look for it even when the gateway
+		// kills loom's group as soon as this process exits.
+		pidFile := filepath.Join(dir, pidName)
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+				break
+			}
+		}
 	}
 	if b.StderrBytes > 0 || b.StderrMarker != "" {
 		writeStderr(b.StderrBytes, b.StderrMarker)
@@ -232,6 +240,7 @@ func grandchild(pidFile, hold string) {
 	if err != nil {
 		os.Exit(90)
 	}
-	_ = os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	_ = os.WriteFile(pidFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o600)
+	_ = os.Rename(pidFile+".tmp", pidFile)
 	time.Sleep(d)
 }
