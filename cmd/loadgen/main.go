@@ -71,6 +71,8 @@ type config struct {
 	gatewayEnv         []string
 	cpuprofile, trace  string
 	ownCost, bare      bool
+	page               bool
+	memory, memClients int
 }
 
 type multi []string
@@ -96,6 +98,9 @@ func main() {
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "profile the request path in process and write the CPU profile to `file`")
 	flag.StringVar(&c.trace, "trace", "", "serve the request path in process and write an execution trace (runtime/trace) to `file`")
 	flag.BoolVar(&c.bare, "bare", true, "also measure a bare server (this program again as a separate process: net/http and exec, nothing else), the floor of the gateway's overhead")
+	flag.BoolVar(&c.page, "page", false, "with --payload-bytes: the fake prints a page.read payload (benchdata.Page) and the calls are loom_page_read")
+	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
+	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -150,12 +155,19 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		if err := os.Symlink(loomPath, sized); err != nil {
 			return err
 		}
-		if err := os.WriteFile(sized+".payload", benchdata.Search(c.payloadBytes), 0o600); err != nil {
+		payload := benchdata.Search(c.payloadBytes)
+		if c.page {
+			payload = benchdata.Page(c.payloadBytes)
+		}
+		if err := os.WriteFile(sized+".payload", payload, 0o600); err != nil {
 			return err
 		}
 		loomPath = sized
 	}
 
+	if c.memory > 0 {
+		c.clients = max(c.clients, c.memClients)
+	}
 	var tg *target
 	if c.cpuprofile != "" || c.trace != "" {
 		tg, err = startInProcess(ctx, dir, loomPath, c.clients+1, c.cpuprofile, c.trace, nil)
@@ -173,7 +185,13 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		IdleConnTimeout:     time.Minute,
 	}}
 	call := func(ctx context.Context, r runToken) error {
+		if c.page {
+			return postTool(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/loom_page_read", r.token, `{"target":"Projects/Atlas"}`, `"status":"ok"`)
+		}
 		return toolCall(ctx, client, tg.agentURL, r)
+	}
+	if c.memory > 0 {
+		return memory(ctx, c, tg, call, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
 	// The sides measured side by side: direct, then the bare server when
@@ -473,7 +491,13 @@ func toolCall(ctx context.Context, client *http.Client, agentURL string, r runTo
 // postSearch POSTs {"query":"atlas"} to url with token and checks that the
 // answer is 200 and holds want.
 func postSearch(ctx context.Context, client *http.Client, url, token, want string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"query":"atlas"}`))
+	return postTool(ctx, client, url, token, `{"query":"atlas"}`, want)
+}
+
+// postTool POSTs input to url with token and checks that the answer is
+// 200 and holds want.
+func postTool(ctx context.Context, client *http.Client, url, token, input, want string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(input))
 	if err != nil {
 		return err
 	}

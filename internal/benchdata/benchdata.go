@@ -50,3 +50,25 @@ func Search(size int) []byte {
 	b.WriteString("]}\n")
 	return []byte(b.String())
 }
+
+// Page returns a page.read payload of about size bytes: one page whose
+// documents are strings of about 64 KB each, its label last (within a
+// work-only ceiling), the same for the same size.
+func Page(size int) []byte {
+	var b strings.Builder
+	b.Grow(size + 512)
+	b.WriteString(`{"path":"Projects/Atlas","kind":"project","title":"Atlas","summary":"The customer importer relaunch.","updated":"2026-03-01","documents":{`)
+	for i := 0; i == 0 || b.Len() < size-200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"Projects/Atlas/doc-%04d.md":"# Doc %d\n\n`, i, i)
+		for k := 0; k < 64<<10 && b.Len() < size-200; k++ {
+			b.WriteString(words[(i*7+k*3)%len(words)])
+			b.WriteByte(' ')
+		}
+		b.WriteByte('"')
+	}
+	b.WriteString(`},"ifc":{"confidentiality":["https://loom.example/facet/work"]}}` + "\n")
+	return []byte(b.String())
+}

@@ -14,6 +14,7 @@ package loom_test
 // loom.Interpret, the rest of what runTool does with stdout.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -137,6 +138,33 @@ func MeasurePath(tool loom.Tool, payload, dst []byte) (ifc.Result, []byte, error
 		Unlabeled: benchUnlabeled,
 	})
 	return res, res.AppendJSON(dst, handles[:res.Admitted]), nil
+}
+
+// StreamPath is what the core does with a condensed Output (RunTool's):
+// Interpret, SplitContext and Measure on what Condense kept, then the
+// agent-visible result.
+func StreamPath(tool loom.Tool, out loom.Output) ([]byte, error) {
+	kept := out.Condensed
+	p, err := loom.Interpret(tool, false, loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
+	if err != nil {
+		return nil, err
+	}
+	rows, more, env, err := loom.SplitContext(context.Background(), tool, p, ifc.MaxMeasuredRows)
+	if err != nil {
+		return nil, err
+	}
+	res := ifc.Measure(ifc.Input{
+		OutputID:  "run_0123456789abcdef:" + string(tool) + ":1",
+		Kind:      tool.Kind(),
+		Notice:    ifc.Notice,
+		Rows:      rows,
+		More:      more + kept.Dropped,
+		RowBytes:  kept.RowBytes,
+		Envelope:  env,
+		Ceiling:   benchCeiling,
+		Unlabeled: benchUnlabeled,
+	})
+	return res.AppendJSON(nil, handles[:res.Admitted]), nil
 }
 
 type benchCase struct {

@@ -80,7 +80,9 @@ func reportPeak(b *testing.B, size int, before, peak, allocated uint64) {
 }
 
 func BenchmarkPeakHeap(b *testing.B) {
-	for _, c := range benchCases[2:] { // search-5MB, page-50MB
+	cases := append(benchCases[2:len(benchCases):len(benchCases)], // search-5MB, page-50MB
+		benchCase{"search-50MB", loom.Search, func() []byte { return SearchPayload(50<<20, 1, true) }})
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			payload := c.payload()
 			// measure: the payload is in memory; split, measure, write.
@@ -124,6 +126,29 @@ func BenchmarkPeakHeap(b *testing.B) {
 				}
 				reportPeak(b, len(payload), before, peak, allocated)
 				b.ReportMetric(retained, "stdout-cap/len")
+			})
+			// stream: what the core does, loom.CLI.RunTool reading stdout
+			// through Condense as it arrives, then Interpret, Split and
+			// Measure on what it kept.
+			b.Run("stream", func(b *testing.B) {
+				file := filepath.Join(b.TempDir(), "payload.json")
+				if err := os.WriteFile(file, payload, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				cli := loom.New(loom.Options{Timeout: time.Minute})
+				var before, peak, allocated uint64
+				for b.Loop() {
+					before, peak, allocated = peakDuring(func() {
+						out, err := cli.RunTool(context.Background(), c.tool, []string{"/bin/cat", file}, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := StreamPath(c.tool, out); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				reportPeak(b, len(payload), before, peak, allocated)
 			})
 		})
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package loom
+
+const raceEnabled = false
