@@ -127,6 +127,8 @@ type target struct {
 	stop     func()
 	logPath  string // the gateway's JSON log, when it is a process
 	pid      int    // the gateway's process, when it is one
+	// hostURL and hostToken reach its host API, when it is a process.
+	hostURL, hostToken string
 }
 
 type runToken struct{ id, token string }
@@ -589,7 +591,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 			return nil, fmt.Errorf("gateway listens on %q, not loopback", addr)
 		}
 	}
-	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath, pid: cmd.Process.Pid}
+	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath, pid: cmd.Process.Pid, hostURL: "http://" + a[1], hostToken: hostToken}
 	for i := range c.clients + 1 {
 		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
 		if err != nil {

@@ -6,16 +6,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"time"
 )
 
+// deleteRun deletes run id through the host API.
+func deleteRun(ctx context.Context, hostURL, hostToken, id string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, hostURL+"/host/v1/runs/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+hostToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("delete run: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("delete run: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
 // memory is loadgen's --memory phase: the gateway's resident set while it
 // answers calls whose loom prints a large payload. It reads VmRSS and
 // VmHWM (the peak resident set since start) of the gateway process:
-// idle, after 1, 10, half and all of c.memory sequential calls, then
+// idle, after 1, 10, half and all of c.memory sequential calls (each on
+// a run of its own, deleted after it), then
 // after c.memClients concurrent clients have made 3 calls each. The peak
 // above idle bounds the heap the calls took, whatever the sampling would
 // miss.
@@ -33,8 +50,18 @@ func memory(ctx context.Context, c config, tg *target, call func(context.Context
 	start := time.Now()
 	var first memSet // after call 1
 	for i := 1; i <= c.memory; i++ {
-		if err := call(ctx, tg.runs[0]); err != nil {
+		// A run of its own for each call, deleted after it: what the
+		// store keeps of a call (its record, its handles) goes with it,
+		// so what is left is the gateway's own.
+		r, err := createRun(ctx, tg.hostURL, tg.hostToken, fmt.Sprintf("mem-%d", i))
+		if err != nil {
+			return err
+		}
+		if err := call(ctx, r); err != nil {
 			return fmt.Errorf("call %d: %w", i, err)
+		}
+		if err := deleteRun(ctx, tg.hostURL, tg.hostToken, r.id); err != nil {
+			return err
 		}
 		if marks[i] {
 			m, err := residentSet(tg.pid)

@@ -3,6 +3,7 @@ package loom
 import (
 	"bytes"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
@@ -68,8 +69,19 @@ const condenseUnits = ifc.StringBound + 8
 
 // Sizes of the window Condense reads stdout through.
 const (
-	condenseRead = 32 << 10 // read from stdout at once
+	condenseRead = 128 << 10 // read from stdout at once
 )
+
+// condenseBuffers are a Condense call's read buffer and the first
+// capacity of its window, reused between calls.
+type condenseBuffers struct {
+	raw    [condenseRead]byte
+	window []byte
+}
+
+var condenseBufs = sync.Pool{New: func() any {
+	return &condenseBuffers{window: make([]byte, 0, 2*condenseRead)}
+}}
 
 type condenseMode int
 
@@ -105,6 +117,7 @@ type condenser struct {
 	list     []byte // the value of the last list member, when an array
 	dropped  int
 	rowBytes []int
+	sc       jsjson.Scanner
 	name     []byte // scratch for a member name
 	num      []byte // scratch for a number or literal
 }
@@ -121,8 +134,10 @@ func (c *condenser) run() {
 	case CalendarList:
 		mode = modeArray
 	}
-	c.b = make([]byte, 0, condenseRead+8)
-	c.raw = make([]byte, condenseRead)
+	bufs := condenseBufs.Get().(*condenseBuffers)
+	defer condenseBufs.Put(bufs)
+	c.b, c.raw = bufs.window[:0], bufs.raw[:]
+	defer func() { c.b, c.raw = nil, nil }()
 	ok := false
 	switch ch := c.peek(); {
 	case ch == '{' && mode == modeRow:
@@ -408,7 +423,7 @@ func (c *condenser) rows(depth int) bool {
 		}
 		c.peek()
 		start := c.offset()
-		if !c.row(depth + 1) {
+		if !c.wholeRow(depth+1, n < ifc.MaxMeasuredRows) && !c.row(depth+1) {
 			return false
 		}
 		if n < ifc.MaxMeasuredRows {
@@ -425,6 +440,29 @@ func (c *condenser) rows(depth int) bool {
 			return false
 		}
 	}
+}
+
+// wholeRow is the fast way through a row that is an array or an object
+// wholly in the window: one validating scan (jsjson.Scanner, the rules
+// the reference reads with), then, when keep, the row kept as it is
+// (loom's own bytes, which is what the reference reads) if it is too
+// short to hold a string Condense would shorten. It reports false, having
+// read nothing, when it cannot: the row is something else, goes on past
+// the window, is invalid, or is long; row then reads it.
+func (c *condenser) wholeRow(depth int, keep bool) bool {
+	if c.i >= len(c.b) || c.b[c.i] != '{' && c.b[c.i] != '[' {
+		return false
+	}
+	c.sc.Reset(c.b[c.i:])
+	v, err := c.sc.Value(depth)
+	if err != nil || keep && len(v) > condenseUnits {
+		return false
+	}
+	if keep {
+		*c.out = append(*c.out, v...)
+	}
+	c.i += len(v)
+	return true
 }
 
 // object reads a list tool's or CalendarList's payload object, keeping the

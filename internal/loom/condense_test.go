@@ -385,3 +385,37 @@ func FuzzCondenseMatchesReference(f *testing.F) {
 		checkCondense(t, condenseTools[int(which)%len(condenseTools)], stdout, cuts)
 	})
 }
+
+// BenchmarkCondense: Condense alone on a search payload in memory, read in
+// 64 KB pieces as a pipe delivers them.
+//
+//	go test ./internal/loom -run '^$' -bench Condense -benchmem
+func BenchmarkCondense(b *testing.B) {
+	for _, size := range []int{10 << 10, 1 << 20, 5 << 20} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var sb strings.Builder
+		sb.WriteString(`{"schemaVersion":1,"query":"q","hits":[`)
+		for i := 0; sb.Len() < size; i++ {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			genCondenseRowSmall(rng, &sb, i)
+		}
+		sb.WriteString(`]}`)
+		payload := []byte(sb.String())
+		b.Run(fmt.Sprintf("search-%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				c := Condense(Search, &chunked{data: payload, cuts: []byte{255}})
+				if c.Payload == nil {
+					b.Fatal("not condensed")
+				}
+			}
+		})
+	}
+}
+
+// genCondenseRowSmall writes a hit of about 200 bytes like loom's.
+func genCondenseRowSmall(rng *rand.Rand, b *strings.Builder, i int) {
+	fmt.Fprintf(b, `{"id":"mail:%06d","source":"mail","title":"Re: plan","snippet":"atlas launch checklist café %d","date":"2026-03-01","people":["p:ada"],"score":0.%03d,"ifc":{"confidentiality":[%s]}}`, i, rng.IntN(1000), rng.IntN(1000), cAtomWork)
+}

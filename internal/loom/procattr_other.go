@@ -2,7 +2,10 @@
 
 package loom
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr puts a command in a process group of its own. Outside
 // Linux there is no parent-death signal: a command outlives a gateway
@@ -10,3 +13,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// growPipe does nothing outside Linux.
+func growPipe(*os.File, int) {}

@@ -196,6 +196,7 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		return failed, &StartError{Err: err}
 	}
 	defer pr.Close()
+	growPipe(pw, pipeSize)
 	cmd.Stdout = pw
 	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 
@@ -249,6 +250,11 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	}
 	return Output{ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
 }
+
+// pipeSize is the pipe buffer run asks for: loom writes up to this much
+// while the gateway reads, where the default (64 KiB on Linux) would
+// switch between them more often.
+const pipeSize = 1 << 20
 
 // limitReader reads r, failing with ErrStdoutLimit, after calling onLimit
 // once, when more than limit bytes have come.
