@@ -468,19 +468,19 @@ func (c *condenser) wholeRow(depth int, keep bool) bool {
 // object reads a list tool's or CalendarList's payload object, keeping the
 // members Interpret and Split read: those Interpret reads, the envelope
 // keys, and the last list member (when listName is not empty), which goes
-// last.
+// first: the rows are kept where the payload begins, the other members
+// (few and short) beside them until the object ends.
 func (c *condenser) object(listName string, envelope []string) bool {
 	c.i++
-	c.payload = append(c.payload[:0], '{')
-	hasList, listIsArray := false, false
-	first := true
+	members := c.payload[:0] // the members other than the list
+	hasList := false
+	listHead := `{"` + listName + `":`
 	member := func(name []byte) {
-		if !first {
-			c.payload = append(c.payload, ',')
+		if len(members) > 0 {
+			members = append(members, ',')
 		}
-		first = false
-		c.payload = append(c.payload, name...)
-		c.payload = append(c.payload, ':')
+		members = append(members, name...)
+		members = append(members, ':')
 	}
 	if c.peek() == '}' {
 		c.i++
@@ -500,20 +500,21 @@ func (c *condenser) object(listName string, envelope []string) bool {
 			switch {
 			case name == listName && listName != "":
 				hasList = true
+				c.list = append(c.list[:0], listHead...)
 				if c.peek() == '[' {
-					listIsArray = true
-					c.out, c.list = &c.list, c.list[:0]
+					c.out = &c.list
 					ok = c.rows(1)
 				} else {
-					listIsArray = false
+					c.list = append(c.list, '0')
 					ok = c.value(1, true)
 				}
 			case name == "ok" || name == "code" || name == "hasProfile" || name == "schemaVersion":
 				member(c.name)
+				c.out = &members
 				ok = c.fact()
 			case isEnvelopeKey(name, envelope):
 				member(c.name)
-				c.out = &c.payload
+				c.out = &members
 				ok = c.value(1, true)
 			default:
 				ok = c.value(1, true)
@@ -535,32 +536,33 @@ func (c *condenser) object(listName string, envelope []string) bool {
 		}
 	}
 	if hasList {
-		member([]byte(`"` + listName + `"`))
-		if listIsArray {
-			c.payload = append(c.payload, c.list...)
-		} else {
-			c.payload = append(c.payload, '0')
+		c.payload = c.list
+		if len(members) > 0 {
+			c.payload = append(c.payload, ',')
 		}
+	} else {
+		c.payload = append(make([]byte, 0, len(members)+2), '{')
 	}
-	c.list = nil
+	c.payload = append(c.payload, members...)
 	c.payload = append(c.payload, '}')
+	c.list = nil
 	return true
 }
 
-// fact reads the value of a member Interpret reads into the payload: a
+// fact reads the value of a member Interpret reads into *c.out: a
 // container becomes an empty one of its kind (Interpret reads only its
 // kind), anything else is kept.
 func (c *condenser) fact() bool {
 	switch ch := c.peek(); ch {
 	case '{', '[':
+		out := c.out
 		c.out = nil
 		if !c.value(1, true) {
 			return false
 		}
-		c.payload = append(c.payload, ch, jsjson.Closer(ch))
+		*out = append(*out, ch, jsjson.Closer(ch))
 		return true
 	}
-	c.out = &c.payload
 	return c.value(1, true)
 }
 
