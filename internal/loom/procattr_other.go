@@ -16,3 +16,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // growPipe does nothing outside Linux.
 func growPipe(*os.File, int) {}
+
+// awaitExit returns at once outside Linux: Wait blocks instead.
+func awaitExit(int) {}

@@ -296,6 +296,7 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, started, waited chan<- error) {
 	pgid := cmd.Process.Pid
 	c.track(pgid, true)
 	started <- nil
+	awaitExit(pgid)
 	werr := cmd.Wait()
 	_ = killGroup(pgid) // stragglers that left stdout alone
 	c.track(pgid, false)
