@@ -118,6 +118,14 @@ type condenser struct {
 	dropped  int
 	rowBytes []int
 	sc       jsjson.Scanner
+
+	// The row being read (row): where it starts, the least the writer
+	// writes of its strings kept so far, and whether the rest of it is
+	// past what the measurement reads (wrote).
+	inRow      bool
+	rowStart   int64
+	rowWritten int
+	rowOver    bool
 	name     []byte // scratch for a member name
 	num      []byte // scratch for a number or literal
 }
@@ -342,6 +350,15 @@ func (c *condenser) colon() bool {
 // row reads a row inside depth open containers: a value whose strings are
 // shortened, except within its own ifc member, which is kept as it is.
 func (c *condenser) row(depth int) bool {
+	c.peek()
+	c.inRow, c.rowStart, c.rowWritten, c.rowOver = true, c.offset(), 0, false
+	ok := c.rowValue(depth)
+	c.inRow, c.rowOver = false, false
+	return ok
+}
+
+// rowValue is row, its row state set.
+func (c *condenser) rowValue(depth int) bool {
 	if c.peek() != '{' {
 		return c.value(depth, true)
 	}
@@ -625,6 +642,16 @@ func validScalar(b []byte) bool {
 // str reads a string, keeping it; short: past condenseUnits UTF-16 units
 // the rest of its characters are read but not kept.
 func (c *condenser) str(short bool) bool {
+	if short && c.rowOver && c.out != nil {
+		// Past what the measurement can read of this row: the string
+		// need only be valid, so "" stands in for it.
+		out := c.out
+		*out = append(*out, '"', '"')
+		c.out = nil
+		ok := c.str(false)
+		c.out = out
+		return ok
+	}
 	c.take() // the opening quote
 	units := 0
 	keep := c.out != nil
@@ -653,6 +680,9 @@ func (c *condenser) str(short bool) bool {
 		switch c.b[c.i] {
 		case '"':
 			c.take()
+			if short && c.inRow && c.out != nil {
+				c.wrote(units)
+			}
 			return true
 		case '\\':
 			if !c.need(2) {
@@ -680,6 +710,22 @@ func (c *condenser) str(short bool) bool {
 		default: // a control character
 			return false
 		}
+	}
+}
+
+// wrote notes a string value of the row being read, kept with units
+// UTF-16 units (or more than condenseUnits), of which the writer writes at
+// least min(units, ifc.StringBound) + 2 bytes: each unit takes a byte or
+// more. Once the strings kept of a row certainly take its value past any
+// room the measurement can give it (3 bytes for each unit of
+// ifc.OutputBound: the writer's over mark) and the row is longer than
+// ifc.MaxTreeRowBytes (so a row that repeats a name is withheld unparsed,
+// never read from a tree), the rest of the row can only be scanned for its
+// label and its syntax: rowOver, and str keeps "" for its string values.
+func (c *condenser) wrote(units int) {
+	c.rowWritten += min(units, ifc.StringBound) + 2
+	if c.rowWritten > 3*ifc.OutputBound && c.offset()-c.rowStart > ifc.MaxTreeRowBytes {
+		c.rowOver = true
 	}
 }
 

@@ -369,6 +369,61 @@ func TestCondenseKeepsLittle(t *testing.T) {
 	}
 }
 
+// bigRow writes a row of n members whose values are strings of size
+// bytes (past the string bound), then tail, the rest of its members.
+func bigRow(n, size int, head, tail string) string {
+	var b strings.Builder
+	b.WriteString("{" + head)
+	word := strings.Repeat("doc ", size/4)
+	for i := range n {
+		if i > 0 || head != "" {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"d%d":"%s\n%d"`, i, word, i)
+	}
+	b.WriteString(tail + "}")
+	return b.String()
+}
+
+// TestCondenseLongRows: of a row whose kept strings already take its
+// value past the result and that is longer than ifc.MaxTreeRowBytes,
+// Condense keeps the rest of the strings as "", and the answer is the
+// same: labelled within or above the ceiling, unreadable, unlabelled,
+// repeating a name before or after that point, with an ifc member nested
+// deeper, alone or among other rows.
+func TestCondenseLongRows(t *testing.T) {
+	work := `"ifc":{"confidentiality":[` + cAtomWork + `]}`
+	health := `"ifc" : {"confidentiality":[` + cAtomHealth + `]}`
+	cases := []struct {
+		name   string
+		tool   Tool
+		stdout string
+		most   int // bytes kept at most (all the strings cut: about 4 KB each)
+	}{
+		{"page labelled last", PageRead, bigRow(300, 64<<10, "", ","+work), 400 << 10},
+		{"page labelled first", PageRead, bigRow(300, 64<<10, work, ""), 400 << 10},
+		{"page above the ceiling", PageRead, bigRow(300, 64<<10, "", ","+health), 400 << 10},
+		{"page unreadable label", PageRead, bigRow(300, 64<<10, "", `,"ifc":7`), 400 << 10},
+		{"page unlabelled", PageRead, bigRow(300, 64<<10, "", `,"x":{"ifc":"nested","s":"`+strings.Repeat("y", 5000)+`"}`), 400 << 10},
+		{"page repeats a name early", PageRead, bigRow(300, 64<<10, `"d0":1`, ","+work), 400 << 10},
+		{"page repeats a name late", PageRead, bigRow(300, 64<<10, "", `,"d1":2,`+work), 400 << 10},
+		{"page repeats ifc", PageRead, bigRow(300, 64<<10, work, ","+health), 400 << 10},
+		{"page just over the tree bound", PageRead, bigRow(17, 64<<10, "", ","+work), 100 << 10},
+		{"search of long rows", Search, `{"query":"q","hits":[` + bigRow(40, 40<<10, `"ifc":7`, "") + "," +
+			bigRow(200, 8<<10, "", ","+health) + "," + bigRow(200, 8<<10, "", ","+work) + `,{"id":"small",` + work + `}]}`, 1300 << 10},
+		{"calendar of long rows", CalendarList, `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]`, 900 << 10},
+	}
+	for _, tt := range cases {
+		c := Condense(tt.tool, strings.NewReader(tt.stdout))
+		if c.Payload == nil || len(c.Payload) > tt.most {
+			t.Errorf("%s: kept %d bytes of %d, want at most %d", tt.name, len(c.Payload), len(tt.stdout), tt.most)
+		}
+		if !raceEnabled {
+			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
+		}
+	}
+}
+
 // FuzzCondenseMatchesReference holds the two readings equal on arbitrary
 // stdout, cut into arbitrary pieces.
 func FuzzCondenseMatchesReference(f *testing.F) {
