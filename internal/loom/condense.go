@@ -126,8 +126,8 @@ type condenser struct {
 	rowStart   int64
 	rowWritten int
 	rowOver    bool
-	name     []byte // scratch for a member name
-	num      []byte // scratch for a number or literal
+	name       []byte // scratch for a member name
+	num        []byte // scratch for a number or literal
 }
 
 func (c *condenser) run() {
