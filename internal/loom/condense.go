@@ -126,8 +126,13 @@ type condenser struct {
 	rowStart   int64
 	rowWritten int
 	rowOver    bool
-	name       []byte // scratch for a member name
-	num        []byte // scratch for a number or literal
+	// The row's own ifc member being read: where its value starts in
+	// *out, and whether it is no longer kept (labelTooLong).
+	inIFC     bool
+	labelMark int
+	labelCut  bool
+	name      []byte // scratch for a member name
+	num       []byte // scratch for a number or literal
 }
 
 func (c *condenser) run() {
@@ -298,7 +303,8 @@ func (c *condenser) take() {
 }
 
 // value reads one value inside depth open containers, keeping it; short:
-// a long string value is shortened.
+// a long string value is shortened (and, in a row past its over point,
+// kept as "").
 func (c *condenser) value(depth int, short bool) bool {
 	switch ch := c.peek(); ch {
 	case '{', '[':
@@ -306,23 +312,35 @@ func (c *condenser) value(depth int, short bool) bool {
 			return false
 		}
 		c.take()
+		c.note(2)
 		if c.peek() == jsjson.Closer(ch) {
 			c.take()
 			return true
 		}
-		for {
+		for n := 0; ; n++ {
+			out := c.out
+			c.labelTooLong()
+			if c.labelCut {
+				c.out = nil
+			}
+			if n > 0 && c.out != nil {
+				*c.out = append(*c.out, ',')
+			}
 			if ch == '{' {
 				if c.peek() != '"' || !c.str(false) || !c.colon() {
 					return false
 				}
+				c.note(3)
 			}
-			if !c.value(depth+1, short) {
+			ok := c.value(depth+1, short)
+			c.out = out
+			if !ok {
 				return false
 			}
-			switch next := c.peek(); {
-			case next == ',':
-				c.take()
-			case next == jsjson.Closer(ch):
+			switch c.peek() {
+			case ',':
+				c.i++ // kept, if at all, before the element it separates
+			case jsjson.Closer(ch):
 				c.take()
 				return true
 			default:
@@ -357,7 +375,8 @@ func (c *condenser) row(depth int) bool {
 	return ok
 }
 
-// rowValue is row, its row state set.
+// rowValue is row, its row state set. A label longer than
+// ifc.MaxTreeRowBytes is kept as 7 (labelTooLong).
 func (c *condenser) rowValue(depth int) bool {
 	if c.peek() != '{' {
 		return c.value(depth, true)
@@ -366,29 +385,47 @@ func (c *condenser) rowValue(depth int) bool {
 		return false
 	}
 	c.take()
+	c.note(2)
 	if c.peek() == '}' {
 		c.take()
 		return true
 	}
-	for {
+	for n := 0; ; n++ {
 		ifcMember, ok := c.memberName()
 		if !ok {
 			return false
 		}
+		out := c.out
+		if c.out != nil {
+			if n > 0 {
+				*c.out = append(*c.out, ',')
+			}
+			*c.out = append(*c.out, c.name...)
+			*c.out = append(*c.out, ':')
+		}
 		if ifcMember {
-			keep := c.keepWS
-			c.keepWS = true
+			keepWS := c.keepWS
+			c.keepWS, c.inIFC, c.labelCut = true, true, false
+			if c.out != nil {
+				c.labelMark = len(*c.out)
+			}
 			ok = c.value(depth+1, false)
-			c.keepWS = keep
+			if c.labelCut {
+				c.out = out
+				*c.out = append((*c.out)[:c.labelMark], '7')
+			}
+			c.keepWS, c.inIFC, c.labelCut = keepWS, false, false
 		} else {
+			c.note(3)
 			ok = c.value(depth+1, true)
 		}
+		c.out = out
 		if !ok {
 			return false
 		}
 		switch c.peek() {
 		case ',':
-			c.take()
+			c.i++ // kept, if at all, before the member it separates
 		case '}':
 			c.take()
 			return true
@@ -398,8 +435,21 @@ func (c *condenser) rowValue(depth int) bool {
 	}
 }
 
-// memberName reads a row's member name and its colon, keeping them, and
-// reports whether the name reads as "ifc".
+// labelTooLong stops keeping a row's label (its own ifc member) once more
+// than ifc.MaxTreeRowBytes of it are kept: the row is then longer than
+// that too, so the measurement reads the label as unreadable whatever it
+// holds (longer than ifc.MaxLabelBytes, or in a row too long to read from
+// a tree when it repeats a name), as it reads 7. rowValue writes 7 in its
+// place when the label ends.
+func (c *condenser) labelTooLong() {
+	if c.inIFC && !c.labelCut && c.out != nil && len(*c.out)-c.labelMark > ifc.MaxTreeRowBytes {
+		c.labelCut = true
+		c.out = nil
+	}
+}
+
+// memberName reads a row's member name, into c.name, and its colon,
+// keeping neither, and reports whether the name reads as "ifc".
 func (c *condenser) memberName() (isIFC, ok bool) {
 	if c.peek() != '"' {
 		return false, false
@@ -407,15 +457,13 @@ func (c *condenser) memberName() (isIFC, ok bool) {
 	out := c.out
 	c.out, c.name = &c.name, c.name[:0]
 	ok = c.str(false)
+	c.out = nil
+	ok = ok && c.colon()
 	c.out = out
 	if !ok {
 		return false, false
 	}
-	if c.out != nil {
-		*c.out = append(*c.out, c.name...)
-	}
-	isIFC = string(jsjson.MemberName(c.name)) == "ifc"
-	return isIFC, c.colon()
+	return string(jsjson.MemberName(c.name)) == "ifc", true
 }
 
 // rows reads an array of rows inside depth open containers: the first
@@ -612,6 +660,7 @@ func (c *condenser) scalar() bool {
 	}
 	if c.out != nil {
 		*c.out = append(*c.out, c.num...)
+		c.note(1)
 	}
 	return true
 }
@@ -670,6 +719,10 @@ func (c *condenser) str(short bool) bool {
 				}
 			}
 			*c.out = append(*c.out, run...)
+			if c.inIFC {
+				c.labelTooLong()
+				keep = c.out != nil
+			}
 		}
 		if c.i == len(c.b) {
 			if !c.fill() {
@@ -680,7 +733,7 @@ func (c *condenser) str(short bool) bool {
 		switch c.b[c.i] {
 		case '"':
 			c.take()
-			if short && c.inRow && c.out != nil {
+			if short {
 				c.wrote(units)
 			}
 			return true
@@ -715,16 +768,29 @@ func (c *condenser) str(short bool) bool {
 
 // wrote notes a string value of the row being read, kept with units
 // UTF-16 units (or more than condenseUnits), of which the writer writes at
-// least min(units, ifc.StringBound) + 2 bytes: each unit takes a byte or
-// more. Once the strings kept of a row certainly take its value past any
-// room the measurement can give it (3 bytes for each unit of
-// ifc.OutputBound: the writer's over mark) and the row is longer than
-// ifc.MaxTreeRowBytes (so a row that repeats a name is withheld unparsed,
-// never read from a tree), the rest of the row can only be scanned for its
-// label and its syntax: rowOver, and str keeps "" for its string values.
+// least min(units, ifc.StringBound) + 2 units.
 func (c *condenser) wrote(units int) {
-	c.rowWritten += min(units, ifc.StringBound) + 2
-	if c.rowWritten > 3*ifc.OutputBound && c.offset()-c.rowStart > ifc.MaxTreeRowBytes {
+	c.note(min(units, ifc.StringBound) + 2)
+}
+
+// note adds k to the least number of UTF-16 units the writer writes of
+// the value of the row being read, when what was just read is kept and is
+// part of its value (not of its label): a name takes at least 3 (its
+// quotes and colon), a container 2, a number or literal 1, a string what
+// wrote says. Each unit is a byte or more, so once that is past
+// 3 x ifc.OutputBound, rowOver is set and the row's string values from
+// there on are kept as "" (str): the content of a string changes neither
+// where the writer's over mark falls (3 bytes for each unit of the room,
+// never more than ifc.OutputBound: it falls before that point), nor the
+// names, the structure and the label the writer goes on reading, nor
+// whether a row it must read from a tree (it repeats a name) has a value
+// of more units than any room: it has, with or without them.
+func (c *condenser) note(k int) {
+	if !c.inRow || c.inIFC || c.out == nil {
+		return
+	}
+	c.rowWritten += k
+	if c.rowWritten > 3*ifc.OutputBound {
 		c.rowOver = true
 	}
 }

@@ -411,6 +411,16 @@ func TestCondenseLongRows(t *testing.T) {
 		{"page just over the tree bound", PageRead, bigRow(17, 64<<10, "", ","+work), 100 << 10},
 		{"search of long rows", Search, `{"query":"q","hits":[` + bigRow(40, 40<<10, `"ifc":7`, "") + "," +
 			bigRow(200, 8<<10, "", ","+health) + "," + bigRow(200, 8<<10, "", ","+work) + `,{"id":"small",` + work + `}]}`, 1300 << 10},
+		{"row of many small values", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"]},`, 120000) + `2],"c":{"d":[` + strings.Repeat(`0.5,`, 1000) + `1]},"e":"` + strings.Repeat("z", 9000) + `",` + work + `}`, 3 << 20}, // small values are kept whole
+		{"small values, label first", PageRead, `{` + health + `,"a":[` + strings.Repeat(`[1,2],`, 300000) + `3],"x":1}`, 3 << 20},                                                                                                    // small values are kept whole
+		{"small values, repeated name past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":[{"c":1,"c":2}],"a":1,` + work + `}`, 1300 << 10},
+		{"small values, ifc nested past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":{"ifc":{"confidentiality":[]}},` + work + `,"z":[{"ifc":7}]}`, 1300 << 10},
+		{"repeated name nested past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 200000) + `{"c":1,"c":2}],"p":"` + strings.Repeat("p", 1<<20) + `",` + work + `}`, 1300 << 10},
+		{"repeated name between the room and the point", PageRead, bigRow(15, 4100, "", `,"d0":1,"p":"`+strings.Repeat("p", 1<<20)+`",`+work), 1300 << 10},
+		{"label of millions of clauses", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]}}`, 1300 << 10},
+		{"long label, then another", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]},"u":1,` + work + `}`, 1300 << 10},
+		{"long label in a row that repeats a name", PageRead, `{"t":"x","t":"y","ifc":{"confidentiality":["` + strings.Repeat("w", 2<<20) + `"]}}`, 1300 << 10},
+		{"search of many small values", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 700000) + `2],` + work + `},{"id":2,` + work + `}]}`, 3 << 20}, // small values are kept whole
 		{"calendar of long rows", CalendarList, `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]`, 900 << 10},
 	}
 	for _, tt := range cases {
@@ -421,6 +431,73 @@ func TestCondenseLongRows(t *testing.T) {
 		if !raceEnabled {
 			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
 		}
+	}
+}
+
+// TestCondenseLongRowsGenerated: long rows of random make (long strings,
+// runs of small values, nested objects, labels of every kind anywhere,
+// repeated names before and after the over point, ifc members nested
+// deeper, long labels), alone or in a list, read the same both ways.
+func TestCondenseLongRowsGenerated(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("megabytes of rows: run without -race and -short")
+	}
+	rng := rand.New(rand.NewPCG(16, 4))
+	labels := []string{
+		`"ifc":{"confidentiality":[` + cAtomWork + `]}`,
+		`"ifc" : {"confidentiality":[` + cAtomHealth + `]}`,
+		`"ifc":7`,
+		`"ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+",", 40000) + cAtomWork + `]}`,
+		`"ifc":{"confidentiality":["` + strings.Repeat("é", 600000) + `"]}`,
+	}
+	member := func(b *strings.Builder, k int) {
+		switch rng.IntN(6) {
+		case 0:
+			fmt.Fprintf(b, `"s%d":"%s"`, k, strings.Repeat("ab\n", 1000+rng.IntN(30000)))
+		case 1:
+			fmt.Fprintf(b, `"n%d":[%s0]`, k, strings.Repeat("12,", rng.IntN(200000)))
+		case 2:
+			fmt.Fprintf(b, `"o%d":{"ifc":%d,"x":[{"y":"%s"}],"z":null}`, k, k, strings.Repeat("q", rng.IntN(9000)))
+		case 3:
+			b.WriteString(labels[rng.IntN(len(labels))])
+		case 4:
+			fmt.Fprintf(b, `"s%d":1`, rng.IntN(k+1)) // a repeated name, now and then
+		default:
+			fmt.Fprintf(b, `"t%d":true`, k)
+		}
+	}
+	for i := range 24 {
+		var b strings.Builder
+		tool := []Tool{PageRead, Search, CalendarList}[i%3]
+		switch tool {
+		case Search:
+			b.WriteString(`{"query":"q","hits":[`)
+		case CalendarList:
+			b.WriteString(`[`)
+		}
+		for r := range 1 + rng.IntN(3) {
+			if r > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('{')
+			for k := range 4 + rng.IntN(40) {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				member(&b, k)
+			}
+			b.WriteByte('}')
+			if tool == PageRead {
+				break
+			}
+		}
+		switch tool {
+		case Search:
+			b.WriteString(`]}`)
+		case CalendarList:
+			b.WriteString(`]`)
+		}
+		checkCondense(t, tool, []byte(b.String()), []byte{byte(rng.IntN(256))})
 	}
 }
 
