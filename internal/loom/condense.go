@@ -778,19 +778,26 @@ func (c *condenser) wrote(units int) {
 // part of its value (not of its label): a name takes at least 3 (its
 // quotes and colon), a container 2, a number or literal 1, a string what
 // wrote says. Each unit is a byte or more, so once that is past
-// 3 x ifc.OutputBound, rowOver is set and the row's string values from
-// there on are kept as "" (str): the content of a string changes neither
-// where the writer's over mark falls (3 bytes for each unit of the room,
-// never more than ifc.OutputBound: it falls before that point), nor the
-// names, the structure and the label the writer goes on reading, nor
-// whether a row it must read from a tree (it repeats a name) has a value
-// of more units than any room: it has, with or without them.
+// 3 x ifc.OutputBound the writer is past its over mark (3 bytes for each
+// unit of the room, never more than ifc.OutputBound).
+//
+// Once, besides, more than ifc.MaxTreeRowBytes of the row are read,
+// rowOver is set and the row's string values from there on are kept as
+// "" (str). The row is then too long to be read from a tree: the
+// measurement reads it with the writer, or withholds it unreadable when
+// the writer finds a repeated name. The content of a string past the over
+// mark changes neither where that mark falls, nor the names, the
+// structure and the label the writer goes on reading. A shorter row is
+// kept as it is read: one that repeats a name is read from a tree, where
+// a later value replaces an earlier one, so that a row past any room
+// before its last members may have a short value after them, strings
+// included.
 func (c *condenser) note(k int) {
 	if !c.inRow || c.inIFC || c.out == nil {
 		return
 	}
 	c.rowWritten += k
-	if c.rowWritten > 3*ifc.OutputBound {
+	if c.rowWritten > 3*ifc.OutputBound && c.offset()-c.rowStart > ifc.MaxTreeRowBytes {
 		c.rowOver = true
 	}
 }

@@ -390,7 +390,9 @@ func bigRow(n, size int, head, tail string) string {
 // Condense keeps the rest of the strings as "", and the answer is the
 // same: labelled within or above the ceiling, unreadable, unlabelled,
 // repeating a name before or after that point, with an ifc member nested
-// deeper, alone or among other rows.
+// deeper, alone or among other rows. A shorter row that repeats a name is
+// read from a tree, where a later value can replace the one that took it
+// past the result: its strings are all kept.
 func TestCondenseLongRows(t *testing.T) {
 	work := `"ifc":{"confidentiality":[` + cAtomWork + `]}`
 	health := `"ifc" : {"confidentiality":[` + cAtomHealth + `]}`
@@ -417,6 +419,8 @@ func TestCondenseLongRows(t *testing.T) {
 		{"small values, ifc nested past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":{"ifc":{"confidentiality":[]}},` + work + `,"z":[{"ifc":7}]}`, 1300 << 10},
 		{"repeated name nested past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 200000) + `{"c":1,"c":2}],"p":"` + strings.Repeat("p", 1<<20) + `",` + work + `}`, 1300 << 10},
 		{"repeated name between the room and the point", PageRead, bigRow(15, 4100, "", `,"d0":1,"p":"`+strings.Repeat("p", 1<<20)+`",`+work), 1300 << 10},
+		{"under the tree bound, a large value replaced", PageRead, `{"a":1,"a":2,"big":[` + strings.Repeat(`1,`, 160000) + `2],"c":"xyz","big":1,` + work + `}`, 400 << 10},
+		{"under the tree bound, a nested large value replaced", Search, `{"hits":[{"a":{"x":[` + strings.Repeat(`1,`, 160000) + `2],"s":"xyz","x":1},` + work + `}]}`, 400 << 10},
 		{"label of millions of clauses", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]}}`, 1300 << 10},
 		{"long label, then another", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]},"u":1,` + work + `}`, 1300 << 10},
 		{"long label in a row that repeats a name", PageRead, `{"t":"x","t":"y","ifc":{"confidentiality":["` + strings.Repeat("w", 2<<20) + `"]}}`, 1300 << 10},
@@ -450,25 +454,47 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 		`"ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+",", 40000) + cAtomWork + `]}`,
 		`"ifc":{"confidentiality":["` + strings.Repeat("é", 600000) + `"]}`,
 	}
-	member := func(b *strings.Builder, k int) {
-		switch rng.IntN(6) {
+	// member writes the k-th member of a row; small rows stay under
+	// ifc.MaxTreeRowBytes, where a row that repeats a name is read from a
+	// tree, yet take a value past the result.
+	member := func(b *strings.Builder, k int, small bool) {
+		switch rng.IntN(7) {
 		case 0:
-			fmt.Fprintf(b, `"s%d":"%s"`, k, strings.Repeat("ab\n", 1000+rng.IntN(30000)))
+			n := 1000 + rng.IntN(30000)
+			if small {
+				n = 1 + rng.IntN(2000)
+			}
+			fmt.Fprintf(b, `"s%d":"%s"`, k, strings.Repeat("ab\n", n))
 		case 1:
-			fmt.Fprintf(b, `"n%d":[%s0]`, k, strings.Repeat("12,", rng.IntN(200000)))
+			num, n := "12,", rng.IntN(200000)
+			if small {
+				num, n = "1,", 100000+rng.IntN(200000)
+			}
+			fmt.Fprintf(b, `"n%d":[%s0]`, k, strings.Repeat(num, n))
 		case 2:
 			fmt.Fprintf(b, `"o%d":{"ifc":%d,"x":[{"y":"%s"}],"z":null}`, k, k, strings.Repeat("q", rng.IntN(9000)))
 		case 3:
-			b.WriteString(labels[rng.IntN(len(labels))])
+			if small {
+				b.WriteString(labels[rng.IntN(3)])
+			} else {
+				b.WriteString(labels[rng.IntN(len(labels))])
+			}
 		case 4:
-			fmt.Fprintf(b, `"s%d":1`, rng.IntN(k+1)) // a repeated name, now and then
+			// A repeated name, now and then: in a row read from a tree,
+			// a later value replaces an earlier one, large or not.
+			fmt.Fprintf(b, `"%c%d":1`, "sno"[rng.IntN(3)], rng.IntN(k+1))
+		case 5:
+			// The same, nested: an object whose large member is replaced
+			// after a string.
+			fmt.Fprintf(b, `"p%d":{"x":[%s0],"s":"%s","x":%d}`, k, strings.Repeat("5,", 100000+rng.IntN(200000)), strings.Repeat("w", rng.IntN(5000)), k)
 		default:
 			fmt.Fprintf(b, `"t%d":true`, k)
 		}
 	}
-	for i := range 24 {
+	for i := range 40 {
 		var b strings.Builder
 		tool := []Tool{PageRead, Search, CalendarList}[i%3]
+		small := i%2 == 1
 		switch tool {
 		case Search:
 			b.WriteString(`{"query":"q","hits":[`)
@@ -480,11 +506,15 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 				b.WriteByte(',')
 			}
 			b.WriteByte('{')
-			for k := range 4 + rng.IntN(40) {
+			n := 4 + rng.IntN(40)
+			if small {
+				n = 3 + rng.IntN(5)
+			}
+			for k := range n {
 				if k > 0 {
 					b.WriteByte(',')
 				}
-				member(&b, k)
+				member(&b, k, small)
 			}
 			b.WriteByte('}')
 			if tool == PageRead {
