@@ -45,7 +45,9 @@ type Condensed struct {
 //     the latter; a container Interpret reads only the kind of becomes an
 //     empty one;
 //   - rows past the first ifc.MaxMeasuredRows are checked and counted in
-//     Dropped, never kept; Measure never reaches them.
+//     Dropped, never kept; Measure never reaches them;
+//   - of a row longer than ifc.MaxTreeRowBytes whose value is already past
+//     any room, only what the writer still reads (note).
 //
 // A payload of another shape than its tool's (Split refuses it) is kept as
 // the value 0, which Interpret and Split read the same way. Whatever r
@@ -53,9 +55,11 @@ type Condensed struct {
 // is the output, as Run's is.
 //
 // The memory Condense holds is its window and what it keeps; what it keeps
-// is bounded by the rows' count and their strings' bound, except for what
-// it keeps whole: member names, number literals, row labels, and rows and
-// envelope values made of many small values (docs/operators.md, "Memory").
+// is bounded by the rows' count, their strings' bound and 1 MiB of each
+// row, except for what it keeps whole: member names (and, past a row's
+// over point, the names of the objects open there and of one object being
+// read), number literals, row labels and envelope values
+// (docs/operators.md, "Memory").
 func Condense(tool Tool, r io.Reader) Condensed {
 	c := condenser{src: r, tool: tool}
 	c.run()
@@ -126,6 +130,12 @@ type condenser struct {
 	rowStart   int64
 	rowWritten int
 	rowOver    bool
+	rowDup     bool // past rowOver, a repeated name was found (and kept)
+	// Past rowOver, the names of the objects open in the value being
+	// skimmed, in the writer's form (skimNames[skimSpans[k].lo:hi]),
+	// and of the larger ones in sets.
+	skimNames []byte
+	skimSpans []span
 	// The row's own ifc member being read: where its value starts in
 	// *out, and whether it is no longer kept (labelTooLong).
 	inIFC     bool
@@ -303,9 +313,12 @@ func (c *condenser) take() {
 }
 
 // value reads one value inside depth open containers, keeping it; short:
-// a long string value is shortened (and, in a row past its over point,
-// kept as "").
+// a long string value is shortened. In a row past its over point (rowOver)
+// it keeps only what the writer still reads (standIn, dropElement).
 func (c *condenser) value(depth int, short bool) bool {
+	if c.pastOver() {
+		return c.standIn(depth)
+	}
 	switch ch := c.peek(); ch {
 	case '{', '[':
 		if depth >= jsjson.MaxDepth {
@@ -317,22 +330,31 @@ func (c *condenser) value(depth int, short bool) bool {
 			c.take()
 			return true
 		}
-		for n := 0; ; n++ {
+		kept := 0 // elements kept
+		for {
 			out := c.out
 			c.labelTooLong()
 			if c.labelCut {
 				c.out = nil
 			}
-			if n > 0 && c.out != nil {
-				*c.out = append(*c.out, ',')
-			}
-			if ch == '{' {
-				if c.peek() != '"' || !c.str(false) || !c.colon() {
-					return false
+			var ok bool
+			if ch == '[' && c.pastOver() {
+				var k int
+				k, ok = c.dropElement(depth+1, kept > 0)
+				kept += k
+			} else {
+				if kept > 0 && c.out != nil {
+					*c.out = append(*c.out, ',')
 				}
-				c.note(3)
+				kept++
+				if ch == '{' {
+					if c.peek() != '"' || !c.str(false) || !c.colon() {
+						return false
+					}
+					c.note(3)
+				}
+				ok = c.value(depth+1, short)
 			}
-			ok := c.value(depth+1, short)
 			c.out = out
 			if !ok {
 				return false
@@ -356,6 +378,160 @@ func (c *condenser) value(depth int, short bool) bool {
 	}
 }
 
+// pastOver reports whether what comes next is part of a row's value
+// (not of its label) past its over point: the writer has stopped
+// writing, and reads only the names of the objects still open (to find a
+// repeated one) and the labels of the members that follow.
+func (c *condenser) pastOver() bool { return c.rowOver && c.out != nil && !c.inIFC }
+
+// standIn reads a value of a row past its over point, keeping 0 in its
+// place, or, when it holds an object that repeats a name (the writer
+// finds it there) and none was found before, an object that does.
+func (c *condenser) standIn(depth int) bool {
+	ok, dup := c.skim(depth)
+	switch {
+	case !ok:
+		return false
+	case dup:
+		*c.out = append(*c.out, repeatsAName...)
+	default:
+		*c.out = append(*c.out, '0')
+	}
+	return true
+}
+
+// repeatsAName stands in for a value of a row that repeats a name.
+const repeatsAName = `{"d":0,"d":0}`
+
+// dropElement reads an element of an array of a row past its over point,
+// keeping nothing, or, as standIn, an object that repeats a name, after a
+// comma when comma; it returns how many elements it kept.
+func (c *condenser) dropElement(depth int, comma bool) (int, bool) {
+	ok, dup := c.skim(depth)
+	if !ok || !dup {
+		return 0, ok
+	}
+	if comma {
+		*c.out = append(*c.out, ',')
+	}
+	*c.out = append(*c.out, repeatsAName...)
+	return 1, true
+}
+
+// skim reads one value inside depth open containers, keeping nothing,
+// and reports whether an object in it repeats a member name, as the
+// writer compares names, unless a repeated one was found in the row
+// before (rowDup, which it then sets): the writer stops at the first.
+func (c *condenser) skim(depth int) (ok, dup bool) {
+	out := c.out
+	c.out = nil
+	if c.rowDup {
+		ok = c.value(depth, false)
+	} else {
+		c.skimNames, c.skimSpans = c.skimNames[:0], c.skimSpans[:0]
+		ok, dup = c.skimValue(depth)
+		c.rowDup = ok && dup
+		if cap(c.skimNames) > 64<<10 {
+			c.skimNames = nil
+		}
+		if cap(c.skimSpans) > 4<<10 {
+			c.skimSpans = nil
+		}
+	}
+	c.out = out
+	return ok, ok && dup
+}
+
+// skimValue is skim's reading of one value.
+func (c *condenser) skimValue(depth int) (ok, dup bool) {
+	ch := c.peek()
+	if ch != '{' && ch != '[' {
+		return c.value(depth, false), false
+	}
+	if depth >= jsjson.MaxDepth {
+		return false, false
+	}
+	c.i++
+	if c.peek() == jsjson.Closer(ch) {
+		c.i++
+		return true, false
+	}
+	names, nameBytes := len(c.skimSpans), len(c.skimNames)
+	var set map[string]struct{}
+	for {
+		if ch == '{' && !dup {
+			if c.peek() != '"' {
+				return false, false
+			}
+			c.out, c.name = &c.name, c.name[:0]
+			ok = c.str(false)
+			c.out = nil
+			if !ok || !c.colon() {
+				return false, false
+			}
+			key := c.name
+			if bytes.IndexByte(key, '\\') >= 0 {
+				key, _ = jsjson.AppendQuoted(c.num[:0], c.name, -1)
+				c.num = key[:0]
+			}
+			switch {
+			case set != nil:
+				if _, seen := set[string(key)]; seen {
+					dup = true
+				}
+				set[string(key)] = struct{}{}
+			default:
+				for _, sp := range c.skimSpans[names:] {
+					if string(c.skimNames[sp.lo:sp.hi]) == string(key) {
+						dup = true
+						break
+					}
+				}
+				lo := len(c.skimNames)
+				c.skimNames = append(c.skimNames, key...)
+				c.skimSpans = append(c.skimSpans, span{lo, len(c.skimNames)})
+				if len(c.skimSpans)-names > maxSkimLinear {
+					set = make(map[string]struct{}, 2*maxSkimLinear)
+					for _, sp := range c.skimSpans[names:] {
+						set[string(c.skimNames[sp.lo:sp.hi])] = struct{}{}
+					}
+					c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
+				}
+			}
+		} else if ch == '{' {
+			if c.peek() != '"' || !c.str(false) || !c.colon() {
+				return false, false
+			}
+		}
+		var d bool
+		if dup {
+			ok = c.value(depth+1, false)
+		} else {
+			ok, d = c.skimValue(depth + 1)
+		}
+		if !ok {
+			return false, false
+		}
+		dup = dup || d
+		switch c.peek() {
+		case ',':
+			c.i++
+		case jsjson.Closer(ch):
+			c.i++
+			c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
+			return true, dup
+		default:
+			return false, false
+		}
+	}
+}
+
+// maxSkimLinear is how many names an object skimmed may have before
+// skimValue looks them up in a set.
+const maxSkimLinear = 32
+
+type span struct{ lo, hi int }
+
 // colon reads the colon after a member name.
 func (c *condenser) colon() bool {
 	if c.peek() != ':' {
@@ -369,9 +545,9 @@ func (c *condenser) colon() bool {
 // shortened, except within its own ifc member, which is kept as it is.
 func (c *condenser) row(depth int) bool {
 	c.peek()
-	c.inRow, c.rowStart, c.rowWritten, c.rowOver = true, c.offset(), 0, false
+	c.inRow, c.rowStart, c.rowWritten, c.rowOver, c.rowDup = true, c.offset(), 0, false, false
 	ok := c.rowValue(depth)
-	c.inRow, c.rowOver = false, false
+	c.inRow, c.rowOver, c.rowDup = false, false, false
 	return ok
 }
 
@@ -390,20 +566,37 @@ func (c *condenser) rowValue(depth int) bool {
 		c.take()
 		return true
 	}
+	lastLabel, lastLabelEnd := -1, -1 // the last label kept past the over member, in *c.out
 	for n := 0; ; n++ {
+		// Past the member in which the writer went over (its over mark
+		// falls at or before rowOver is set, and it then reads only the
+		// labels of the members that follow), only the last label, and
+		// of the payload object itself the facts Interpret reads, are
+		// kept.
+		past := c.rowOver && c.out != nil
 		ifcMember, ok := c.memberName()
 		if !ok {
 			return false
 		}
+		fact := depth == 0 && isFact(jsjson.MemberName(c.name))
 		out := c.out
+		if past && !fact && (!ifcMember || c.rowDup) {
+			c.out = nil
+		}
+		if past && ifcMember && c.out != nil && lastLabelEnd == len(*c.out) {
+			*c.out = (*c.out)[:lastLabel] // only the last label counts
+		}
+		mark := 0
 		if c.out != nil {
+			mark = len(*c.out)
 			if n > 0 {
 				*c.out = append(*c.out, ',')
 			}
 			*c.out = append(*c.out, c.name...)
 			*c.out = append(*c.out, ':')
 		}
-		if ifcMember {
+		switch {
+		case ifcMember:
 			keepWS := c.keepWS
 			c.keepWS, c.inIFC, c.labelCut = true, true, false
 			if c.out != nil {
@@ -415,7 +608,15 @@ func (c *condenser) rowValue(depth int) bool {
 				*c.out = append((*c.out)[:c.labelMark], '7')
 			}
 			c.keepWS, c.inIFC, c.labelCut = keepWS, false, false
-		} else {
+			if past && c.out != nil {
+				lastLabel, lastLabelEnd = mark, len(*c.out)
+			}
+		case past && c.out != nil:
+			// A fact past the over member: kept as Interpret reads it.
+			c.rowOver = false
+			ok = c.fact()
+			c.rowOver = true
+		default:
 			c.note(3)
 			ok = c.value(depth+1, true)
 		}
@@ -433,6 +634,16 @@ func (c *condenser) rowValue(depth int) bool {
 			return false
 		}
 	}
+}
+
+// isFact reports whether a payload object's member name is one of those
+// Interpret reads.
+func isFact(name []byte) bool {
+	switch string(name) {
+	case "ok", "code", "hasProfile", "schemaVersion":
+		return true
+	}
+	return false
 }
 
 // labelTooLong stops keeping a row's label (its own ifc member) once more
@@ -691,16 +902,6 @@ func validScalar(b []byte) bool {
 // str reads a string, keeping it; short: past condenseUnits UTF-16 units
 // the rest of its characters are read but not kept.
 func (c *condenser) str(short bool) bool {
-	if short && c.rowOver && c.out != nil {
-		// Past what the measurement can read of this row: the string
-		// need only be valid, so "" stands in for it.
-		out := c.out
-		*out = append(*out, '"', '"')
-		c.out = nil
-		ok := c.str(false)
-		c.out = out
-		return ok
-	}
 	c.take() // the opening quote
 	units := 0
 	keep := c.out != nil
@@ -782,16 +983,20 @@ func (c *condenser) wrote(units int) {
 // unit of the room, never more than ifc.OutputBound).
 //
 // Once, besides, more than ifc.MaxTreeRowBytes of the row are read,
-// rowOver is set and the row's string values from there on are kept as
-// "" (str). The row is then too long to be read from a tree: the
+// rowOver is set. The row is then too long to be read from a tree: the
 // measurement reads it with the writer, or withholds it unreadable when
-// the writer finds a repeated name. The content of a string past the over
-// mark changes neither where that mark falls, nor the names, the
-// structure and the label the writer goes on reading. A shorter row is
-// kept as it is read: one that repeats a name is read from a tree, where
-// a later value replaces an earlier one, so that a row past any room
-// before its last members may have a short value after them, strings
-// included.
+// the writer finds a repeated name. Past its over mark the writer writes
+// nothing more; it reads on only the names of the objects still open, to
+// find a repeated one, and, once the member it went over in ends, the
+// labels. So from rowOver on Condense keeps only that: the names of the
+// objects open at that point, with 0 for the values that follow them
+// (standIn) and nothing for the elements of its arrays (dropElement), an
+// object that repeats a name in place of the first value that holds one,
+// the last label of the members after, and the facts Interpret reads
+// (rowValue). A shorter row is kept as it is read: one that repeats a
+// name is read from a tree, where a later value replaces an earlier one,
+// so that a row past any room before its last members may have a short
+// value after them.
 func (c *condenser) note(k int) {
 	if !c.inRow || c.inIFC || c.out == nil {
 		return

@@ -413,8 +413,8 @@ func TestCondenseLongRows(t *testing.T) {
 		{"page just over the tree bound", PageRead, bigRow(17, 64<<10, "", ","+work), 100 << 10},
 		{"search of long rows", Search, `{"query":"q","hits":[` + bigRow(40, 40<<10, `"ifc":7`, "") + "," +
 			bigRow(200, 8<<10, "", ","+health) + "," + bigRow(200, 8<<10, "", ","+work) + `,{"id":"small",` + work + `}]}`, 1300 << 10},
-		{"row of many small values", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"]},`, 120000) + `2],"c":{"d":[` + strings.Repeat(`0.5,`, 1000) + `1]},"e":"` + strings.Repeat("z", 9000) + `",` + work + `}`, 3 << 20}, // small values are kept whole
-		{"small values, label first", PageRead, `{` + health + `,"a":[` + strings.Repeat(`[1,2],`, 300000) + `3],"x":1}`, 3 << 20},                                                                                                    // small values are kept whole
+		{"row of many small values", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"]},`, 120000) + `2],"c":{"d":[` + strings.Repeat(`0.5,`, 1000) + `1]},"e":"` + strings.Repeat("z", 9000) + `",` + work + `}`, 1100 << 10},
+		{"small values, label first", PageRead, `{` + health + `,"a":[` + strings.Repeat(`[1,2],`, 300000) + `3],"x":1}`, 1100 << 10}, // small values are kept whole
 		{"small values, repeated name past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":[{"c":1,"c":2}],"a":1,` + work + `}`, 1300 << 10},
 		{"small values, ifc nested past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":{"ifc":{"confidentiality":[]}},` + work + `,"z":[{"ifc":7}]}`, 1300 << 10},
 		{"repeated name nested past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 200000) + `{"c":1,"c":2}],"p":"` + strings.Repeat("p", 1<<20) + `",` + work + `}`, 1300 << 10},
@@ -424,7 +424,20 @@ func TestCondenseLongRows(t *testing.T) {
 		{"label of millions of clauses", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]}}`, 1300 << 10},
 		{"long label, then another", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]},"u":1,` + work + `}`, 1300 << 10},
 		{"long label in a row that repeats a name", PageRead, `{"t":"x","t":"y","ifc":{"confidentiality":["` + strings.Repeat("w", 2<<20) + `"]}}`, 1300 << 10},
-		{"search of many small values", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 700000) + `2],` + work + `},{"id":2,` + work + `}]}`, 3 << 20}, // small values are kept whole
+		{"search of many small values", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 700000) + `2],` + work + `},{"id":2,` + work + `}]}`, 1100 << 10},
+		{"megabytes of small values and objects", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"],"c":{"d":0.5}},`, 300000) + `2],` + work + `}`, 1100 << 10},
+		{"objects past the point, one repeating a name deep", PageRead, `{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1,"y":{"z":2,"z":3}},{"x":1}],` + work + `}`, 1100 << 10},
+		{"objects past the point, none repeating", Search, `{"hits":[{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1}],` + work + `}]}`, 1100 << 10},
+		{"an object open at the point repeats a name", PageRead, `{"o":{` + manyNames(200000) + `,"k5":2},` + work + `}`, 4 << 20},
+		{"an object of many names past the point repeats one", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{` + manyNames(100000) + `,"k7":2}],` + work + `}`, 1100 << 10},
+		{"a name repeated escaped", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"c":1,"\u0063":2}],` + work + `}`, 1100 << 10},
+		{"lone surrogates, not repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\udc00":2,"\ufffd":3}],` + work + `}`, 1100 << 10},
+		{"lone surrogates, repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\uD800":2}],` + work + `}`, 1100 << 10},
+		{"a name repeated at the top past the over member", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":1,"b":2,` + work + `}`, 1100 << 10},
+		{"a name repeated in a later member", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":{"c":1,"c":2},` + work + `}]}`, 1100 << 10},
+		{"labels past the point, the last above", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + work + `,"x":[1,2],"ifc":7,` + health + `}`, 1100 << 10},
+		{"labels past the point, the last within", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ifc":7,"x":[1,2],` + work + `,"y":3}`, 1100 << 10},
+		{"labels and facts past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ok":true,` + work + `}`, 1100 << 10},
 		{"calendar of long rows", CalendarList, `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]`, 900 << 10},
 	}
 	for _, tt := range cases {
@@ -434,6 +447,43 @@ func TestCondenseLongRows(t *testing.T) {
 		}
 		if !raceEnabled {
 			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
+		}
+	}
+}
+
+// manyNames writes n members "k0":1, "k1":1, ...
+func manyNames(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":1`, i)
+	}
+	return b.String()
+}
+
+// TestCondenseFactsPastThePoint: of a tool whose payload object is the
+// row, the members Interpret reads are kept past the row's over point.
+func TestCondenseFactsPastThePoint(t *testing.T) {
+	strs := strings.Repeat(`"s":"`+strings.Repeat("q", 4500)+`",`, 40)
+	for _, tail := range []string{
+		`"ok":false,"code":"not_found"`,
+		`"ok":false,"code":"x` + strings.Repeat("y", 5000) + `"`,
+		`"ok":true,"x":[1,2],"ok":false,"code":{"a":1}`,
+		`"schemaVersion":"1"`,
+		`"hasProfile":false,"ok":false`,
+		`"hasProfile":[false]`,
+	} {
+		stdout := `{` + strs + `"p":[` + strings.Repeat("1,", 600000) + `2],` + tail + `}`
+		for _, tool := range []Tool{PageRead, Profile, Context, PageInspect, People} {
+			for _, exit := range []int{0, 1} {
+				ref := referenceAnswer(tool, false, []byte(stdout), exit, condenseCeilings[0])
+				got := condensedAnswer(tool, false, strings.NewReader(stdout), exit, condenseCeilings[0])
+				if got != ref {
+					t.Errorf("%s exit %d, tail %.40s:\n condensed %.300s\n reference %.300s", tool, exit, tail, got, ref)
+				}
+			}
 		}
 	}
 }
@@ -458,7 +508,7 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 	// ifc.MaxTreeRowBytes, where a row that repeats a name is read from a
 	// tree, yet take a value past the result.
 	member := func(b *strings.Builder, k int, small bool) {
-		switch rng.IntN(7) {
+		switch rng.IntN(8) {
 		case 0:
 			n := 1000 + rng.IntN(30000)
 			if small {
@@ -487,6 +537,11 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 			// The same, nested: an object whose large member is replaced
 			// after a string.
 			fmt.Fprintf(b, `"p%d":{"x":[%s0],"s":"%s","x":%d}`, k, strings.Repeat("5,", 100000+rng.IntN(200000)), strings.Repeat("w", rng.IntN(5000)), k)
+		case 6:
+			// Many small objects, one of them now and then repeating a
+			// name; a payload object's facts.
+			dup := []string{"", `{"q":1,"r":[{"q":2,"q":3}]},`, `{"q":1,"\u0071":2},`}[rng.IntN(3)]
+			fmt.Fprintf(b, `"m%d":[%s%s0],"ok":%v`, k, strings.Repeat(`{"x":1,"y":[2,{"z":"3"}]},`, rng.IntN(60000)), dup, rng.IntN(2) == 0)
 		default:
 			fmt.Fprintf(b, `"t%d":true`, k)
 		}
