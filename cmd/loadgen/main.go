@@ -69,6 +69,7 @@ import (
 type config struct {
 	gateway, fakeloom  string
 	payloadBytes       int
+	numbers            bool
 	n, warmup, clients int
 	rounds             int
 	duration, timeout  time.Duration
@@ -105,6 +106,7 @@ func main() {
 	flag.StringVar(&c.trace, "trace", "", "serve the request path in process and write an execution trace (runtime/trace) to `file`")
 	flag.BoolVar(&c.bare, "bare", true, "also measure a bare server (this program again as a separate process: net/http and exec, nothing else), the floor of the gateway's overhead")
 	flag.BoolVar(&c.page, "page", false, "with --payload-bytes: the fake prints a page.read payload (benchdata.Page) and the calls are loom_page_read")
+	flag.BoolVar(&c.numbers, "numbers", false, "with --page: the page is megabytes of small numbers and objects (benchdata.PageOfNumbers), a payload built to be costly to keep")
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
@@ -166,6 +168,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		payload := benchdata.Search(c.payloadBytes)
 		if c.page {
 			payload = benchdata.Page(c.payloadBytes)
+		}
+		if c.page && c.numbers {
+			payload = benchdata.PageOfNumbers(c.payloadBytes)
 		}
 		if err := os.WriteFile(sized+".payload", payload, 0o600); err != nil {
 			return err

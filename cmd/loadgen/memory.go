@@ -44,7 +44,7 @@ func memory(ctx context.Context, c config, tg *target, call func(context.Context
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "loadgen --memory: gateway %s, payload %d bytes (page %v)\n", describe(c), c.payloadBytes, c.page)
+	fmt.Fprintf(w, "loadgen --memory: gateway %s, payload %d bytes (page %v, numbers %v)\n", describe(c), c.payloadBytes, c.page, c.numbers)
 	fmt.Fprintf(w, "  idle:                      VmRSS %6.1f MiB  VmHWM %6.1f MiB\n", mib(idle.rss), mib(idle.hwm))
 	marks := map[int]bool{1: true, 10: true, c.memory / 2: true, c.memory: true}
 	start := time.Now()

@@ -72,3 +72,21 @@ func Page(size int) []byte {
 	b.WriteString(`},"ifc":{"confidentiality":["https://loom.example/facet/work"]}}` + "\n")
 	return []byte(b.String())
 }
+
+// PageOfNumbers returns a page.read payload of about size bytes built to
+// be costly to keep: one page whose cells member is an array of small
+// arrays of numbers and small objects, its label last (within a
+// work-only ceiling). Its value is past the result after a few kilobytes.
+func PageOfNumbers(size int) []byte {
+	var b strings.Builder
+	b.Grow(size + 512)
+	b.WriteString(`{"path":"Projects/Atlas","kind":"project","title":"Atlas","cells":[`)
+	for i := 0; i == 0 || b.Len() < size-200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `[%d,%d.5,{"n":%d,"ok":true}]`, i, i%97, i%13)
+	}
+	b.WriteString(`],"ifc":{"confidentiality":["https://loom.example/facet/work"]}}` + "\n")
+	return []byte(b.String())
+}
