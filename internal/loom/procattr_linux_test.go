@@ -1,9 +1,12 @@
 package loom
 
 import (
+	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestAwaitExit: awaitExit returns only once the child has exited, which
@@ -21,5 +24,98 @@ func TestAwaitExit(t *testing.T) {
 		if err != nil || pid != cmd.Process.Pid || !ws.Exited() || ws.ExitStatus() != 0 {
 			t.Errorf("sleep %s: after awaitExit, wait4(WNOHANG) = %d, %v, status %v; want the child exited", hold, pid, err, ws)
 		}
+	}
+}
+
+// TestAwaitReadableLostWake: a wake-up that never comes (the kernel can
+// lose a pidfd's) must not hold awaitReadable once done is true: the
+// read end of an empty pipe is never readable, and done turns true a
+// little later.
+func TestAwaitReadableLostWake(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	at := time.Now().Add(50 * time.Millisecond)
+	var calls atomic.Int32
+	returned := make(chan struct{})
+	go func() {
+		awaitReadable(r, func() bool { calls.Add(1); return time.Now().After(at) })
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("awaitReadable still waiting 10 s after done turned true, with no wake-up (done asked %d times)", calls.Load())
+	}
+	if time.Now().Before(at) {
+		t.Errorf("awaitReadable returned before done was true")
+	}
+}
+
+// TestAwaitReadableChecks: done is asked at once (a process that exited
+// before the wait is not waited for), and without a wake-up only on the
+// growing deadline, not in a spin.
+func TestAwaitReadableChecks(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+
+	calls := 0
+	awaitReadable(r, func() bool { calls++; return true })
+	if calls != 1 {
+		t.Errorf("done already true: asked %d times, want 1", calls)
+	}
+
+	// Never woken, done after 400 ms: the deadlines (10, 20, 40, 80, then
+	// 100 ms) ask it about eight times; a spin would ask it thousands.
+	calls = 0
+	at := time.Now().Add(400 * time.Millisecond)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		awaitReadable(r, func() bool { calls++; return time.Now().After(at) })
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("awaitReadable still waiting 10 s after done turned true, with no wake-up")
+	}
+	if calls < 2 || calls > 40 {
+		t.Errorf("done true after 400 ms without a wake-up: asked %d times, want a few (one per deadline)", calls)
+	}
+
+}
+
+// TestExited: exited reads a child's exit without reaping it and
+// without blocking.
+func TestExited(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("/bin/sleep", "0.3")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no /bin/sleep:", err)
+	}
+	pid := cmd.Process.Pid
+	if exited(pid) {
+		t.Errorf("exited(%d) = true while it sleeps", pid)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !exited(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("exited(%d) still false 10 s after a 0.3 s sleep", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ws syscall.WaitStatus
+	got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	if err != nil || got != pid || !ws.Exited() {
+		t.Errorf("after exited, wait4(WNOHANG) = %d, %v, status %v; want the child still there to reap", got, err, ws)
 	}
 }
