@@ -286,8 +286,12 @@ func testWatchStops(t *testing.T, a, b Watcher) {
 	rb2, _ := watch(t, b)
 	liveRun(t, a, "again")
 	del(t, a, "again")
-	if got := rb2.reported(t, 1); !slices.Equal(got, []string{"again"}) {
-		t.Errorf("the second watch reported %q, want [again]", got)
+	// A Redis Cluster forwards a PUBLISH from the run's shard to the
+	// channel's node over its bus, later than DeleteRun returns, so a
+	// watch that starts just after a delete may still hear of it (a late
+	// report of a run already gone); nothing else may reach it.
+	if got := rb2.reported(t, 1); !slices.Equal(got, []string{"again"}) && !slices.Equal(got, []string{"after", "again"}) {
+		t.Errorf("the second watch reported %q, want [again] (or [after again], late)", got)
 	}
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
