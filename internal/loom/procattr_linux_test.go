@@ -34,26 +34,39 @@ func TestAwaitExit(t *testing.T) {
 // little later.
 func TestAwaitReadableLostWake(t *testing.T) {
 	t.Parallel()
+	r := neverReadable(t)
+	at := time.Now().Add(50 * time.Millisecond)
+	var calls atomic.Int32
+	awaitReadableWithin(t, r, func() bool { calls.Add(1); return time.Now().After(at) })
+	if time.Now().Before(at) {
+		t.Errorf("awaitReadable returned before done was true (done asked %d times)", calls.Load())
+	}
+}
+
+// neverReadable returns the read end of an empty pipe whose write end
+// stays open until the test ends: the poller never wakes on it.
+func neverReadable(t *testing.T) *os.File {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
-	at := time.Now().Add(50 * time.Millisecond)
-	var calls atomic.Int32
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r
+}
+
+// awaitReadableWithin runs awaitReadable(f, done), failing the test if it
+// is still waiting 10 s later.
+func awaitReadableWithin(t *testing.T, f *os.File, done func() bool) {
+	t.Helper()
 	returned := make(chan struct{})
 	go func() {
-		awaitReadable(r, func() bool { calls.Add(1); return time.Now().After(at) })
-		close(returned)
+		defer close(returned)
+		awaitReadable(f, done)
 	}()
 	select {
 	case <-returned:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("awaitReadable still waiting 10 s after done turned true, with no wake-up (done asked %d times)", calls.Load())
-	}
-	if time.Now().Before(at) {
-		t.Errorf("awaitReadable returned before done was true")
+		t.Fatal("awaitReadable still waiting 10 s after done turned true, with no wake-up")
 	}
 }
 
@@ -62,12 +75,7 @@ func TestAwaitReadableLostWake(t *testing.T) {
 // growing deadline, not in a spin.
 func TestAwaitReadableChecks(t *testing.T) {
 	t.Parallel()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	r := neverReadable(t)
 
 	calls := 0
 	awaitReadable(r, func() bool { calls++; return true })
@@ -79,20 +87,10 @@ func TestAwaitReadableChecks(t *testing.T) {
 	// 100 ms) ask it about eight times; a spin would ask it thousands.
 	calls = 0
 	at := time.Now().Add(400 * time.Millisecond)
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		awaitReadable(r, func() bool { calls++; return time.Now().After(at) })
-	}()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("awaitReadable still waiting 10 s after done turned true, with no wake-up")
-	}
+	awaitReadableWithin(t, r, func() bool { calls++; return time.Now().After(at) })
 	if calls < 2 || calls > 40 {
 		t.Errorf("done true after 400 ms without a wake-up: asked %d times, want a few (one per deadline)", calls)
 	}
-
 }
 
 // TestExited: exited reads a child's exit without reaping it and
