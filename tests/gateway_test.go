@@ -343,16 +343,17 @@ func writeFile(t testing.TB, path string, data []byte) {
 
 // behaviour mirrors fakeloom.Behaviour.
 type behaviour struct {
-	Stdout       string `json:"stdout,omitempty"`
-	StdoutFile   string `json:"stdoutFile,omitempty"`
-	StdoutBytes  int64  `json:"stdoutBytes,omitempty"`
-	StderrBytes  int64  `json:"stderrBytes,omitempty"`
-	StderrMarker string `json:"stderrMarker,omitempty"`
-	Grandchild   string `json:"grandchild,omitempty"`
-	Sleep        string `json:"sleep,omitempty"`
-	LeaderPid    bool   `json:"leaderPid,omitempty"`
-	Signal       string `json:"signal,omitempty"`
-	Exit         int    `json:"exit,omitempty"`
+	Stdout       string   `json:"stdout,omitempty"`
+	StdoutFile   string   `json:"stdoutFile,omitempty"`
+	StdoutBytes  int64    `json:"stdoutBytes,omitempty"`
+	StderrBytes  int64    `json:"stderrBytes,omitempty"`
+	StderrMarker string   `json:"stderrMarker,omitempty"`
+	Grandchild   string   `json:"grandchild,omitempty"`
+	Spawn        []string `json:"spawn,omitempty"`
+	Sleep        string   `json:"sleep,omitempty"`
+	LeaderPid    bool     `json:"leaderPid,omitempty"`
+	Signal       string   `json:"signal,omitempty"`
+	Exit         int      `json:"exit,omitempty"`
 }
 
 // loomCall mirrors fakeloom.Record: one invocation of the fake loom.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 
@@ -17,7 +18,8 @@ import (
 // loom and the grandchildren it forks, even once they are re-parented), and
 // every process, zombies included, whose parent chain leads to the gateway
 // (a zombie child is one the gateway did not reap). match, when not empty,
-// keeps only those whose command line contains it.
+// keeps only those whose command line contains it, the namespace init
+// that runs loom left out (its command line holds loom's).
 func (g *gateway) loomProcesses(match string) []procs.Proc {
 	gw := g.cmd.Process.Pid
 	all := procs.List()
@@ -32,6 +34,9 @@ func (g *gateway) loomProcesses(match string) []procs.Proc {
 			continue
 		}
 		if match != "" && !strings.Contains(strings.Join(p.Cmdline, " "), match) && !(p.State == 'Z' && p.PPID == gw) {
+			continue
+		}
+		if match != "" && len(p.Cmdline) > 0 && p.Cmdline[0] == nsinit.Name {
 			continue
 		}
 		out = append(out, p)

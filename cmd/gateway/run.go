@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -326,6 +327,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			Timeout:   o.commandTimeout,
 			MaxStdout: o.maxStdoutBytes,
 			Limiter:   d.Slots,
+			Contain:   loomContainment(log),
 		})
 		d.Tools = loom.Tools
 		if len(o.allowTools) > 0 {
@@ -528,4 +530,26 @@ func killLoom(r gateway.Runner) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return n
+}
+
+// loomContainment returns the containment this machine allows loom's
+// processes, with the gateway's own executable as each namespace's init,
+// and says at start-up which it is: a warning when it is the process group
+// alone (docs/operators.md, "Deployment", says what a namespace needs).
+func loomContainment(log *slog.Logger) loom.Containment {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.Abs(exe)
+	}
+	var c loom.Containment
+	if err == nil {
+		c, err = loom.Contain(exe)
+	}
+	if err != nil {
+		log.Warn("loom commands run in a process group only: what a loom command starts outside its group, or leaves behind when the gateway is killed, is not ended by the gateway",
+			"err", err)
+		return c
+	}
+	log.Info("loom commands run in a namespace of their own", "containment", c.String())
+	return c
 }

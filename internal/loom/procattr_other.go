@@ -10,7 +10,7 @@ import (
 // sysProcAttr puts a command in a process group of its own. Outside
 // Linux there is no parent-death signal: a command outlives a gateway
 // that is killed.
-func sysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr(Containment) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 

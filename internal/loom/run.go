@@ -3,6 +3,7 @@ package loom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
 // Defaults applied by New to zero (or negative) Options fields.
@@ -46,6 +49,9 @@ type Options struct {
 	// WaitDelay bounds how long Run waits, after the process exits, for
 	// stdout to close (a grandchild may hold it open).
 	WaitDelay time.Duration
+	// Contain is how each command's processes are held together; the
+	// zero value is a process group (see Containment).
+	Contain Containment
 }
 
 // CLI runs loom commands. It is safe for concurrent use; the zero value is
@@ -178,7 +184,18 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	}
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(c.opts.Contain)
+	var status *os.File // the read end of the init's status pipe
+	if init := c.opts.Contain.Init; init != "" {
+		cmd.Path, cmd.Args = init, append([]string{nsinit.Name}, argv...)
+		r, w, err := os.Pipe()
+		if err != nil {
+			failed.Duration = time.Since(start)
+			return failed, &StartError{Err: err}
+		}
+		defer r.Close()
+		status, cmd.ExtraFiles = r, []*os.File{w}
+	}
 	var killed atomic.Bool
 	cmd.Cancel = func() error {
 		killed.Store(true)
@@ -201,7 +218,8 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 
 	started, waited := make(chan error, 1), make(chan error, 1)
-	go c.startAndWait(cmd, started, waited)
+	var exit exitStatus // set before waited is sent on
+	go c.startAndWait(cmd, status, &exit, started, waited)
 	startErr := <-started
 	pw.Close() // the command has its own copy
 	if startErr != nil {
@@ -241,14 +259,14 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		return failed, ErrTimeout
 	case killed.Load():
 		return failed, ErrCancelled
-	case cmd.ProcessState == nil:
+	case cmd.ProcessState == nil || !exit.known:
 		return failed, ErrCommandFailed
 	}
 	var exitErr *exec.ExitError
 	if werr != nil && !errors.As(werr, &exitErr) && !errors.Is(werr, exec.ErrWaitDelay) {
 		return failed, ErrCommandFailed
 	}
-	return Output{ExitCode: cmd.ProcessState.ExitCode(), Duration: failed.Duration}, nil
+	return Output{ExitCode: exit.code, Duration: failed.Duration}, nil
 }
 
 // pipeSize is the pipe buffer run asks for: loom writes up to this much
@@ -278,29 +296,78 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
+// exitStatus is loom's exit code (-1 when a signal ended it), known once
+// loom has been waited for: from the process itself, or from its init's
+// report when it ran in a namespace (unknown when the init was killed or
+// failed before it reported).
+type exitStatus struct {
+	code  int
+	known bool
+}
+
 // startAndWait starts cmd, sends the start error on started, and when it
-// started waits for it and sends Wait's error on waited. It runs on a
-// goroutine locked to its OS thread until the command has been waited for:
-// on Linux the leader's parent-death signal (sysProcAttr) fires when the
-// thread that started it ends, so the thread must outlive the command; and
-// when the gateway dies, the thread does, and the leader is killed with
-// it. While the command runs its group is live (KillAll); when it has
-// exited, whatever is left of the group is killed.
-func (c *CLI) startAndWait(cmd *exec.Cmd, started, waited chan<- error) {
+// started waits for it, sets exit and sends Wait's error on waited. With
+// status (the read end of the pipe cmd's init reports on, whose write end
+// is cmd.ExtraFiles[0]), cmd is loom's init: loom's start and exit are
+// read from its reports. It runs on a goroutine locked to its OS thread
+// until the command has been waited for: on Linux the leader's
+// parent-death signal (sysProcAttr) fires when the thread that started it
+// ends, so the thread must outlive the command; and when the gateway dies,
+// the thread does, and the leader is killed with it (an init takes its
+// namespace along). While the command runs its group is live (KillAll);
+// when it has exited, whatever is left of the group is killed.
+func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, started, waited chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if status != nil {
+		cmd.ExtraFiles[0].Close() // the init has its own copy
+	}
+	if err != nil {
 		started <- err
 		return
 	}
 	pgid := cmd.Process.Pid
 	c.track(pgid, true)
+	if status != nil {
+		if err := loomStarted(status, cmd.Args[1]); err != nil {
+			_ = cmd.Wait()
+			c.track(pgid, false)
+			started <- err
+			return
+		}
+	}
 	started <- nil
 	awaitExit(pgid)
 	werr := cmd.Wait()
 	_ = killGroup(pgid) // stragglers that left stdout alone
 	c.track(pgid, false)
+	switch {
+	case status == nil && cmd.ProcessState != nil:
+		*exit = exitStatus{code: cmd.ProcessState.ExitCode(), known: true}
+	case status != nil:
+		if r, err := nsinit.ReadReport(status); err == nil && r.Kind == nsinit.Exited {
+			ws := syscall.WaitStatus(r.Value)
+			*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
+		}
+	}
 	waited <- werr
+}
+
+// loomStarted reads the init's first report from status: nil when loom
+// started, the error exec would have returned when it could not start, and
+// an error too when the init ended without a report (it was killed).
+func loomStarted(status *os.File, path string) error {
+	r, err := nsinit.ReadReport(status)
+	switch {
+	case err != nil:
+		return fmt.Errorf("loom: the namespace init ended before loom started: %w", err)
+	case r.Kind == nsinit.StartFailed:
+		return &os.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(r.Value)}
+	case r.Kind != nsinit.Started:
+		return fmt.Errorf("loom: the namespace init reported %q before loom started", r.Kind)
+	}
+	return nil
 }
 
 func (c *CLI) track(pgid int, live bool) {

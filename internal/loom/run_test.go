@@ -82,12 +82,18 @@ func fakeLoom(mode string, args []string) int {
 	case "signal":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Minute)
-	case "sleep":
+	case "sleep": // [pid file]
+		if arg(0) != "" {
+			os.WriteFile(arg(0)+".tmp", []byte(strconv.Itoa(hostPid())), 0o600)
+			os.Rename(arg(0)+".tmp", arg(0))
+		}
 		time.Sleep(time.Minute)
 	case "family": // family <pid file> <hold stdout: yes|no|escape> <then: sleep|exit>
-		// Starts a grandchild in the same process group, records both pids,
-		// then sleeps or prints JSON and exits.
-		gc := exec.Command(os.Args[0])
+		// Starts a grandchild in the same process group, records both pids
+		// (as the gateway sees them, in a PID namespace or not), then
+		// sleeps or prints JSON and exits.
+		gcFile := arg(0) + ".grandchild"
+		gc := exec.Command(os.Args[0], gcFile)
 		gc.Env = []string{fakeModeVar + "=sleep"}
 		if arg(1) == "yes" || arg(1) == "escape" {
 			gc.Stdout = os.Stdout
@@ -98,7 +104,12 @@ func fakeLoom(mode string, args []string) int {
 		if err := gc.Start(); err != nil {
 			return 8
 		}
-		os.WriteFile(arg(0)+".tmp", []byte(fmt.Sprintf("%d %d", os.Getpid(), gc.Process.Pid)), 0o600)
+		gcPid := 0
+		for end := time.Now().Add(30 * time.Second); gcPid == 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			b, _ := os.ReadFile(gcFile)
+			gcPid, _ = strconv.Atoi(string(b))
+		}
+		os.WriteFile(arg(0)+".tmp", []byte(fmt.Sprintf("%d %d", hostPid(), gcPid)), 0o600)
 		os.Rename(arg(0)+".tmp", arg(0))
 		if arg(2) == "exit" {
 			fmt.Print(`{"ok":true}`)
@@ -110,6 +121,14 @@ func fakeLoom(mode string, args []string) int {
 		return 99
 	}
 	return 0
+}
+
+// hostPid is the fake's pid as /proc shows it, which in a PID namespace
+// of the fake's own is the gateway's view, not os.Getpid's.
+func hostPid() int {
+	s, _ := os.Readlink("/proc/self")
+	pid, _ := strconv.Atoi(s)
+	return pid
 }
 
 // fake returns argv and env for the fake loom in mode.

@@ -11,8 +11,11 @@
 //     ...), else DIR/default.json; with none of them it exits 99.
 //
 // A behaviour file is a Behaviour as JSON. Steps run in this order:
-// grandchild, stderr, stdout (stdout, then stdoutFile, then stdoutBytes
-// filler), sleep, signal, exit.
+// grandchild, spawn, stderr, stdout (stdout, then stdoutFile, then
+// stdoutBytes filler), sleep, signal, exit.
+//
+// Every pid it writes is the pid /proc shows (/proc/self), which is the
+// gateway's view even when the gateway runs it in a PID namespace.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -45,6 +49,13 @@ type Behaviour struct {
 	// open for this duration; its pid is written to
 	// DIR/grandchild-NAME.pid (NAME the case, else the command key).
 	Grandchild string `json:"grandchild,omitempty"`
+	// Spawn starts one process of each shape named, each of which records
+	// its pid in DIR/spawn-NAME-SHAPE.pid (NAME as for Grandchild) and
+	// sleeps for two minutes without holding stdout: "child" (a plain
+	// child), "double-fork" (a grandchild whose parent exits at once),
+	// "setsid" (a child in a session of its own), "ignore-term" (a child
+	// that ignores SIGTERM).
+	Spawn []string `json:"spawn,omitempty"`
 	// Sleep waits this long before the exit (a hang when long).
 	Sleep string `json:"sleep,omitempty"`
 	// LeaderPid writes this process's pid to DIR/leader-NAME.pid first.
@@ -64,7 +75,10 @@ type Record struct {
 	Case string   `json:"case,omitempty"`
 }
 
-const grandchildArg = "__fakeloom_grandchild__"
+const (
+	grandchildArg = "__fakeloom_grandchild__"
+	spawnArg      = "__fakeloom_spawn__"
+)
 
 var caseRE = regexp.MustCompile(`case=([a-z0-9-]+)`)
 
@@ -72,6 +86,9 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == grandchildArg {
 		grandchild(os.Args[2], os.Args[3])
 		return
+	}
+	if len(os.Args) == 4 && os.Args[1] == spawnArg {
+		os.Exit(spawned(os.Args[2], os.Args[3]))
 	}
 	dir := os.Getenv("LOOM_INSTANCE_DIR")
 	if dir == "" {
@@ -98,6 +115,19 @@ func main() {
 		pidName = "grandchild-" + name + ".pid"
 	}
 	os.Exit(act(dir, pidName, b))
+}
+
+// hostPid is this process's pid as /proc shows it.
+func hostPid() int {
+	s, err := os.Readlink("/proc/self")
+	if err != nil {
+		return os.Getpid()
+	}
+	pid, err := strconv.Atoi(s)
+	if err != nil {
+		return os.Getpid()
+	}
+	return pid
 }
 
 // commandKey is the loom command of args: "page.read" for "page read ...".
@@ -153,7 +183,7 @@ func load(dir, name, key string) (Behaviour, bool) {
 func act(dir, pidName string, b Behaviour) int {
 	if b.LeaderPid {
 		leader := filepath.Join(dir, strings.Replace(pidName, "grandchild-", "leader-", 1))
-		_ = os.WriteFile(leader, []byte(strconv.Itoa(os.Getpid())), 0o600)
+		_ = os.WriteFile(leader, []byte(strconv.Itoa(hostPid())), 0o600)
 	}
 	if b.Grandchild != "" {
 		exe, err := os.Executable()
@@ -173,6 +203,13 @@ func act(dir, pidName string, b Behaviour) int {
 			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
 				break
 			}
+		}
+	}
+	for _, shape := range b.Spawn {
+		pidFile := filepath.Join(dir, strings.Replace(pidName, "grandchild-", "spawn-", 1))
+		pidFile = strings.TrimSuffix(pidFile, ".pid") + "-" + shape + ".pid"
+		if code := spawn(shape, pidFile); code != 0 {
+			return code
 		}
 	}
 	if b.StderrBytes > 0 || b.StderrMarker != "" {
@@ -240,7 +277,65 @@ func grandchild(pidFile, hold string) {
 	if err != nil {
 		os.Exit(90)
 	}
-	_ = os.WriteFile(pidFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o600)
-	_ = os.Rename(pidFile+".tmp", pidFile)
+	writePid(pidFile)
 	time.Sleep(d)
+}
+
+// writePid writes this process's pid to pidFile, atomically.
+func writePid(pidFile string) {
+	_ = os.WriteFile(pidFile+".tmp", []byte(strconv.Itoa(hostPid())), 0o600)
+	_ = os.Rename(pidFile+".tmp", pidFile)
+}
+
+// spawn starts a process of shape that records its pid in pidFile, and
+// waits for the record.
+func spawn(shape, pidFile string) int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 94
+	}
+	mode := shape
+	if shape == "setsid" {
+		mode = "child"
+	}
+	cmd := exec.Command(exe, spawnArg, mode, pidFile)
+	if shape == "setsid" {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
+	if err := cmd.Start(); err != nil {
+		return 94
+	}
+	if shape == "double-fork" {
+		_ = cmd.Wait() // its child is orphaned
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+			return 0
+		}
+	}
+	return 94
+}
+
+// spawned is a process spawn started: mode "double-fork" starts a "child"
+// and exits; "child" and "ignore-term" record their pid and sleep.
+func spawned(mode, pidFile string) int {
+	switch mode {
+	case "double-fork":
+		exe, err := os.Executable()
+		if err != nil {
+			return 94
+		}
+		if err := exec.Command(exe, spawnArg, "child", pidFile).Start(); err != nil {
+			return 94
+		}
+		return 0
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+	case "child":
+	default:
+		return 94
+	}
+	writePid(pidFile)
+	time.Sleep(2 * time.Minute)
+	return 0
 }

@@ -116,8 +116,11 @@ func WaitNone(t testing.TB, list func() []Proc) {
 
 // Gone waits up to 5s for pid to be gone (or a zombie nobody reaps); one
 // still alive then is killed and Gone reports false.
-func Gone(pid int) bool {
-	deadline := time.Now().Add(5 * time.Second)
+func Gone(pid int) bool { return GoneWithin(pid, 5*time.Second) }
+
+// GoneWithin is Gone waiting up to d.
+func GoneWithin(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
 	for {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return true

@@ -1,0 +1,35 @@
+package loom
+
+// Containment is how the processes of one command are held together so
+// that none outlives it. The zero value is a process group of the
+// command's own: a process that leaves the group (setsid) is not followed,
+// and when the gateway is killed only the command's first process is.
+//
+// With Init set, each command runs in a PID namespace of its own, under an
+// init (package nsinit) that starts loom and exits when loom exits; the
+// kernel then kills every process left in the namespace. The init is
+// killed with the gateway (a parent-death signal), and a timeout or a
+// cancellation kills it from outside: either way the namespace goes with
+// it. Loom's argv, environment, standard descriptors and exit code are
+// those it has without the namespace; it sees pid 2, and the host's /proc.
+// Build one with Contain.
+type Containment struct {
+	// Init is the absolute path of an executable that links package
+	// nsinit: the gateway's own.
+	Init string
+	// UserNS makes each namespace inside a user namespace of its own, for
+	// a gateway without CAP_SYS_ADMIN; loom keeps the gateway's uid and gid.
+	UserNS bool
+}
+
+// String names the containment for the start-up log.
+func (c Containment) String() string {
+	switch {
+	case c.Init == "":
+		return "process group"
+	case c.UserNS:
+		return "pid namespace (in a user namespace)"
+	default:
+		return "pid namespace"
+	}
+}

@@ -1,0 +1,206 @@
+package loom
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// containments returns the namespaced containments this machine allows,
+// with the test binary as the init (it links package nsinit), named for
+// subtests; it skips the test when there is none.
+func containments(t *testing.T) map[string]Containment {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Containment{}
+	for name, c := range map[string]Containment{"pidns": {Init: exe}, "userns": {Init: exe, UserNS: true}} {
+		if err := probe(c); err != nil {
+			t.Logf("%s: %v", name, err)
+			continue
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		t.Skip("no PID namespace to be had here")
+	}
+	return out
+}
+
+// TestContain: Contain finds a namespace where the probes do, and says
+// why when there is no init to run.
+func TestContain(t *testing.T) {
+	t.Parallel()
+	cs := containments(t)
+	c, err := Contain(cs[firstKey(cs)].Init)
+	if err != nil || c.Init == "" {
+		t.Errorf("Contain = %+v, %v; want a namespace (the probe of %v worked)", c, err, firstKey(cs))
+	}
+	if c, err := Contain(""); err == nil || c != (Containment{}) {
+		t.Errorf(`Contain("") = %+v, %v; want the process group and an error`, c, err)
+	}
+}
+
+func firstKey(m map[string]Containment) string {
+	for _, k := range []string{"pidns", "userns"} {
+		if _, ok := m[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// TestContainedCommandUnchanged: in a namespace, loom gets exactly its
+// argv and environment and nothing on stdin, and its exit code, a signal
+// death (-1) and a start failure are what they are without one.
+func TestContainedCommandUnchanged(t *testing.T) {
+	t.Parallel()
+	for name, c := range containments(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cli := New(Options{Contain: c, Timeout: 30 * time.Second})
+			ctx := context.Background()
+
+			argv, env := fake(t, "env")
+			env = append(env, "PATH=/nowhere", "EMPTY=")
+			out, err := cli.Run(ctx, argv, env)
+			var gotEnv []string
+			if err != nil || json.Unmarshal(out.Stdout, &gotEnv) != nil {
+				t.Fatalf("env: Run = %+v, %v", out, err)
+			}
+			if diff := cmp.Diff(env, gotEnv); diff != "" {
+				t.Errorf("environment (-want +got):\n%s", diff)
+			}
+
+			args := []string{"search", "a b; echo pwned", "--json", ""}
+			argv, env = fake(t, "args", args...)
+			out, err = cli.Run(ctx, argv, env)
+			var gotArgs []string
+			if err != nil || json.Unmarshal(out.Stdout, &gotArgs) != nil {
+				t.Fatalf("args: Run = %+v, %v", out, err)
+			}
+			if diff := cmp.Diff(args, gotArgs); diff != "" {
+				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+
+			argv, env = fake(t, "stdin")
+			if out, err := cli.Run(ctx, argv, env); err != nil || string(out.Stdout) != `{"bytes":0,"err":"<nil>"}` {
+				t.Errorf("stdin: Run = %q, %v", out.Stdout, err)
+			}
+
+			for _, code := range []int{0, 1, 3, 42, 255} {
+				argv, env := fake(t, "print", "{}", strconv.Itoa(code))
+				if out, err := cli.Run(ctx, argv, env); err != nil || out.ExitCode != code || string(out.Stdout) != "{}" {
+					t.Errorf("exit %d: Run = %+v, %v", code, out, err)
+				}
+			}
+
+			// The fake kills itself with SIGKILL: were it the namespace's
+			// init, the kernel would ignore it and the fake sleep on.
+			argv, env = fake(t, "signal")
+			if out, err := cli.Run(ctx, argv, env); err != nil || out.ExitCode != -1 {
+				t.Errorf("signal death: Run = %+v, %v; want exit code -1", out, err)
+			}
+
+			missing := filepath.Join(t.TempDir(), "loom")
+			out, err = cli.Run(ctx, []string{missing}, []string{})
+			if !errors.Is(err, ErrStart) || !errors.Is(err, fs.ErrNotExist) || out.ExitCode != -1 {
+				t.Errorf("missing loom: Run = %+v, %v; want a *StartError for a missing file", out, err)
+			}
+		})
+	}
+}
+
+// TestContainedLeavesNothing: whatever loom started, in its group or in
+// a session of its own, and whether or not it holds stdout, is dead when
+// the call returns, and the call does not wait out WaitDelay for it; a
+// timeout and a cancellation kill the namespace too.
+func TestContainedLeavesNothing(t *testing.T) {
+	t.Parallel()
+	for name, c := range containments(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, hold := range []string{"no", "yes", "escape"} {
+				pidFile := filepath.Join(t.TempDir(), "pids")
+				argv, env := fake(t, "family", pidFile, hold, "exit")
+				start := time.Now()
+				out, err := New(Options{Contain: c, Timeout: time.Minute, WaitDelay: 10 * time.Second}).Run(context.Background(), argv, env)
+				if elapsed := time.Since(start); elapsed > 5*time.Second {
+					t.Errorf("%s: Run took %v; the namespace ends with loom", hold, elapsed)
+				}
+				if err != nil || string(out.Stdout) != `{"ok":true}` || out.ExitCode != 0 {
+					t.Errorf("%s: Run = %+v, %v", hold, out, err)
+				}
+				child, grand := readPids(t, pidFile)
+				waitDeadWithin(t, time.Second, child, grand)
+			}
+
+			pidFile := filepath.Join(t.TempDir(), "pids")
+			argv, env := fake(t, "family", pidFile, "escape", "sleep")
+			_, err := New(Options{Contain: c, Timeout: 500 * time.Millisecond}).Run(context.Background(), argv, env)
+			if !errors.Is(err, ErrTimeout) {
+				t.Errorf("timeout: Run = %v, want ErrTimeout", err)
+			}
+			child, grand := readPids(t, pidFile)
+			waitDeadWithin(t, time.Second, child, grand)
+
+			pidFile = filepath.Join(t.TempDir(), "pids")
+			argv, env = fake(t, "family", pidFile, "escape", "sleep")
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				readPids(t, pidFile)
+				cancel()
+			}()
+			if _, err := New(Options{Contain: c, Timeout: time.Minute}).Run(ctx, argv, env); !errors.Is(err, ErrCancelled) {
+				t.Errorf("cancel: Run = %v, want ErrCancelled", err)
+			}
+			child, grand = readPids(t, pidFile)
+			waitDeadWithin(t, time.Second, child, grand)
+		})
+	}
+}
+
+// waitDeadWithin fails the test unless every pid is gone (or a zombie)
+// within d; survivors are killed.
+func waitDeadWithin(t *testing.T, d time.Duration, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for _, pid := range pids {
+		for !dead(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("process %d still alive %v on", pid, d)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// dead reports whether pid is gone or a zombie.
+func dead(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	for i := len(b) - 1; i > 0; i-- {
+		if b[i] == ')' {
+			return i+2 < len(b) && b[i+2] == 'Z'
+		}
+	}
+	return false
+}

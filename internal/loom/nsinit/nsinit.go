@@ -1,0 +1,63 @@
+// Package nsinit is the init of the PID namespace a loom command runs in.
+//
+// Package loom starts the gateway's own executable, with argv[0] set to
+// Name, as the first process of a new PID namespace, and loom as its only
+// child. The init exists so that loom is not the namespace's init: an init
+// is not killed by a signal it has no handler for when the signal comes
+// from inside its namespace (a loom that raises SIGTERM or SIGKILL at
+// itself would live on), and loom's exit code must stay what it was. When
+// loom exits the init exits, and the kernel kills every process left in the
+// namespace, whatever session or process group it moved to.
+//
+// The init reports to package loom on file descriptor 3, in fixed-size
+// messages (Report): whether loom started (with the errno when it did
+// not), and loom's wait status once it has exited. Descriptor 3 is closed
+// on exec, so loom never holds it.
+//
+// Linked into a program (package loom imports it), the package takes over
+// the process from an init function when argv[0] is Name, before the
+// program's heavier packages are initialised: a command pays for the Go
+// runtime and this package, not for the gateway's start-up.
+package nsinit
+
+import (
+	"io"
+)
+
+// Name is argv[0] of an init: a process started with it runs Main.
+const Name = "loom-gateway-init"
+
+// Kinds of Report.
+const (
+	// Started: loom runs; Value is 0.
+	Started byte = 'S'
+	// StartFailed: loom could not be started; Value is the errno.
+	StartFailed byte = 'F'
+	// Exited: loom has exited; Value is its wait status
+	// (syscall.WaitStatus).
+	Exited byte = 'W'
+)
+
+// reportSize is the size of a Report on the wire: the kind, then Value in
+// four bytes, least significant first.
+const reportSize = 5
+
+// Report is one message of the init to package loom.
+type Report struct {
+	Kind  byte
+	Value uint32
+}
+
+func (r Report) bytes() []byte {
+	return []byte{r.Kind, byte(r.Value), byte(r.Value >> 8), byte(r.Value >> 16), byte(r.Value >> 24)}
+}
+
+// ReadReport reads one Report from r. Errors are r's; io.EOF or
+// io.ErrUnexpectedEOF means the init ended without sending it.
+func ReadReport(r io.Reader) (Report, error) {
+	var b [reportSize]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return Report{}, err
+	}
+	return Report{Kind: b[0], Value: uint32(b[1]) | uint32(b[2])<<8 | uint32(b[3])<<16 | uint32(b[4])<<24}, nil
+}

@@ -1,0 +1,84 @@
+package nsinit
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// The one init function of the gateway: it must run before the packages
+// whose initialisation is costly (a schema compiler, a YAML parser), and
+// only an init function does. In any process not started as an init it
+// returns at once.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == Name {
+		os.Exit(Main(os.Args[1:]))
+	}
+}
+
+// statusFD is the descriptor the reports go to.
+const statusFD = 3
+
+// Main runs argv (argv[0] an absolute path) with the init's environment,
+// standard descriptors and process group, reaps every process re-parented
+// to it, and returns once argv's process has exited: with its exit code, or
+// 128 plus the signal that ended it (the report on descriptor 3 tells the
+// two apart). It returns 127 when argv could not be started.
+//
+// With no argv it starts nothing and returns 0 when the process is the
+// init of its PID namespace (pid 1), 1 otherwise: package loom's probe.
+func Main(argv []string) int {
+	if len(argv) == 0 {
+		if os.Getpid() == 1 {
+			return 0
+		}
+		return 1
+	}
+	syscall.CloseOnExec(statusFD)
+	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			errno = syscall.EINVAL
+		}
+		report(Report{Kind: StartFailed, Value: uint32(errno)})
+		return 127
+	}
+	report(Report{Kind: Started})
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil: // no child left: cannot happen while argv's lives
+			return 126
+		case got != pid:
+			continue // an orphan re-parented to the init
+		}
+		report(Report{Kind: Exited, Value: uint32(ws)})
+		if ws.Exited() {
+			return ws.ExitStatus()
+		}
+		return 128 + int(ws.Signal())
+	}
+}
+
+// report writes r on the status descriptor; a gateway that went away
+// (EPIPE) or gave none (EBADF) is not the init's concern.
+func report(r Report) {
+	b := r.bytes()
+	for len(b) > 0 {
+		n, err := syscall.Write(statusFD, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		b = b[n:]
+	}
+}
