@@ -8,7 +8,30 @@ import (
 // luaScript is a script's text and its SHA-1, the EVALSHA name.
 type luaScript struct{ src, sha string }
 
-func newScript(src string) *luaScript {
+// Each script begins with a shebang that declares its flags (Redis 7.0
+// and later), which Redis checks before the script runs. Under maxmemory
+// Redis refuses, with an OOM error, a script declared without allow-oom
+// or no-writes while it is over the limit, whatever commands the script
+// would run: so a script that adds data fails whole when Redis is full
+// (the caller sees ErrStoreUnavailable), and cannot slip in on a first
+// command Redis allows anyway (a DEL, a ZREMRANGEBYSCORE) as a script
+// without a shebang does.
+const (
+	// addsData: refused when Redis is full. The default.
+	addsData = "#!lua\n"
+	// readsOnly: the script writes nothing (Redis refuses a write in it)
+	// and runs when Redis is full.
+	readsOnly = "#!lua flags=no-writes\n"
+	// freesData: the script only removes data, so runs when Redis is full:
+	// a run can be deleted to make room.
+	freesData = "#!lua flags=allow-oom\n"
+)
+
+// newScript returns a script that adds data.
+func newScript(src string) *luaScript { return flagged(addsData, src) }
+
+func flagged(shebang, src string) *luaScript {
+	src = shebang + src
 	sum := sha1.Sum([]byte(src))
 	return &luaScript{src: src, sha: hex.EncodeToString(sum[:])}
 }
@@ -42,7 +65,10 @@ local function expireAt(run, key)
 end
 `
 
-func runScript(body string) *luaScript { return newScript(luaLive + body) }
+// runScript returns a run script that adds data; readScript one that
+// writes nothing.
+func runScript(body string) *luaScript  { return newScript(luaLive + body) }
+func readScript(body string) *luaScript { return flagged(readsOnly, luaLive+body) }
 
 // scriptReserve takes the run id and the token hash in the index.
 // KEYS: runs (zset id -> expus, +inf for never), tok (string -> id).
@@ -68,7 +94,7 @@ return 0
 
 // scriptRelease drops a run from the index.
 // KEYS: runs, tok. ARGV: id. The token key goes only if it names the id.
-var scriptRelease = newScript(`
+var scriptRelease = flagged(freesData, `
 redis.call('ZREM', KEYS[1], ARGV[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 0
@@ -90,7 +116,7 @@ return 0
 // scriptGet reads a run with its counters.
 // KEYS: run, calls, order, result. ARGV: now_us.
 // Returns {hash as field, value, ..., #calls, #handles, hasResult}.
-var scriptGet = runScript(`
+var scriptGet = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
   redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
@@ -101,7 +127,7 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
 // result. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
 // publish is a pcall: a refused PUBLISH (an ACL without the channel) does
 // not fail the delete, whose keys are gone by then.
-var scriptDelete = runScript(`
+var scriptDelete = flagged(freesData, luaLive+`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local tok = redis.call('HGET', KEYS[1], 'tok')
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
@@ -117,7 +143,7 @@ return redis.call('HINCRBY', KEYS[1], 'seq', 1)
 
 // scriptLabel reads the model-context label ("" when empty).
 // KEYS: run. ARGV: now_us.
-var scriptLabel = runScript(`
+var scriptLabel = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 return redis.call('HGET', KEYS[1], 'mc') or ''
 `)
@@ -149,7 +175,7 @@ return 0
 // stop (LRANGE indexes, inclusive). Returns {tok, #calls, records}: the
 // token hash tells a page of the same run from one of a run recreated
 // under the id between pages.
-var scriptCalls = runScript(`
+var scriptCalls = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 return {redis.call('HGET', KEYS[1], 'tok'), redis.call('LLEN', KEYS[2]),
   redis.call('LRANGE', KEYS[2], ARGV[2], ARGV[3])}
@@ -209,7 +235,7 @@ return out
 
 // scriptHandles reads the handle table in minting order.
 // KEYS: run, handles, order. ARGV: now_us. Returns {suffixes, records}.
-var scriptHandles = runScript(`
+var scriptHandles = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local toks = redis.call('LRANGE', KEYS[3], 0, -1)
 local recs = {}
@@ -219,7 +245,7 @@ return {toks, recs}
 
 // scriptHandle reads one referent. KEYS: run, handles. ARGV: now_us,
 // suffix ("" for a token no store holds). Returns 0 (not held) or {record}.
-var scriptHandle = runScript(`
+var scriptHandle = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 if ARGV[2] == '' then return 0 end
 local rec = redis.call('HGET', KEYS[2], 't' .. ARGV[2])
@@ -239,7 +265,7 @@ return 0
 
 // scriptResult reads the result. KEYS: run, result. ARGV: now_us.
 // Returns 0 (none written) or {record}.
-var scriptResult = runScript(`
+var scriptResult = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local rec = redis.call('GET', KEYS[2])
 if not rec then return 0 end
