@@ -327,7 +327,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			Timeout:   o.commandTimeout,
 			MaxStdout: o.maxStdoutBytes,
 			Limiter:   d.Slots,
-			Contain:   loomContainment(log),
+			Contain:   loomContainment(log, os.Executable),
 		})
 		d.Tools = loom.Tools
 		if len(o.allowTools) > 0 {
@@ -533,11 +533,12 @@ func killLoom(r gateway.Runner) int {
 }
 
 // loomContainment returns the containment this machine allows loom's
-// processes, with the gateway's own executable as each namespace's init,
-// and says at start-up which it is: a warning when it is the process group
-// alone (docs/operators.md, "Deployment", says what a namespace needs).
-func loomContainment(log *slog.Logger) loom.Containment {
-	exe, err := os.Executable()
+// processes, with the gateway's own executable (as executable returns it)
+// as each namespace's init, and says at start-up which it is: a warning
+// when it is the process group alone (docs/operators.md, "Build and
+// install", says what a namespace needs).
+func loomContainment(log *slog.Logger, executable func() (string, error)) loom.Containment {
+	exe, err := executable()
 	if err == nil {
 		exe, err = filepath.Abs(exe)
 	}

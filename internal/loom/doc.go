@@ -31,11 +31,15 @@
 //     gateway's own environment leaks into the command.
 //   - stdin and stderr are the null device: nothing is written to the
 //     command, and nothing it writes to stderr is read, kept or relayed.
-//   - The command runs in a process group of its own. A timeout, a stdout
-//     over the cap, or the caller's cancellation kills the whole group;
-//     after the command exits, whatever remains of its group is killed
-//     too. A grandchild that holds stdout open delays Run by at most
-//     Options.WaitDelay.
+//   - The command runs in a process group of its own, and with
+//     Options.Contain in a PID namespace of its own under an init (package
+//     nsinit) that leads the group. A timeout, a stdout over the cap, or
+//     the caller's cancellation kills the whole group (the init, and so the
+//     namespace, with it); after the command exits, whatever remains of its
+//     namespace or group is killed too. Without a namespace a grandchild
+//     that left the group and holds stdout open delays Run by at most
+//     Options.WaitDelay. The command's argv, environment, descriptors and
+//     exit code are the same in a namespace or not.
 //   - At most Options.MaxConcurrent commands are alive at once; a call
 //     waits up to Options.QueueWait for a slot, then fails with ErrBusy.
 //     With Options.Limiter the caller takes the slot (Limiter.Acquire)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/loom-gateway/gateway/internal/loom"
+)
+
+// TestLoomContainment: the gateway says once at start-up how loom's
+// processes are held, with a warning when no namespace can be made (here:
+// an init that cannot run, or no executable to run).
+func TestLoomContainment(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		executable func() (string, error)
+		namespace  bool
+		level      string
+	}{
+		{"no executable", func() (string, error) { return "", errors.New("no /proc") }, false, "WARN"},
+		{"init that cannot run", func() (string, error) { return "/nonexistent/gateway", nil }, false, "WARN"},
+		{"this binary", os.Executable, true, "INFO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.namespace {
+				exe, _ := tt.executable()
+				if _, err := loom.Contain(exe); err != nil {
+					t.Skipf("no namespace here: %v", err)
+				}
+			}
+			var buf bytes.Buffer
+			c := loomContainment(slog.New(slog.NewTextHandler(&buf, nil)), tt.executable)
+			if got := c.Init != ""; got != tt.namespace {
+				t.Errorf("loomContainment = %+v, want a namespace: %v", c, tt.namespace)
+			}
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "level="+tt.level) {
+				t.Errorf("start-up log %q, want one %s line", lines, tt.level)
+			}
+		})
+	}
+}
