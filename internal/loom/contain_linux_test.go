@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -146,26 +147,40 @@ func TestContainedLeavesNothing(t *testing.T) {
 				waitDeadWithin(t, time.Second, child, grand)
 			}
 
+			// A timeout: whatever the fake started by then (its pid files
+			// say) is dead.
 			pidFile := filepath.Join(t.TempDir(), "pids")
 			argv, env := fake(t, "family", pidFile, "escape", "sleep")
-			_, err := New(Options{Contain: c, Timeout: 500 * time.Millisecond}).Run(context.Background(), argv, env)
+			_, err := New(Options{Contain: c, Timeout: 3 * time.Second}).Run(context.Background(), argv, env)
 			if !errors.Is(err, ErrTimeout) {
 				t.Errorf("timeout: Run = %v, want ErrTimeout", err)
 			}
-			child, grand := readPids(t, pidFile)
-			waitDeadWithin(t, time.Second, child, grand)
+			for _, f := range []string{pidFile, pidFile + ".grandchild"} {
+				b, _ := os.ReadFile(f)
+				for _, field := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(field); err == nil && pid > 0 {
+						waitDeadWithin(t, time.Second, pid)
+					}
+				}
+			}
 
+			// A cancellation once the fake and its escapee run.
 			pidFile = filepath.Join(t.TempDir(), "pids")
 			argv, env = fake(t, "family", pidFile, "escape", "sleep")
 			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			go func() {
-				readPids(t, pidFile)
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+					if _, err := os.Stat(pidFile); err == nil {
+						break
+					}
+				}
 				cancel()
 			}()
 			if _, err := New(Options{Contain: c, Timeout: time.Minute}).Run(ctx, argv, env); !errors.Is(err, ErrCancelled) {
 				t.Errorf("cancel: Run = %v, want ErrCancelled", err)
 			}
-			child, grand = readPids(t, pidFile)
+			child, grand := readPids(t, pidFile)
 			waitDeadWithin(t, time.Second, child, grand)
 		})
 	}
