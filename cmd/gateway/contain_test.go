@@ -12,19 +12,23 @@ import (
 )
 
 // TestLoomContainment: the gateway says once at start-up how loom's
-// processes are held, with a warning when no namespace can be made (here:
-// an init that cannot run, or no executable to run).
+// processes are held, with a warning when no namespace can be made.
 func TestLoomContainment(t *testing.T) {
 	t.Parallel()
+	noNamespace := func(string) (loom.Containment, error) {
+		return loom.Containment{}, errors.New("clone: operation not permitted")
+	}
+	noExecutable := func() (string, error) { return "", errors.New("no /proc") }
 	tests := []struct {
 		name       string
 		executable func() (string, error)
+		contain    func(string) (loom.Containment, error)
 		namespace  bool
 		level      string
 	}{
-		{"no executable", func() (string, error) { return "", errors.New("no /proc") }, false, "WARN"},
-		{"init that cannot run", func() (string, error) { return "/nonexistent/gateway", nil }, false, "WARN"},
-		{"this binary", os.Executable, true, "INFO"},
+		{"no namespace to be had", os.Executable, noNamespace, false, "WARN"},
+		{"no executable: the C init", noExecutable, loom.Contain, true, "INFO"},
+		{"this binary", os.Executable, loom.Contain, true, "INFO"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,7 +40,7 @@ func TestLoomContainment(t *testing.T) {
 				}
 			}
 			var buf bytes.Buffer
-			c := loomContainment(slog.New(slog.NewTextHandler(&buf, nil)), tt.executable)
+			c := loomContainment(slog.New(slog.NewTextHandler(&buf, nil)), tt.executable, tt.contain)
 			if got := c.Init != ""; got != tt.namespace {
 				t.Errorf("loomContainment = %+v, want a namespace: %v", c, tt.namespace)
 			}

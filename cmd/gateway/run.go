@@ -327,7 +327,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			Timeout:   o.commandTimeout,
 			MaxStdout: o.maxStdoutBytes,
 			Limiter:   d.Slots,
-			Contain:   loomContainment(log, os.Executable),
+			Contain:   loomContainment(log, os.Executable, loom.Contain),
 		})
 		d.Tools = loom.Tools
 		if len(o.allowTools) > 0 {
@@ -532,25 +532,25 @@ func killLoom(r gateway.Runner) int {
 	return n
 }
 
-// loomContainment returns the containment this machine allows loom's
-// processes, with the gateway's own executable (as executable returns it)
-// as each namespace's init, and says at start-up which it is: a warning
-// when it is the process group alone (docs/operators.md, "Build and
-// install", says what a namespace needs).
-func loomContainment(log *slog.Logger, executable func() (string, error)) loom.Containment {
+// loomContainment returns the containment contain (loom.Contain) finds
+// for loom's processes, with the gateway's own executable (as executable
+// returns it) as the init it falls back on, and says at start-up which it
+// is: a warning when it is the process group alone (docs/operators.md,
+// "Build and install", says what a namespace needs).
+func loomContainment(log *slog.Logger, executable func() (string, error), contain func(string) (loom.Containment, error)) loom.Containment {
 	exe, err := executable()
 	if err == nil {
 		exe, err = filepath.Abs(exe)
 	}
-	var c loom.Containment
-	if err == nil {
-		c, err = loom.Contain(exe)
+	if err != nil {
+		exe = "" // the C init may do
 	}
+	c, err := contain(exe)
 	if err != nil {
 		log.Warn("loom commands run in a process group only: what a loom command starts outside its group, or leaves behind when the gateway is killed, is not ended by the gateway",
 			"err", err)
 		return c
 	}
-	log.Info("loom commands run in a namespace of their own", "containment", c.String())
+	log.Info("loom commands run in a namespace of their own", "containment", c.String(), "init", c.Init)
 	return c
 }

@@ -10,24 +10,36 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
-// Contain returns the Containment this machine allows for commands, with
-// init (the gateway's own executable) as each namespace's init: a PID
+// Contain returns the Containment this machine allows for commands: a PID
 // namespace where the gateway may make one (CAP_SYS_ADMIN), else a PID
 // namespace inside a user namespace of its own where unprivileged user
-// namespaces are allowed. It tries each by starting the init once. When
-// neither works it returns the zero Containment (a process group) and an
-// error that says why, for the start-up log.
-func Contain(init string) (Containment, error) {
-	if init == "" {
+// namespaces are allowed. Each namespace's init is the C init of package
+// nsinit where it can be had (nsinit.Executable: x86-64, memory files
+// that may be executed), else exe, the gateway's own executable (which
+// links nsinit). It tries each by starting the init once. When none works
+// it returns the zero Containment (a process group) and an error that
+// says why, for the start-up log.
+func Contain(exe string) (Containment, error) {
+	var inits []string
+	if p, err := nsinit.Executable(); err == nil {
+		inits = append(inits, p)
+	}
+	if exe != "" {
+		inits = append(inits, exe)
+	}
+	if len(inits) == 0 {
 		return Containment{}, errors.New("loom: no init executable")
 	}
 	var errs []error
-	for _, c := range []Containment{{Init: init}, {Init: init, UserNS: true}} {
-		err := probe(c)
-		if err == nil {
-			return c, nil
+	for _, userNS := range []bool{false, true} {
+		for _, init := range inits {
+			c := Containment{Init: init, UserNS: userNS}
+			err := probe(c)
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, fmt.Errorf("%s, init %s: %w", c, init, err))
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", c, err))
 	}
 	return Containment{}, errors.Join(errs...)
 }

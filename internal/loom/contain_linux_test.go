@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
 // containments returns the namespaced containments this machine allows,
@@ -25,8 +27,14 @@ func containments(t *testing.T) map[string]Containment {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := map[string]Containment{"pidns": {Init: exe}, "userns": {Init: exe, UserNS: true}}
+	if p, err := nsinit.Executable(); err == nil {
+		all["pidns-c"], all["userns-c"] = Containment{Init: p}, Containment{Init: p, UserNS: true}
+	} else {
+		t.Logf("no C init: %v", err)
+	}
 	out := map[string]Containment{}
-	for name, c := range map[string]Containment{"pidns": {Init: exe}, "userns": {Init: exe, UserNS: true}} {
+	for name, c := range all {
 		if err := probe(c); err != nil {
 			t.Logf("%s: %v", name, err)
 			continue
@@ -44,22 +52,17 @@ func containments(t *testing.T) map[string]Containment {
 func TestContain(t *testing.T) {
 	t.Parallel()
 	cs := containments(t)
-	c, err := Contain(cs[firstKey(cs)].Init)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Contain(exe)
 	if err != nil || c.Init == "" {
-		t.Errorf("Contain = %+v, %v; want a namespace (the probe of %v worked)", c, err, firstKey(cs))
+		t.Errorf("Contain = %+v, %v; want a namespace (the probes of %v worked)", c, err, cs)
 	}
-	if c, err := Contain(""); err == nil || c != (Containment{}) {
-		t.Errorf(`Contain("") = %+v, %v; want the process group and an error`, c, err)
+	if _, ok := cs["pidns-c"]; ok && c != cs["pidns-c"] {
+		t.Errorf("Contain = %+v, want the C init in a PID namespace, %+v", c, cs["pidns-c"])
 	}
-}
-
-func firstKey(m map[string]Containment) string {
-	for _, k := range []string{"pidns", "userns"} {
-		if _, ok := m[k]; ok {
-			return k
-		}
-	}
-	return ""
 }
 
 // TestContainedCommandUnchanged: in a namespace, loom gets exactly its

@@ -1,8 +1,12 @@
 // Package nsinit is the init of the PID namespace a loom command runs in.
 //
-// Package loom starts the gateway's own executable, with argv[0] set to
-// Name, as the first process of a new PID namespace, and loom as its only
-// child. The init exists so that loom is not the namespace's init: an init
+// Package loom starts the init, with argv[0] set to Name, as the first
+// process of a new PID namespace, and the init starts loom as its only
+// child. The init is a C program of about a kilobyte (cinit/init.c), held
+// in the gateway as bytes and executed from a sealed memory file
+// (Executable); where that cannot be had (another architecture, memory
+// files that may not be executed) it is the gateway's own executable,
+// which runs Main. The init exists so that loom is not the namespace's init: an init
 // is not killed by a signal it has no handler for when the signal comes
 // from inside its namespace (a loom that raises SIGTERM or SIGKILL at
 // itself would live on), and loom's exit code must stay what it was. When
@@ -16,8 +20,10 @@
 //
 // Linked into a program (package loom imports it), the package takes over
 // the process from an init function when argv[0] is Name, before the
-// program's heavier packages are initialised: a command pays for the Go
-// runtime and this package, not for the gateway's start-up.
+// program's heavier packages are initialised: a command run under the
+// gateway's own executable pays for the Go runtime's start-up and this
+// package, not for the gateway's. The C init costs an exec of next to
+// nothing.
 package nsinit
 
 import (
