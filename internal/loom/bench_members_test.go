@@ -328,7 +328,7 @@ func genStdout(rng *rand.Rand) []byte {
 func TestReadersMatchPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	n := 30000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 3000
 	}
 	seen := map[string]int{}
@@ -373,8 +373,8 @@ func TestReadersMatchPlain(t *testing.T) {
 func TestInterpretMatchesPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	n := 6000
-	if testing.Short() {
-		n = 600
+	if testing.Short() || raceEnabled {
+		n = 1000
 	}
 	ok, refused := 0, 0
 	for range n {
