@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
@@ -175,16 +176,15 @@ func TestCondenseRefusesPastBounds(t *testing.T) {
 	}
 }
 
-// shapeReader is a payload of about size bytes that is head, then body
-// repeated, then tail, made as it is read.
+// shapeReader is a benchdata.Shape's payload, made as it is read.
 type shapeReader struct {
 	parts [][]byte
 	reps  int // of parts[1] still to give
 	off   int
 }
 
-func newShape(head, body, tail string, size int) *shapeReader {
-	return &shapeReader{parts: [][]byte{[]byte(head), []byte(body), []byte(tail)}, reps: max(1, (size-len(head)-len(tail))/len(body))}
+func newShape(sh benchdata.Shape, size int) *shapeReader {
+	return &shapeReader{parts: [][]byte{[]byte(sh.Head), []byte(sh.Body), []byte(sh.Tail)}, reps: sh.Reps(size)}
 }
 
 func (s *shapeReader) Read(p []byte) (int, error) {
@@ -209,27 +209,6 @@ func (s *shapeReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// memoryShapes are payloads that once held Condense (or what read its
-// output after it) at several times their size.
-var memoryShapes = []struct {
-	name             string
-	tool             Tool
-	head, body, tail string
-	refused          bool
-}{
-	{"envelope of small values", Search, `{"hits":[],"warnings":[`, `1,`, `1]}`, true},
-	{"repeated envelope keys", Search, `{"hits":[],`, `"warnings":[1,2],`, `"query":"q"}`, true},
-	{"envelope of millions of names", Search, `{"hits":[],"source_status":{`, `"abcdefgh":1,`, `"z":1}}`, true},
-	{"huge member name", PageRead, `{"`, `abcdefgh`, `":1}`, true},
-	{"huge member name of 0xFF bytes", PageRead, `{"`, "\xff\xff\xff\xff", `":1}`, true},
-	{"huge number", PageRead, `{"n":1`, `00000000`, `}`, true},
-	{"huge number in a fact", Search, `{"hits":[],"schemaVersion":1.`, `00000000`, `}`, true},
-	{"object of millions of names in a row", Search, `{"hits":[{"a":1,"o":{`, `"abcdefgh":1,`, `"z":1}}]}`, true},
-	{"millions of small rows", Search, `{"hits":[`, `{"i":1},`, `{"i":2}]}`, false},
-	{"a row of millions of small values", PageRead, `{"a":[`, `1,`, `1],"ifc":7}`, false},
-	{"long strings", Search, `{"hits":[{"s":"`, `abcdefgh`, `"}]}`, false},
-}
-
 // TestCondenseMemoryPerShape: Condense, and Interpret, SplitContext and
 // Measure after it, hold a bounded heap on 48 MB payloads of each shape
 // (heap in use, sampled, above what it was before).
@@ -239,33 +218,34 @@ func TestCondenseMemoryPerShape(t *testing.T) {
 		size = 2 << 20
 	}
 	const most = 16 << 20
-	for _, sh := range memoryShapes {
+	for _, sh := range benchdata.Shapes {
+		tool := Tool(sh.Tool)
 		var c Condensed
 		var answer string
 		before, peak := peakHeap(func() {
-			c = Condense(sh.tool, newShape(sh.head, sh.body, sh.tail, size))
+			c = Condense(tool, newShape(sh, size))
 			if c.Refused {
 				return
 			}
-			payload, err := Interpret(sh.tool, false, Output{Stdout: c.Payload})
+			payload, err := Interpret(tool, false, Output{Stdout: c.Payload})
 			if err != nil {
 				answer = err.Error()
 				return
 			}
-			rows, more, env, err := SplitContext(t.Context(), sh.tool, payload, ifc.MaxMeasuredRows)
+			rows, more, env, err := SplitContext(t.Context(), tool, payload, ifc.MaxMeasuredRows)
 			rs := make([][]byte, len(rows))
 			for i, r := range rows {
 				rs[i] = r
 			}
-			answer = answerOf(sh.tool, condenseCeilings[0], rs, more+c.Dropped, c.RowBytes, env, err)
+			answer = answerOf(tool, condenseCeilings[0], rs, more+c.Dropped, c.RowBytes, env, err)
 		})
-		if c.Refused != sh.refused {
-			t.Errorf("%s: refused %v, want %v (%.200s)", sh.name, c.Refused, sh.refused, answer)
+		if c.Refused != sh.Refused {
+			t.Errorf("%s: refused %v, want %v (%.200s)", sh.Name, c.Refused, sh.Refused, answer)
 		}
 		if extra := int64(peak) - int64(before); extra > most {
-			t.Errorf("%s of %d MiB: heap peaked %.1f MiB above where it was, want at most %d MiB", sh.name, size>>20, float64(extra)/(1<<20), most>>20)
+			t.Errorf("%s of %d MiB: heap peaked %.1f MiB above where it was, want at most %d MiB", sh.Name, size>>20, float64(extra)/(1<<20), most>>20)
 		} else {
-			t.Logf("%s of %d MiB: %.1f MiB above", sh.name, size>>20, float64(extra)/(1<<20))
+			t.Logf("%s of %d MiB: %.1f MiB above", sh.Name, size>>20, float64(extra)/(1<<20))
 		}
 	}
 }
