@@ -17,7 +17,8 @@ import (
 	"time"
 )
 
-// plainCapWriter is capWriter as first written.
+// plainCapWriter is the plain form of capWriter, the reference
+// TestCapWriterMatchesPlain holds it to.
 type plainCapWriter struct {
 	buf      bytes.Buffer
 	limit    int64
