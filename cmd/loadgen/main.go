@@ -214,6 +214,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	if c.memory > 0 {
 		describeShape(c, w)
+		sit := beginSitting(w)
+		defer sit.end(w)
 		return memory(ctx, c, tg, call, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
@@ -248,6 +250,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 
 	fmt.Fprintf(w, "loadgen: gateway %s, fake loom %s (%d bytes of stdout), GOMAXPROCS %d, NumCPU %d\n",
 		describe(c), loomPath, payloadSize(ctx, loomPath), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	sit := beginSitting(w)
+	defer sit.end(w)
 
 	// Latency: sequential, interleaved one for one, the order rotating so
 	// that no side always follows the same other.
