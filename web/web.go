@@ -37,8 +37,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/loom-gateway/gateway/api"
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/problem/problemhttp"
 	"github.com/loom-gateway/gateway/internal/reqid"
 )
 
@@ -294,9 +294,9 @@ func validRunID(id string) bool {
 
 func (c *Console) forward(w http.ResponseWriter, r *http.Request) {
 	if !agentRoutes[chi.URLParam(r, "tool")] || !validRunID(chi.URLParam(r, "runId")) {
-		p := problem.New(agent.RouteNotFound)
+		p := problem.New(problem.RouteNotFound)
 		p.RequestID = reqid.FromContext(r.Context())
-		problem.Write(w, p)
+		problemhttp.Write(w, p)
 		return
 	}
 	if c.proxy == nil {
@@ -306,7 +306,7 @@ func (c *Console) forward(w http.ResponseWriter, r *http.Request) {
 			Detail: "The console has no agent listener to forward to.",
 		})
 		p.RequestID = reqid.FromContext(r.Context())
-		problem.Write(w, p)
+		problemhttp.Write(w, p)
 		return
 	}
 	// The answer is the agent's, headers included: drop what the host
@@ -354,7 +354,7 @@ var agentUnreachable = problem.Info{
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problem.Custom("agent_unreachable", agentUnreachable)
 	p.RequestID = reqid.FromContext(r.Context())
-	problem.Write(w, p)
+	problemhttp.Write(w, p)
 }
 
 // codesJSON is what /console/codes.json answers: the gateway's problem

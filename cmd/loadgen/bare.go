@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// The bare server is the floor of target 3: the least any HTTP front of
+// The bare server is the floor of the 10 KB comparison: the least any HTTP front of
 // loom can cost on this machine. It is a separate process, as the gateway
 // is, serving plain net/http with no middleware; for every POST it reads
 // the body, runs the fake loom as execLoom does (same argv, empty

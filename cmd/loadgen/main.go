@@ -80,6 +80,7 @@ type config struct {
 	ownCost, bare      bool
 	page               bool
 	memory, memClients int
+	shape              string
 }
 
 type multi []string
@@ -109,6 +110,7 @@ func main() {
 	flag.BoolVar(&c.numbers, "numbers", false, "with --page: the page is megabytes of small numbers and objects (benchdata.PageOfNumbers), a payload built to be costly to keep")
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
+	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -159,7 +161,11 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	if loomPath, err = filepath.Abs(loomPath); err != nil {
 		return err
 	}
-	if c.payloadBytes > 0 {
+	if c.shape != "" {
+		if loomPath, err = useShape(&c, dir, loomPath); err != nil {
+			return err
+		}
+	} else if c.payloadBytes > 0 {
 		// fastloom prints <its name>.payload when there is one.
 		sized := filepath.Join(dir, "sizedloom")
 		if err := os.Symlink(loomPath, sized); err != nil {
@@ -198,12 +204,18 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		IdleConnTimeout:     time.Minute,
 	}}
 	call := func(ctx context.Context, r runToken) error {
+		if c.shape != "" {
+			return shapeCall(ctx, client, tg.agentURL, r, c)
+		}
 		if c.page {
 			return postTool(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/loom_page_read", r.token, `{"target":"Projects/Atlas"}`, `"status":"ok"`)
 		}
 		return toolCall(ctx, client, tg.agentURL, r)
 	}
 	if c.memory > 0 {
+		describeShape(c, w)
+		sit := beginSitting(w)
+		defer sit.end(w)
 		return memory(ctx, c, tg, call, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
@@ -238,6 +250,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 
 	fmt.Fprintf(w, "loadgen: gateway %s, fake loom %s (%d bytes of stdout), GOMAXPROCS %d, NumCPU %d\n",
 		describe(c), loomPath, payloadSize(ctx, loomPath), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	sit := beginSitting(w)
+	defer sit.end(w)
 
 	// Latency: sequential, interleaved one for one, the order rotating so
 	// that no side always follows the same other.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/result"
@@ -113,9 +112,9 @@ func (s *Service) WriteResult(ctx context.Context, run store.Run, value []byte) 
 	res, links, err := result.Write(value, run.ID, held)
 	switch {
 	case errors.Is(err, result.ErrTooDeep):
-		return Written{}, Classify(problem.Invalid("/value", agent.TooDeep, "The member /value nests deeper than the result writer takes."), "")
+		return Written{}, Classify(problem.Invalid("/value", problem.TooDeep, "The member /value nests deeper than the result writer takes."), "")
 	case errors.Is(err, result.ErrInvalidValue):
-		return Written{}, Classify(problem.Invalid("/value", agent.NotJson, "The member /value is not one JSON value."), "")
+		return Written{}, Classify(problem.Invalid("/value", problem.NotJson, "The member /value is not one JSON value."), "")
 	case err != nil:
 		return Written{}, Classify(err, "")
 	}

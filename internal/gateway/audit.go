@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/reqid/reqctx"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -22,7 +22,7 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	}
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
-		slog.String("requestId", reqid.FromContext(ctx)),
+		slog.String("requestId", reqctx.FromContext(ctx)),
 		slog.String("runId", c.run.ID),
 		slog.String("tool", c.tool))
 	if c.outputID != "" { // none for call_limit_reached

@@ -107,6 +107,11 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		k := loom.Condense(tool, bytes.NewReader(out.Stdout))
 		kept = &k
 	}
+	if kept.Refused {
+		// One JSON value past what the reading holds of a piece of it
+		// (a name, a number, an envelope value, an object's names).
+		return nil, s.fail(ctx, c, loom.ErrMalformedPayload)
+	}
 	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
 	if err == nil && stage.Err() != nil {
 		err = stageEnded(stage)

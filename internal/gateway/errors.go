@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/result"
@@ -68,23 +67,23 @@ func builderFault(e *loom.InputError) *problem.InputError {
 
 // builderReasons are the builder's reasons in the contract's vocabulary.
 var builderReasons = map[string]problem.Reason{
-	loom.ReasonNotObject:   agent.WrongType,
-	loom.ReasonUnknown:     agent.UnknownField,
-	loom.ReasonDuplicate:   agent.DuplicateKey,
-	loom.ReasonNull:        agent.NullNotAllowed,
-	loom.ReasonRequired:    agent.Required,
-	loom.ReasonString:      agent.WrongType,
-	loom.ReasonLength:      agent.TooLong,
-	loom.ReasonControl:     agent.ControlCharacter,
-	loom.ReasonDash:        agent.LeadingDash,
-	loom.ReasonInteger:     agent.WrongType,
-	loom.ReasonBoolean:     agent.WrongType,
-	loom.ReasonEnum:        agent.NotInChoices,
-	loom.ReasonDate:        agent.NotADate,
-	loom.ReasonQueryPerson: agent.OneOfRequired,
-	loom.ReasonLookup:      agent.NotALookup,
-	loom.ReasonAllDates:    agent.ConflictingFields,
-	loom.ReasonWhere:       agent.ConflictingFields,
+	loom.ReasonNotObject:   problem.WrongType,
+	loom.ReasonUnknown:     problem.UnknownField,
+	loom.ReasonDuplicate:   problem.DuplicateKey,
+	loom.ReasonNull:        problem.NullNotAllowed,
+	loom.ReasonRequired:    problem.Required,
+	loom.ReasonString:      problem.WrongType,
+	loom.ReasonLength:      problem.TooLong,
+	loom.ReasonControl:     problem.ControlCharacter,
+	loom.ReasonDash:        problem.LeadingDash,
+	loom.ReasonInteger:     problem.WrongType,
+	loom.ReasonBoolean:     problem.WrongType,
+	loom.ReasonEnum:        problem.NotInChoices,
+	loom.ReasonDate:        problem.NotADate,
+	loom.ReasonQueryPerson: problem.OneOfRequired,
+	loom.ReasonLookup:      problem.NotALookup,
+	loom.ReasonAllDates:    problem.ConflictingFields,
+	loom.ReasonWhere:       problem.ConflictingFields,
 }
 
 // Classify wraps err as an *Error with its code and, for a call, its
@@ -114,60 +113,60 @@ func CodeOf(err error) problem.Code {
 	}
 	switch {
 	case errors.Is(err, ErrUnauthorized):
-		return agent.Unauthorized
+		return problem.Unauthorized
 	case errors.Is(err, ErrRunNotFound), errors.Is(err, store.ErrRunNotFound):
-		return agent.RunNotFound
+		return problem.RunNotFound
 	case errors.Is(err, ErrNoResult), errors.Is(err, store.ErrNoResult):
-		return agent.ResultNotFound
+		return problem.ResultNotFound
 	case errors.Is(err, ErrNotConfigured):
-		return agent.NotConfigured
+		return problem.NotConfigured
 	case errors.Is(err, store.ErrRunExists):
-		return agent.RunExists
+		return problem.RunExists
 	case errors.Is(err, store.ErrResultExists):
-		return agent.ResultExists
+		return problem.ResultExists
 	case errors.Is(err, store.ErrHandleLimit):
-		return agent.HandleLimitReached
+		return problem.HandleLimitReached
 	case errors.Is(err, ErrCallLimit):
-		return agent.CallLimitReached
+		return problem.CallLimitReached
 	case errors.Is(err, store.ErrLabelLimit):
-		return agent.LabelLimitReached
+		return problem.LabelLimitReached
 	case errors.Is(err, store.ErrRunLimit):
-		return agent.RunLimitReached
+		return problem.RunLimitReached
 	case errors.Is(err, store.ErrStoreUnavailable):
-		return agent.StoreUnavailable
+		return problem.StoreUnavailable
 	case errors.Is(err, result.ErrUnheldHandle):
-		return agent.UnheldHandle
+		return problem.UnheldHandle
 	case errors.Is(err, result.ErrInvalidValue), errors.Is(err, result.ErrTooDeep):
-		return agent.InvalidInput
+		return problem.InvalidInput
 	case errors.Is(err, ErrCancelled), errors.Is(err, loom.ErrCancelled):
-		return agent.Cancelled
+		return problem.Cancelled
 	case errors.Is(err, loom.ErrBusy):
-		return agent.Busy
+		return problem.Busy
 	case errors.Is(err, loom.ErrNotFound):
-		return agent.NotFound
+		return problem.NotFound
 	case errors.Is(err, loom.ErrContested):
-		return agent.Contested
+		return problem.Contested
 	case errors.Is(err, loom.ErrSchemaVersion):
-		return agent.SchemaVersionMismatch
+		return problem.SchemaVersionMismatch
 	case errors.Is(err, loom.ErrMalformedPayload):
-		return agent.MalformedPayload
+		return problem.MalformedPayload
 	case errors.Is(err, loom.ErrCommandFailed), errors.Is(err, loom.ErrStart),
 		errors.Is(err, loom.ErrTimeout), errors.Is(err, loom.ErrStdoutLimit):
-		return agent.CommandFailed
+		return problem.CommandFailed
 	}
 	if _, ok := errors.AsType[*loom.HostRefusedError](err); ok {
-		return agent.HostRefused
+		return problem.HostRefused
 	}
 	if _, ok := errors.AsType[*loom.CeilingUnavailableError](err); ok {
-		return agent.CeilingUnavailable
+		return problem.CeilingUnavailable
 	}
 	if _, ok := errors.AsType[*loom.InputError](err); ok {
-		return agent.InvalidInput
+		return problem.InvalidInput
 	}
 	if _, ok := errors.AsType[*problem.InputError](err); ok {
-		return agent.InvalidInput
+		return problem.InvalidInput
 	}
-	return agent.InternalError
+	return problem.InternalError
 }
 
 // Problem is the problem a client sees for an error of the core, on any

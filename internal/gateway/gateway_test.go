@@ -54,15 +54,15 @@ func TestAuthenticate(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name, run, token string
-		want             agent.ProblemCode
+		want             problem.Code
 	}{
 		{"own run", "r", tok, ""},
 		{"any run", "", tok, ""},
-		{"another run's token", "r", c2.Token, agent.RunNotFound},
-		{"no such run, valid token", "nope", tok, agent.RunNotFound},
-		{"token of no run", "r", "not-a-token", agent.Unauthorized},
-		{"token of no run, no such run", "nope", "not-a-token", agent.Unauthorized},
-		{"no token", "r", "", agent.Unauthorized},
+		{"another run's token", "r", c2.Token, problem.RunNotFound},
+		{"no such run, valid token", "nope", tok, problem.RunNotFound},
+		{"token of no run", "r", "not-a-token", problem.Unauthorized},
+		{"token of no run, no such run", "nope", "not-a-token", problem.Unauthorized},
+		{"no token", "r", "", problem.Unauthorized},
 	} {
 		run, err := s.Authenticate(ctx, tt.run, tt.token)
 		if tt.want == "" {
@@ -94,16 +94,16 @@ func TestCallClassifiesErrors(t *testing.T) {
 	}
 	_, err = s.Call(ctx, run, loom.Search, []byte(`{"query":"atlas"}`))
 	e, ok := errors.AsType[*Error](err)
-	if !ok || e.Code != agent.CommandFailed || e.OutputID != "r:loom_search:1" {
+	if !ok || e.Code != problem.CommandFailed || e.OutputID != "r:loom_search:1" {
 		t.Fatalf("Call = %#v, want command_failed with outputId r:loom_search:1", err)
 	}
 	_, err = s.Call(ctx, run, loom.Search, []byte(`{"query":"-x"}`))
-	if e, ok := errors.AsType[*Error](err); !ok || e.Code != agent.InvalidInput || e.OutputID != "r:loom_search:2" {
+	if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.InvalidInput || e.OutputID != "r:loom_search:2" {
 		t.Fatalf("Call = %#v, want invalid_input with outputId r:loom_search:2", err)
 	}
 	run.Tools = []string{"loom_profile"}
 	_, err = s.Call(ctx, run, loom.Search, []byte(`{"query":"atlas"}`))
-	if e, ok := errors.AsType[*Error](err); !ok || e.Code != agent.NotConfigured || e.OutputID != "r:loom_search:3" {
+	if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.NotConfigured || e.OutputID != "r:loom_search:3" {
 		t.Fatalf("Call = %#v, want not_configured with outputId r:loom_search:3", err)
 	}
 	calls, total, err := s.CallsPage(ctx, "r", 0, 0)
@@ -149,7 +149,7 @@ func TestCallDescribeWrite(t *testing.T) {
 		t.Fatalf("WriteResult = %+v, %v", w, err)
 	}
 	run, _ = s.Authenticate(ctx, "r", tok)
-	if _, err := s.WriteResult(ctx, run, []byte(`1`)); CodeOf(err) != agent.ResultExists {
+	if _, err := s.WriteResult(ctx, run, []byte(`1`)); CodeOf(err) != problem.ResultExists {
 		t.Errorf("second WriteResult: %v, want result_exists", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestDeleteCancelsCall(t *testing.T) {
 	}
 	select {
 	case err := <-errc:
-		if e, ok := errors.AsType[*Error](err); !ok || e.Code != agent.Cancelled || e.OutputID != "r:loom_profile:1" {
+		if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.Cancelled || e.OutputID != "r:loom_profile:1" {
 			t.Errorf("Call = %v, want cancelled with its outputId", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -192,7 +192,7 @@ func TestCreateRunRefusesTool(t *testing.T) {
 	tools := []string{"loom_search", "loom_nope"}
 	_, err := s.CreateRun(context.Background(), RunSpec{Tools: &tools})
 	ie, ok := errors.AsType[*problem.InputError](err)
-	if !ok || len(ie.Faults) != 1 || ie.Faults[0].Pointer != "/tools/1" || len(ie.Faults[0].Choices) != 8 || CodeOf(err) != agent.InvalidInput {
+	if !ok || len(ie.Faults) != 1 || ie.Faults[0].Pointer != "/tools/1" || len(ie.Faults[0].Choices) != 8 || CodeOf(err) != problem.InvalidInput {
 		t.Fatalf("CreateRun = %v (%+v), want invalid_input at /tools/1 with the eight tools", err, ie)
 	}
 }
@@ -206,16 +206,16 @@ func TestBuilderFault(t *testing.T) {
 		pointer string
 		reason  problem.Reason
 	}{
-		{loom.InputError{Field: "a/b", Reason: loom.ReasonUnknown}, "/a~1b", agent.UnknownField},
-		{loom.InputError{Field: long, Reason: loom.ReasonUnknown}, "", agent.UnknownField},
-		{loom.InputError{Field: "query", Reason: loom.ReasonDash}, "/query", agent.LeadingDash},
-		{loom.InputError{Field: "query", Reason: loom.ReasonControl}, "/query", agent.ControlCharacter},
-		{loom.InputError{Field: "query", Reason: loom.ReasonLookup}, "/query", agent.NotALookup},
-		{loom.InputError{Field: "query", Reason: loom.ReasonLength}, "/query", agent.TooLong},
-		{loom.InputError{Field: "query", Reason: loom.ReasonQueryPerson}, "/query", agent.OneOfRequired},
-		{loom.InputError{Field: "all", Reason: loom.ReasonAllDates}, "/all", agent.ConflictingFields},
-		{loom.InputError{Field: "from", Reason: loom.ReasonDate}, "/from", agent.NotADate},
-		{loom.InputError{Reason: loom.ReasonNotObject}, "", agent.WrongType},
+		{loom.InputError{Field: "a/b", Reason: loom.ReasonUnknown}, "/a~1b", problem.UnknownField},
+		{loom.InputError{Field: long, Reason: loom.ReasonUnknown}, "", problem.UnknownField},
+		{loom.InputError{Field: "query", Reason: loom.ReasonDash}, "/query", problem.LeadingDash},
+		{loom.InputError{Field: "query", Reason: loom.ReasonControl}, "/query", problem.ControlCharacter},
+		{loom.InputError{Field: "query", Reason: loom.ReasonLookup}, "/query", problem.NotALookup},
+		{loom.InputError{Field: "query", Reason: loom.ReasonLength}, "/query", problem.TooLong},
+		{loom.InputError{Field: "query", Reason: loom.ReasonQueryPerson}, "/query", problem.OneOfRequired},
+		{loom.InputError{Field: "all", Reason: loom.ReasonAllDates}, "/all", problem.ConflictingFields},
+		{loom.InputError{Field: "from", Reason: loom.ReasonDate}, "/from", problem.NotADate},
+		{loom.InputError{Reason: loom.ReasonNotObject}, "", problem.WrongType},
 	}
 	for _, tt := range tests {
 		e := builderFault(&tt.in)
@@ -227,7 +227,7 @@ func TestBuilderFault(t *testing.T) {
 		}
 	}
 	for r := range builderReasons {
-		if !builderReasons[r].Valid() {
+		if !agent.InputFaultReason(builderReasons[r]).Valid() {
 			t.Errorf("builder reason %q maps to %q, not a reason of the contract", r, builderReasons[r])
 		}
 	}

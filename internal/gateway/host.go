@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
-	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/reqid/reqctx"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -51,7 +50,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 		// The contract's pattern admits them, but no client reaches a
 		// path segment "." or "..": URL resolution removes it.
 		if *spec.ID == "." || *spec.ID == ".." {
-			return Created{}, Classify(problem.Invalid("/runId", agent.PatternMismatch, "The member /runId may not be \".\" or \"..\"."), "")
+			return Created{}, Classify(problem.Invalid("/runId", problem.PatternMismatch, "The member /runId may not be \".\" or \"..\"."), "")
 		}
 		run.ID = *spec.ID
 	} else {
@@ -60,7 +59,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 	if spec.MaxConfidentiality != nil {
 		manifest, err := ifc.ParseCeiling(spec.MaxConfidentiality)
 		if err != nil {
-			return Created{}, Classify(problem.Invalid("/maxConfidentiality", agent.WrongType, "The member /maxConfidentiality is not a ceiling: a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
+			return Created{}, Classify(problem.Invalid("/maxConfidentiality", problem.WrongType, "The member /maxConfidentiality is not a ceiling: a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
 		}
 		run.Ceiling = ifc.Meet(s.cfg.MaxConfidentiality, ifc.CeilingOf(manifest))
 	}
@@ -95,7 +94,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 		return Created{}, Classify(err, "")
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run created",
-		slog.String("requestId", reqid.FromContext(ctx)), slog.String("runId", run.ID),
+		slog.String("requestId", reqctx.FromContext(ctx)), slog.String("runId", run.ID),
 		slog.Time("expiresAt", WireTime(run.ExpiresAt)))
 	return Created{Run: run, Token: token}, nil
 }
@@ -126,7 +125,7 @@ func (s *Service) DeleteRun(ctx context.Context, id string) error {
 	}
 	s.inflight.cancelRun(id)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run deleted",
-		slog.String("requestId", reqid.FromContext(ctx)), slog.String("runId", id))
+		slog.String("requestId", reqctx.FromContext(ctx)), slog.String("runId", id))
 	return nil
 }
 
@@ -204,7 +203,7 @@ func executable(path string) bool {
 func parseClauses(raw []byte, ptr string) (ifc.Confidentiality, error) {
 	conf, err := ifc.ParseConfidentiality(raw)
 	if err != nil {
-		return nil, Classify(problem.Invalid(ptr, agent.WrongType, "The member "+ptr+" is not a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
+		return nil, Classify(problem.Invalid(ptr, problem.WrongType, "The member "+ptr+" is not a list of clauses, each a label or {\"anyOf\": [labels]}."), "")
 	}
 	return conf, nil
 }
@@ -224,5 +223,5 @@ func randomText(n int) string {
 // not offer.
 func toolFault(i int, offered []string) *problem.InputError {
 	ptr := fmt.Sprintf("/tools/%d", i)
-	return problem.Invalid(ptr, agent.NotInChoices, "The member "+ptr+" must be one of the tools this gateway offers: "+strings.Join(offered, ", ")+".", offered...)
+	return problem.Invalid(ptr, problem.NotInChoices, "The member "+ptr+" must be one of the tools this gateway offers: "+strings.Join(offered, ", ")+".", offered...)
 }

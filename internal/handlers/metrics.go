@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -234,7 +234,7 @@ func (m *Metrics) storeError(ctx context.Context, op string, err error) {
 		return
 	}
 	switch code := gateway.CodeOf(err); {
-	case code == agent.StoreUnavailable, code == agent.InternalError && ctx.Err() == nil:
+	case code == problem.StoreUnavailable, code == problem.InternalError && ctx.Err() == nil:
 		m.storeErrors.WithLabelValues(op, string(code)).Inc()
 	}
 }

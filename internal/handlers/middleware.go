@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
@@ -93,7 +92,7 @@ func jsonBodies(max int64, log *slog.Logger) func(http.Handler) http.Handler {
 				}
 				// A client still there sent a body that does not frame
 				// (a malformed chunk): a bad request, not a cancellation.
-				writeProblem(w, r, log, problem.Invalid("", agent.NotJson, "The body did not arrive as well-formed HTTP (a malformed chunk)."))
+				writeProblem(w, r, log, problem.Invalid("", problem.NotJson, "The body did not arrive as well-formed HTTP (a malformed chunk)."))
 				return
 			}
 			if len(bytes.TrimSpace(body)) > 0 {

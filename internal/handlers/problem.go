@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/problem/problemhttp"
 	"github.com/loom-gateway/gateway/internal/reqid"
 )
 
@@ -31,15 +31,15 @@ var (
 func faceCode(err error) (problem.Code, bool) {
 	switch {
 	case errors.Is(err, errRouteNotFound):
-		return agent.RouteNotFound, true
+		return problem.RouteNotFound, true
 	case errors.Is(err, errMethodNotAllowed):
-		return agent.MethodNotAllowed, true
+		return problem.MethodNotAllowed, true
 	case errors.Is(err, errRequestTooLarge):
-		return agent.RequestTooLarge, true
+		return problem.RequestTooLarge, true
 	case errors.Is(err, errUnsupportedMedia):
-		return agent.UnsupportedMediaType, true
+		return problem.UnsupportedMediaType, true
 	case errors.Is(err, errRequestTimeout):
-		return agent.RequestTimeout, true
+		return problem.RequestTimeout, true
 	}
 	return "", false
 }
@@ -74,11 +74,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	p := toProblem(err)
 	p.RequestID = reqid.FromContext(r.Context())
 	noteProblem(r, string(p.Code))
-	if p.Code == agent.InternalError && log != nil {
+	if p.Code == problem.InternalError && log != nil {
 		log.ErrorContext(r.Context(), "unclassified error", "requestId", p.RequestID, "err", err)
 	}
 	if p.Status == http.StatusMethodNotAllowed {
 		p.Allow = allowedMethods(r)
 	}
-	problem.Write(w, p)
+	problemhttp.Write(w, p)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -39,10 +38,10 @@ func TestToProblem(t *testing.T) {
 		err  error
 		want want
 	}{
-		{"gateway input error", problem.Invalid("/runId", agent.PatternMismatch, "d"), want{Status: 400, Code: "invalid_input", Pointer: "/runId"}},
-		{"gateway input error with choices", problem.Invalid("/tools/0", agent.NotInChoices, "d", "loom_search"),
+		{"gateway input error", problem.Invalid("/runId", problem.PatternMismatch, "d"), want{Status: 400, Code: "invalid_input", Pointer: "/runId"}},
+		{"gateway input error with choices", problem.Invalid("/tools/0", problem.NotInChoices, "d", "loom_search"),
 			want{Status: 400, Code: "invalid_input", Pointer: "/tools/0", Choices: []string{"loom_search"}}},
-		{"builder refusal", gateway.Classify(problem.Invalid("/kind", agent.NotInChoices, "d", "all", "project"), "r:loom_page_discover:3"),
+		{"builder refusal", gateway.Classify(problem.Invalid("/kind", problem.NotInChoices, "d", "all", "project"), "r:loom_page_discover:3"),
 			want{Status: 400, Code: "invalid_input", OutputID: "r:loom_page_discover:3", Pointer: "/kind", Choices: []string{"all", "project"}}},
 		{"builder refusal of the whole input", &loom.InputError{Reason: loom.ReasonNotObject}, want{Status: 400, Code: "invalid_input"}},
 		{"result value invalid", fmt.Errorf("write: %w", result.ErrInvalidValue), want{Status: 400, Code: "invalid_input"}},
@@ -96,7 +95,7 @@ func TestToProblem(t *testing.T) {
 	// code the table lacks.
 	var tableCodes, rowCodes []string
 	for _, c := range problem.Codes() {
-		if c == agent.OriginNotAllowed {
+		if c == problem.OriginNotAllowed {
 			continue // written by the MCP face itself; tests/mcp_test.go TestMCPAccess
 		}
 		tableCodes = append(tableCodes, string(c))

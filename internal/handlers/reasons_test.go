@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/internal/problem"
 )
 
 // reasonCase is one input refused for one reason: through op (a tool,
@@ -14,7 +14,7 @@ import (
 // first fault at pointer. secret, when set, is a value the body sends
 // that the problem must not echo.
 type reasonCase struct {
-	reason  agent.InputFaultReason
+	reason  problem.Reason
 	op      string
 	body    string
 	pointer string
@@ -23,31 +23,31 @@ type reasonCase struct {
 }
 
 var reasonCases = []reasonCase{
-	{agent.UnknownField, "loom_search", `{"qeury":"atlas"}`, "/qeury", nil, "atlas"},
-	{agent.Required, "loom_page_read", `{}`, "/target", nil, ""},
-	{agent.OneOfRequired, "loom_search", `{"limit":5}`, "/query", nil, ""},
-	{agent.ConflictingFields, "loom_calendar_list", `{"all":true,"from":"2024-01-01"}`, "/all", nil, "2024-01-01"},
-	{agent.WrongType, "loom_search", `{"query":"atlas","limit":"5"}`, "/limit", nil, "atlas"},
-	{agent.NullNotAllowed, "loom_search", `{"query":null}`, "/query", nil, ""},
-	{agent.TooShort, "loom_search", `{"query":""}`, "/query", nil, ""},
-	{agent.TooLong, "loom_search", `{"query":"` + strings.Repeat("q", 501) + `"}`, "/query", nil, "qqqqqqqq"},
-	{agent.TooLong, "loom_search", `{"query":"` + strings.Repeat("😀", 251) + `"}`, "/query", nil, "😀"}, // 502 UTF-16 units, 251 code points: the builder's bound
-	{agent.OutOfRange, "loom_search", `{"query":"atlas","limit":0}`, "/limit", nil, "atlas"},
-	{agent.NotInChoices, "loom_search", `{"query":"atlas","rank":"best"}`, "/rank", []string{"recency", "score"}, "best"},
-	{agent.PatternMismatch, "host", `{"runId":"a b"}`, "/runId", nil, "a b"},
-	{agent.NotADate, "loom_calendar_list", `{"from":"2024/01/01"}`, "/from", nil, "2024/01/01"},
-	{agent.ControlCharacter, "loom_search", `{"query":"atl\u0001as"}`, "/query", nil, "atl"},
-	{agent.LeadingDash, "loom_search", `{"query":"-rf"}`, "/query", nil, "-rf"},
-	{agent.NotALookup, "loom_people", `{"query":"bobby"}`, "/query", nil, "bobby"},
-	{agent.DuplicateKey, "loom_search", `{"query":"atlas","query":"atlas"}`, "/query", nil, "atlas"},
-	{agent.InvalidUtf8, "loom_search", "{\"query\":\"atl\xffas\"}", "/query", nil, "atl"},
-	{agent.NotJson, "loom_search", `{"query":"atlas"`, "", nil, "atlas"},
-	{agent.EmptyBody, "loom_search", ``, "", nil, ""},
+	{problem.UnknownField, "loom_search", `{"qeury":"atlas"}`, "/qeury", nil, "atlas"},
+	{problem.Required, "loom_page_read", `{}`, "/target", nil, ""},
+	{problem.OneOfRequired, "loom_search", `{"limit":5}`, "/query", nil, ""},
+	{problem.ConflictingFields, "loom_calendar_list", `{"all":true,"from":"2024-01-01"}`, "/all", nil, "2024-01-01"},
+	{problem.WrongType, "loom_search", `{"query":"atlas","limit":"5"}`, "/limit", nil, "atlas"},
+	{problem.NullNotAllowed, "loom_search", `{"query":null}`, "/query", nil, ""},
+	{problem.TooShort, "loom_search", `{"query":""}`, "/query", nil, ""},
+	{problem.TooLong, "loom_search", `{"query":"` + strings.Repeat("q", 501) + `"}`, "/query", nil, "qqqqqqqq"},
+	{problem.TooLong, "loom_search", `{"query":"` + strings.Repeat("😀", 251) + `"}`, "/query", nil, "😀"}, // 502 UTF-16 units, 251 code points: the builder's bound
+	{problem.OutOfRange, "loom_search", `{"query":"atlas","limit":0}`, "/limit", nil, "atlas"},
+	{problem.NotInChoices, "loom_search", `{"query":"atlas","rank":"best"}`, "/rank", []string{"recency", "score"}, "best"},
+	{problem.PatternMismatch, "host", `{"runId":"a b"}`, "/runId", nil, "a b"},
+	{problem.NotADate, "loom_calendar_list", `{"from":"2024/01/01"}`, "/from", nil, "2024/01/01"},
+	{problem.ControlCharacter, "loom_search", `{"query":"atl\u0001as"}`, "/query", nil, "atl"},
+	{problem.LeadingDash, "loom_search", `{"query":"-rf"}`, "/query", nil, "-rf"},
+	{problem.NotALookup, "loom_people", `{"query":"bobby"}`, "/query", nil, "bobby"},
+	{problem.DuplicateKey, "loom_search", `{"query":"atlas","query":"atlas"}`, "/query", nil, "atlas"},
+	{problem.InvalidUtf8, "loom_search", "{\"query\":\"atl\xffas\"}", "/query", nil, "atl"},
+	{problem.NotJson, "loom_search", `{"query":"atlas"`, "", nil, "atlas"},
+	{problem.EmptyBody, "loom_search", ``, "", nil, ""},
 }
 
 // unreachable are reasons no request over HTTP can cause, with why.
-var unreachable = map[agent.InputFaultReason]string{
-	agent.TooDeep: "the JSON reader refuses nesting past 10,000 levels as not_json before the result writer sees it",
+var unreachable = map[problem.Reason]string{
+	problem.TooDeep: "the JSON reader refuses nesting past 10,000 levels as not_json before the result writer sees it",
 }
 
 // TestEveryReason: every reason of the contract's vocabulary is answered
@@ -57,7 +57,7 @@ func TestEveryReason(t *testing.T) {
 	t.Parallel()
 	g := newTestGateway(t, gatewayOptions{})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
-	seen := map[agent.InputFaultReason]bool{}
+	seen := map[problem.Reason]bool{}
 	for _, tt := range reasonCases {
 		seen[tt.reason] = true
 		t.Run(string(tt.reason)+"/"+tt.op, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestUnknownFieldListsFieldsAndEveryFault(t *testing.T) {
 }
 
 // reasonVocabulary is the contract's InputFaultReason enum.
-func reasonVocabulary(t *testing.T) []agent.InputFaultReason {
+func reasonVocabulary(t *testing.T) []problem.Reason {
 	t.Helper()
 	spec, err := LoadSpec("agent")
 	if err != nil {
@@ -141,9 +141,9 @@ func reasonVocabulary(t *testing.T) []agent.InputFaultReason {
 	if s == nil || s.Value == nil || len(s.Value.Enum) == 0 {
 		t.Fatal("the contract has no InputFaultReason enum")
 	}
-	var rs []agent.InputFaultReason
+	var rs []problem.Reason
 	for _, e := range s.Value.Enum {
-		rs = append(rs, agent.InputFaultReason(e.(string)))
+		rs = append(rs, problem.Reason(e.(string)))
 	}
 	return rs
 }

@@ -9,7 +9,8 @@ import (
 
 // TestFloors holds the lowest floors of docs/ARCHITECTURE.md: jsjson
 // imports nothing of the module, ifc only jsjson, and loom only ifc and
-// jsjson.
+// jsjson; and the core (gateway, problem, result) links no HTTP package:
+// not net/http, the router or the contract's generated code.
 func TestFloors(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go tool")
@@ -32,6 +33,17 @@ func TestFloors(t *testing.T) {
 			}
 			if !slices.Contains(may, name) {
 				t.Errorf("%s depends on %s", pkg, name)
+			}
+		}
+	}
+	for _, pkg := range []string{"internal/gateway", "internal/problem", "internal/result"} {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == "net/http" || strings.HasPrefix(dep, "github.com/go-chi/") || strings.HasPrefix(dep, "github.com/getkin/") || strings.HasPrefix(dep, mod+"api/") {
+				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}
 	}

@@ -224,7 +224,7 @@ func FuzzRowMatchesPlain(f *testing.F) {
 	})
 }
 
-// plainAppendJSString is AppendString as first written, a byte at a
+// plainAppendJSString is the plain form of AppendString, its reference, a byte at a
 // time.
 func plainAppendJSString(dst []byte, s string) []byte {
 	dst = append(dst, '"')

@@ -31,7 +31,7 @@ var ErrNotArray = errors.New("jsjson: not a JSON array")
 // checked by jsontext on the container alone, which it reads in place.
 // Their results and error classes (ErrNotObject or ErrNotArray, ErrTrailing,
 // any other error for invalid JSON) are those of the jsontext decoder they
-// replaced, which package loom's bench_members_test.go keeps and compares them with.
+// replaced, which package loom's plaininterpret_test.go keeps and compares them with.
 
 // Members returns the members of the JSON object data, in the order
 // written, duplicates included, and validates data under opts on the way:

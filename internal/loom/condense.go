@@ -25,7 +25,33 @@ type Condensed struct {
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
 	RowBytes []int
+	// Refused is set when stdout is one JSON value but passes one of the
+	// bounds of what the pass holds (maxNameBytes and the others): the
+	// gateway answers it ErrMalformedPayload before reading anything
+	// else of it. Payload is then nil.
+	Refused bool
 }
+
+// Bounds of what Condense holds of one piece of a payload. A payload that
+// passes any of them is refused (Condensed.Refused) rather than held:
+// none is near what loom prints, and each piece past its bound would be
+// held whole (a name, a number), or read again whole (an envelope
+// value), or compared with every other (an object's names).
+const (
+	// maxNameBytes bounds a member name, anywhere: its JSON text as
+	// decoded, quotes and escapes included.
+	maxNameBytes = 4 << 10
+	// maxNumberBytes bounds a number's JSON text, anywhere.
+	maxNumberBytes = 4 << 10
+	// maxOpenMembers and maxOpenNameBytes bound the members read so far
+	// of the objects open at any point of the payload, together, and the
+	// JSON text of their names.
+	maxOpenMembers   = 1 << 16
+	maxOpenNameBytes = 1 << 20
+	// maxEnvelopeBytes bounds the JSON text of each envelope member's
+	// value (every occurrence) of a Search or PageDiscover payload.
+	maxEnvelopeBytes = 1 << 20
+)
 
 // Condense reads r, a command's stdout, to its end in one pass as it
 // arrives, and keeps only what the gateway can use of it (SEMANTICS (b),
@@ -54,15 +80,22 @@ type Condensed struct {
 // returns after its end, or an error, ends the reading: what came before
 // is the output, as Run's is.
 //
-// The memory Condense holds is its window and what it keeps; what it keeps
-// is bounded by the rows' count, their strings' bound and 1 MiB of each
-// row, except for what it keeps whole: member names (and, past a row's
-// over point, the names of the objects open there and of one object being
-// read), number literals, row labels and envelope values
-// (docs/operators.md, "Memory").
+// A payload that passes one of the bounds of what the pass holds of a
+// piece of it (maxNameBytes, maxNumberBytes, maxOpenMembers,
+// maxOpenNameBytes, maxEnvelopeBytes) is read to its end only to check
+// that it is one JSON value, and comes back Refused. Of an envelope key
+// or a member Interpret reads that repeats, only the last value is kept.
+//
+// The memory Condense holds is its window and what it keeps: the rows'
+// count, their strings' bound and 1 MiB of each row, a row label up to
+// 1 MiB, an envelope value up to maxEnvelopeBytes, and the names bounded
+// above (docs/operators.md, "Memory").
 func Condense(tool Tool, r io.Reader) Condensed {
-	c := condenser{src: r, tool: tool}
+	c := condenser{src: r, tool: tool, envStart: -1}
 	c.run()
+	if c.refused {
+		return Condensed{Refused: true}
+	}
 	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes}
 }
 
@@ -112,7 +145,17 @@ type condenser struct {
 	started bool // the BOM has been looked for
 	eof     bool
 
-	bad bool // stdout is not one JSON value
+	bad     bool // stdout is not one JSON value
+	refused bool // a bound of what the pass holds was passed
+
+	// The members read so far of the objects open, and the bytes of their
+	// names (maxOpenMembers, maxOpenNameBytes).
+	openMembers, openNameBytes int
+	// inName: a member name is being read, from nameStart.
+	inName    bool
+	nameStart int64
+	// envStart is where the envelope value being read starts, or -1.
+	envStart int64
 
 	out    *[]byte // where what is kept goes; nil while dropping
 	keepWS bool    // keep whitespace too (inside a row's label)
@@ -330,11 +373,12 @@ func (c *condenser) value(depth int, short bool) bool {
 			c.take()
 			return true
 		}
+		members, nameBytes := c.openMembers, c.openNameBytes
 		kept := 0 // elements kept
 		for {
 			out := c.out
 			c.labelTooLong()
-			if c.labelCut {
+			if c.labelCut || c.envelopeTooLong() || c.refused {
 				c.out = nil
 			}
 			var ok bool
@@ -348,7 +392,7 @@ func (c *condenser) value(depth int, short bool) bool {
 				}
 				kept++
 				if ch == '{' {
-					if c.peek() != '"' || !c.str(false) || !c.colon() {
+					if c.peek() != '"' || !c.memberKey() || !c.colon() {
 						return false
 					}
 					c.note(3)
@@ -364,6 +408,7 @@ func (c *condenser) value(depth int, short bool) bool {
 				c.i++ // kept, if at all, before the element it separates
 			case jsjson.Closer(ch):
 				c.take()
+				c.openMembers, c.openNameBytes = members, nameBytes
 				return true
 			default:
 				return false
@@ -457,14 +502,15 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		return true, false
 	}
 	names, nameBytes := len(c.skimSpans), len(c.skimNames)
+	members, openNameBytes := c.openMembers, c.openNameBytes
 	var set map[string]struct{}
 	for {
-		if ch == '{' && !dup {
+		if ch == '{' && !dup && !c.refused {
 			if c.peek() != '"' {
 				return false, false
 			}
 			c.out, c.name = &c.name, c.name[:0]
-			ok = c.str(false)
+			ok = c.memberKey()
 			c.out = nil
 			if !ok || !c.colon() {
 				return false, false
@@ -499,7 +545,7 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 				}
 			}
 		} else if ch == '{' {
-			if c.peek() != '"' || !c.str(false) || !c.colon() {
+			if c.peek() != '"' || !c.memberKey() || !c.colon() {
 				return false, false
 			}
 		}
@@ -519,6 +565,7 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		case jsjson.Closer(ch):
 			c.i++
 			c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
+			c.openMembers, c.openNameBytes = members, openNameBytes
 			return true, dup
 		default:
 			return false, false
@@ -567,6 +614,7 @@ func (c *condenser) rowValue(depth int) bool {
 		return true
 	}
 	lastLabel, lastLabelEnd := -1, -1 // the last label kept past the over member, in *c.out
+	members, nameBytes := c.openMembers, c.openNameBytes
 	for n := 0; ; n++ {
 		// Past the member in which the writer went over (its over mark
 		// falls at or before rowOver is set, and it then reads only the
@@ -580,7 +628,7 @@ func (c *condenser) rowValue(depth int) bool {
 		}
 		fact := depth == 0 && isFact(jsjson.MemberName(c.name))
 		out := c.out
-		if past && !fact && (!ifcMember || c.rowDup) {
+		if past && !fact && (!ifcMember || c.rowDup) || c.refused {
 			c.out = nil
 		}
 		if past && ifcMember && c.out != nil && lastLabelEnd == len(*c.out) {
@@ -629,6 +677,7 @@ func (c *condenser) rowValue(depth int) bool {
 			c.i++ // kept, if at all, before the member it separates
 		case '}':
 			c.take()
+			c.openMembers, c.openNameBytes = members, nameBytes
 			return true
 		default:
 			return false
@@ -638,13 +687,7 @@ func (c *condenser) rowValue(depth int) bool {
 
 // isFact reports whether a payload object's member name is one of those
 // Interpret reads.
-func isFact(name []byte) bool {
-	switch string(name) {
-	case "ok", "code", "hasProfile", "schemaVersion":
-		return true
-	}
-	return false
-}
+func isFact(name []byte) bool { return factIndex(string(name)) >= 0 }
 
 // labelTooLong stops keeping a row's label (its own ifc member) once more
 // than ifc.MaxTreeRowBytes of it are kept: the row is then longer than
@@ -667,7 +710,7 @@ func (c *condenser) memberName() (isIFC, ok bool) {
 	}
 	out := c.out
 	c.out, c.name = &c.name, c.name[:0]
-	ok = c.str(false)
+	ok = c.memberKey()
 	c.out = nil
 	ok = ok && c.colon()
 	c.out = out
@@ -691,15 +734,18 @@ func (c *condenser) rows(depth int) bool {
 		return true
 	}
 	for n := 0; ; n++ {
-		if n >= ifc.MaxMeasuredRows {
+		switch {
+		case n >= ifc.MaxMeasuredRows:
 			c.out = nil
 			c.dropped++
-		} else if n > 0 {
+		case c.refused:
+			c.out = nil // nothing more is kept
+		case n > 0:
 			*c.out = append(*c.out, ',')
 		}
 		c.peek()
 		start := c.offset()
-		if !c.wholeRow(depth+1, n < ifc.MaxMeasuredRows) && !c.row(depth+1) {
+		if !c.wholeRow(depth+1, c.out != nil) && !c.row(depth+1) {
 			return false
 		}
 		if n < ifc.MaxMeasuredRows {
@@ -731,7 +777,7 @@ func (c *condenser) wholeRow(depth int, keep bool) bool {
 	}
 	c.sc.Reset(c.b[c.i:])
 	v, err := c.sc.Value(depth)
-	if err != nil || keep && len(v) > condenseUnits {
+	if err != nil || keep && len(v) > condenseUnits || !c.withinBounds(len(v)) {
 		return false
 	}
 	if keep {
@@ -741,23 +787,28 @@ func (c *condenser) wholeRow(depth int, keep bool) bool {
 	return true
 }
 
+// withinBounds reports whether a value of n bytes read whole is sure to
+// pass none of the bounds memberKey and scalar count: none of its names
+// or numbers is longer than it, and it has fewer members than bytes.
+func (c *condenser) withinBounds(n int) bool {
+	return n <= min(maxNameBytes, maxNumberBytes) && c.openMembers+n <= maxOpenMembers && c.openNameBytes+n <= maxOpenNameBytes
+}
+
 // object reads a list tool's or CalendarList's payload object, keeping the
-// members Interpret and Split read: those Interpret reads, the envelope
-// keys, and the last list member (when listName is not empty), which goes
-// first: the rows are kept where the payload begins, the other members
-// (few and short) beside them until the object ends.
+// members Interpret and Split read: the last of each of those Interpret
+// reads, the last of each envelope key (in the order of their first
+// occurrences, as Split reads them), and the last list member (when
+// listName is not empty), which goes first: the rows are kept where the
+// payload begins, the other members (few and short) beside them.
 func (c *condenser) object(listName string, envelope []string) bool {
 	c.i++
-	members := c.payload[:0] // the members other than the list
+	var facts [len(factNames)][]byte // the last value of each, nil when absent
+	var env [maxEnvelopeKeys][]byte  // the same, of each envelope key
+	var has [maxEnvelopeKeys]bool
+	var order [maxEnvelopeKeys]int // envelope keys in the order first seen
+	seen := 0
 	hasList := false
 	listHead := `{"` + listName + `":`
-	member := func(name []byte) {
-		if len(members) > 0 {
-			members = append(members, ',')
-		}
-		members = append(members, name...)
-		members = append(members, ':')
-	}
 	if c.peek() == '}' {
 		c.i++
 	} else {
@@ -767,13 +818,16 @@ func (c *condenser) object(listName string, envelope []string) bool {
 				return false
 			}
 			c.out, c.name = &c.name, c.name[:0]
-			ok := c.str(false)
+			ok := c.memberKey()
 			c.out = nil
 			if !ok || !c.colon() {
 				return false
 			}
 			name := string(jsjson.MemberName(c.name))
+			fact, key := factIndex(name), envelopeIndex(name, envelope)
 			switch {
+			case c.refused:
+				ok = c.value(1, true) // nothing more is kept
 			case name == listName && listName != "":
 				hasList = true
 				c.list = append(c.list[:0], listHead...)
@@ -784,14 +838,25 @@ func (c *condenser) object(listName string, envelope []string) bool {
 					c.list = append(c.list, '0')
 					ok = c.value(1, true)
 				}
-			case name == "ok" || name == "code" || name == "hasProfile" || name == "schemaVersion":
-				member(c.name)
-				c.out = &members
+			case fact >= 0:
+				facts[fact] = facts[fact][:0]
+				c.out = &facts[fact]
 				ok = c.fact()
-			case isEnvelopeKey(name, envelope):
-				member(c.name)
-				c.out = &members
+			case key >= 0:
+				if !has[key] {
+					has[key] = true
+					order[seen] = key
+					seen++
+				}
+				env[key] = env[key][:0]
+				c.out = &env[key]
+				c.peek()
+				c.envStart = c.offset()
 				ok = c.value(1, true)
+				if ok && c.offset()-c.envStart > maxEnvelopeBytes {
+					c.refuse()
+				}
+				c.envStart = -1
 			default:
 				ok = c.value(1, true)
 			}
@@ -811,18 +876,60 @@ func (c *condenser) object(listName string, envelope []string) bool {
 			break
 		}
 	}
+	if c.refused {
+		c.list = nil
+		return true
+	}
 	if hasList {
 		c.payload = c.list
-		if len(members) > 0 {
+	} else {
+		c.payload = append(c.payload[:0], '{')
+	}
+	comma := hasList
+	member := func(name string, v []byte) {
+		if comma {
 			c.payload = append(c.payload, ',')
 		}
-	} else {
-		c.payload = append(make([]byte, 0, len(members)+2), '{')
+		comma = true
+		c.payload = append(c.payload, '"')
+		c.payload = append(c.payload, name...)
+		c.payload = append(c.payload, '"', ':')
+		c.payload = append(c.payload, v...)
 	}
-	c.payload = append(c.payload, members...)
+	for i, v := range facts {
+		if v != nil {
+			member(factNames[i], v)
+		}
+	}
+	for _, k := range order[:seen] {
+		member(envelope[k], env[k])
+	}
 	c.payload = append(c.payload, '}')
 	c.list = nil
 	return true
+}
+
+// factNames are the payload object's members Interpret reads.
+var factNames = [...]string{"ok", "code", "hasProfile", "schemaVersion"}
+
+// factIndex is name's index in factNames, or -1.
+func factIndex(name string) int {
+	for i, f := range factNames {
+		if name == f {
+			return i
+		}
+	}
+	return -1
+}
+
+// envelopeIndex is name's index in keys, or -1.
+func envelopeIndex(name string, keys []string) int {
+	for i, k := range keys {
+		if name == k {
+			return i
+		}
+	}
+	return -1
 }
 
 // fact reads the value of a member Interpret reads into *c.out: a
@@ -842,29 +949,48 @@ func (c *condenser) fact() bool {
 	return c.value(1, true)
 }
 
-func isEnvelopeKey(name string, keys []string) bool {
-	for _, k := range keys {
-		if name == k {
-			return true
-		}
-	}
-	return false
-}
-
 // scalar reads a number or a literal, keeping it: the longest run of the
 // bytes they are made of, which must be exactly one of them (what follows
-// it is the caller's to check).
+// it is the caller's to check). A number longer than maxNumberBytes is
+// checked as it is read, not held, and refuses the payload.
 func (c *condenser) scalar() bool {
 	c.num = c.num[:0]
+	n := 0
+	st := numStart
 	for {
 		start := c.i
 		for c.i < len(c.b) && scalarByte[c.b[c.i]] {
 			c.i++
 		}
-		c.num = append(c.num, c.b[start:c.i]...)
+		run := c.b[start:c.i]
+		n += len(run)
+		switch {
+		case n <= maxNumberBytes:
+			c.num = append(c.num, run...)
+		case len(c.num) > 0:
+			// Past the bound: from here on the run is checked as a number
+			// as it is read.
+			st = numberState(numberState(st, c.num), run)
+			c.num = c.num[:0]
+		default:
+			st = numberState(st, run)
+		}
+		if st == numBad {
+			return false
+		}
 		if c.i < len(c.b) || !c.fill() {
 			break
 		}
+	}
+	if n > maxNumberBytes {
+		if !numAccepts(st) {
+			return false
+		}
+		c.refuse()
+		if c.out != nil {
+			*c.out = append(*c.out, '0')
+		}
+		return true
 	}
 	if !validScalar(c.num) {
 		return false
@@ -874,6 +1000,54 @@ func (c *condenser) scalar() bool {
 		c.note(1)
 	}
 	return true
+}
+
+// States of numberState, reading a JSON number.
+const (
+	numBad     = iota // not a number
+	numStart          // nothing read
+	numMinus          // -
+	numZero           // a leading 0
+	numInt            // digits of the integer part
+	numDot            // .
+	numFrac           // digits of the fraction
+	numE              // e or E
+	numExpSign        // its sign
+	numExp            // digits of the exponent
+)
+
+// numberState is the state after reading b from state st.
+func numberState(st int, b []byte) int {
+	for _, ch := range b {
+		digit := '0' <= ch && ch <= '9'
+		switch {
+		case st == numStart && ch == '-':
+			st = numMinus
+		case (st == numStart || st == numMinus) && ch == '0':
+			st = numZero
+		case (st == numStart || st == numMinus) && digit:
+			st = numInt
+		case st == numInt && digit:
+		case (st == numZero || st == numInt) && ch == '.':
+			st = numDot
+		case (st == numDot || st == numFrac) && digit:
+			st = numFrac
+		case (st == numZero || st == numInt || st == numFrac) && (ch == 'e' || ch == 'E'):
+			st = numE
+		case st == numE && (ch == '+' || ch == '-'):
+			st = numExpSign
+		case (st == numE || st == numExpSign || st == numExp) && digit:
+			st = numExp
+		default:
+			return numBad
+		}
+	}
+	return st
+}
+
+// numAccepts reports whether a number may end in state st.
+func numAccepts(st int) bool {
+	return st == numZero || st == numInt || st == numFrac || st == numExp
 }
 
 // scalarByte marks the bytes numbers and literals are made of.
@@ -924,6 +1098,9 @@ func (c *condenser) str(short bool) bool {
 				c.labelTooLong()
 				keep = c.out != nil
 			}
+			if c.inName && c.offset()-c.nameStart > maxNameBytes {
+				keep = false // refused when it ends (memberKey)
+			}
 		}
 		if c.i == len(c.b) {
 			if !c.fill() {
@@ -961,11 +1138,49 @@ func (c *condenser) str(short bool) bool {
 				units++
 			}
 			c.i += w
+			if c.inName && c.offset()-c.nameStart > maxNameBytes {
+				keep = false
+			}
 		default: // a control character
 			return false
 		}
 	}
 }
+
+// memberKey reads a member name, keeping it, and counts it among the
+// members of the objects open (maxNameBytes, maxOpenMembers,
+// maxOpenNameBytes): a name longer than maxNameBytes is not kept whole.
+func (c *condenser) memberKey() bool {
+	c.inName, c.nameStart = true, c.offset()
+	ok := c.str(false)
+	c.inName = false
+	if !ok {
+		return false
+	}
+	n := int(c.offset() - c.nameStart)
+	c.openMembers++
+	c.openNameBytes += n
+	if n > maxNameBytes || c.openMembers > maxOpenMembers || c.openNameBytes > maxOpenNameBytes {
+		c.refuse()
+	}
+	return true
+}
+
+// envelopeTooLong reports whether an envelope value is being read that is
+// already longer than maxEnvelopeBytes: the payload is refused, and the
+// rest of the value is not kept.
+func (c *condenser) envelopeTooLong() bool {
+	if c.envStart < 0 || c.offset()-c.envStart <= maxEnvelopeBytes {
+		return false
+	}
+	c.refuse()
+	return true
+}
+
+// refuse notes that the payload passes a bound of what the pass holds:
+// from here on it is read to check that it is one JSON value, and little
+// more is kept.
+func (c *condenser) refuse() { c.refused = true }
 
 // wrote notes a string value of the row being read, kept with units
 // UTF-16 units (or more than condenseUnits), of which the writer writes at

@@ -68,7 +68,14 @@ func answerOf(tool Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes 
 
 // referenceAnswer reads stdout as the gateway read it before Condense:
 // whole, then Interpret, SplitContext and Measure.
+//
+// One reading is the gateway's own: stdout that is one JSON value but
+// passes a bound of what Condense holds (passesBounds) is refused as a
+// malformed payload before anything else of it is read.
 func referenceAnswer(tool Tool, lookup bool, stdout []byte, exit int, ceiling ifc.Ceiling) string {
+	if passesBounds(tool, stdout) {
+		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+	}
 	payload, err := Interpret(tool, lookup, Output{Stdout: stdout, ExitCode: exit})
 	if err != nil {
 		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
@@ -84,6 +91,9 @@ func referenceAnswer(tool Tool, lookup bool, stdout []byte, exit int, ceiling if
 // condensedAnswer reads stdout through Condense, from r.
 func condensedAnswer(tool Tool, lookup bool, r io.Reader, exit int, ceiling ifc.Ceiling) string {
 	c := Condense(tool, r)
+	if c.Refused {
+		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+	}
 	payload, err := Interpret(tool, lookup, Output{Stdout: c.Payload, ExitCode: exit})
 	if err != nil {
 		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
@@ -134,7 +144,11 @@ func checkCondense(t *testing.T, tool Tool, stdout []byte, cuts []byte) {
 		exits = []int{0, 1, 3}
 	}
 	for _, exit := range exits {
-		for _, lookup := range []bool{false, exit != 0} {
+		lookups := []bool{false}
+		if exit != 0 {
+			lookups = append(lookups, true)
+		}
+		for _, lookup := range lookups {
 			for _, ceiling := range condenseCeilings {
 				want := referenceAnswer(tool, lookup, bytes.Clone(stdout), exit, ceiling)
 				for i, r := range []io.Reader{
@@ -357,7 +371,7 @@ func TestCondenseKeepsLittle(t *testing.T) {
 	}{
 		{Search, b.String(), ifc.MaxMeasuredRows * 200, 20000 - ifc.MaxMeasuredRows},
 		{PageRead, page, 5000, 0},
-		{Search, `{"hits":[],"warnings":[` + strings.Repeat(" ", 8<<20) + `]}`, 64, 0},
+		{Search, `{"hits":[` + strings.Repeat(" ", 8<<20) + `],"warnings":[]}`, 64, 0},
 	} {
 		c := Condense(tt.tool, strings.NewReader(tt.stdout))
 		if c.Payload == nil || len(c.Payload) > tt.most || c.Dropped != tt.dropped {
@@ -428,8 +442,8 @@ func TestCondenseLongRows(t *testing.T) {
 		{"megabytes of small values and objects", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"],"c":{"d":0.5}},`, 300000) + `2],` + work + `}`, 1100 << 10},
 		{"objects past the point, one repeating a name deep", PageRead, `{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1,"y":{"z":2,"z":3}},{"x":1}],` + work + `}`, 1100 << 10},
 		{"objects past the point, none repeating", Search, `{"hits":[{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1}],` + work + `}]}`, 1100 << 10},
-		{"an object open at the point repeats a name", PageRead, `{"o":{` + manyNames(200000) + `,"k5":2},` + work + `}`, 4 << 20},
-		{"an object of many names past the point repeats one", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{` + manyNames(100000) + `,"k7":2}],` + work + `}`, 1100 << 10},
+		{"an object open at the point repeats a name", PageRead, `{"o":{` + manyNames(60000, `"`+strings.Repeat("v", 24)+`"`) + `,"k5":2},` + work + `}`, 4 << 20},
+		{"an object of many names past the point repeats one", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{` + manyNames(60000, "1") + `,"k7":2}],` + work + `}`, 1100 << 10},
 		{"a name repeated escaped", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"c":1,"\u0063":2}],` + work + `}`, 1100 << 10},
 		{"lone surrogates, not repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\udc00":2,"\ufffd":3}],` + work + `}`, 1100 << 10},
 		{"lone surrogates, repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\uD800":2}],` + work + `}`, 1100 << 10},
@@ -440,7 +454,10 @@ func TestCondenseLongRows(t *testing.T) {
 		{"labels and facts past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ok":true,` + work + `}`, 1100 << 10},
 		{"calendar of long rows", CalendarList, `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]`, 900 << 10},
 	}
-	for _, tt := range cases {
+	for i, tt := range cases {
+		if raceEnabled && i%6 != 0 {
+			continue // a sixth of the cases: the race detector slows Condense tenfold, and Condense has no goroutines for it to check
+		}
 		c := Condense(tt.tool, strings.NewReader(tt.stdout))
 		if c.Payload == nil || len(c.Payload) > tt.most {
 			t.Errorf("%s: kept %d bytes of %d, want at most %d", tt.name, len(c.Payload), len(tt.stdout), tt.most)
@@ -451,22 +468,31 @@ func TestCondenseLongRows(t *testing.T) {
 	}
 }
 
-// manyNames writes n members "k0":1, "k1":1, ...
-func manyNames(n int) string {
+// manyNames writes n members "k0":v, "k1":v, ...
+func manyNames(n int, v string) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `"k%d":1`, i)
+		fmt.Fprintf(&b, `"k%d":%s`, i, v)
 	}
 	return b.String()
 }
 
 // TestCondenseFactsPastThePoint: of a tool whose payload object is the
 // row, the members Interpret reads are kept past the row's over point.
+// PageRead stands for the tools Interpret reads alike (Context,
+// PageInspect, People without a lookup), which run too without the race
+// detector; under it the row goes past the point by one long string
+// rather than a megabyte of small values.
 func TestCondenseFactsPastThePoint(t *testing.T) {
 	strs := strings.Repeat(`"s":"`+strings.Repeat("q", 4500)+`",`, 40)
+	filler := `[` + strings.Repeat("1,", 600000) + `2]`
+	tools := []Tool{PageRead, Profile, Context, PageInspect, People}
+	if raceEnabled {
+		filler, tools = `"`+strings.Repeat("p", 1200000)+`"`, tools[:2]
+	}
 	for _, tail := range []string{
 		`"ok":false,"code":"not_found"`,
 		`"ok":false,"code":"x` + strings.Repeat("y", 5000) + `"`,
@@ -475,8 +501,8 @@ func TestCondenseFactsPastThePoint(t *testing.T) {
 		`"hasProfile":false,"ok":false`,
 		`"hasProfile":[false]`,
 	} {
-		stdout := `{` + strs + `"p":[` + strings.Repeat("1,", 600000) + `2],` + tail + `}`
-		for _, tool := range []Tool{PageRead, Profile, Context, PageInspect, People} {
+		stdout := `{` + strs + `"p":` + filler + `,` + tail + `}`
+		for _, tool := range tools {
 			for _, exit := range []int{0, 1} {
 				ref := referenceAnswer(tool, false, []byte(stdout), exit, condenseCeilings[0])
 				got := condensedAnswer(tool, false, strings.NewReader(stdout), exit, condenseCeilings[0])

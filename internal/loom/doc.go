@@ -3,8 +3,8 @@
 // the reading of what a command printed. It knows nothing of labels beyond
 // reading the read-ceiling record; measuring rows is package ifc's job.
 //
-// A call goes through five steps, each its own function so each can be
-// tested alone:
+// A call goes through these steps, each its own function so each can be
+// tested alone; this is the path gateway.Service.Call takes:
 //
 //	cfg, err := LoadConfig(path)             // once, at startup
 //	cli := New(Options{...})                 // once, at startup
@@ -12,9 +12,26 @@
 //
 //	ceiling, err := ReadCeiling(cfg)         // every call, before anything else
 //	argv, err := BuildArgv(cfg, tool, input) // pure; every refusal happens here
-//	out, err := cli.Run(ctx, argv, Env(cfg, path, set))
-//	payload, err := Interpret(tool, PersonLookup(tool, input), out)
-//	rows, envelope, err := Split(tool, payload) // or SplitContext, bounded
+//	out, err := cli.RunTool(ctx, tool, argv, Env(cfg, path, set))
+//	kept := out.Condensed                    // Condense read stdout as it arrived
+//	// kept.Refused: ErrMalformedPayload, before anything else is read
+//	payload, err := Interpret(tool, PersonLookup(tool, input),
+//		Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
+//	rows, more, envelope, err := SplitContext(ctx, tool, payload, ifc.MaxMeasuredRows)
+//	// then ifc.MeasureContext, with More: more+kept.Dropped and
+//	// RowBytes: kept.RowBytes
+//
+// Condense reads stdout once, through a window, and keeps only what
+// Interpret, SplitContext and the measurement read of it: the members
+// Interpret reads, the envelope, the first ifc.MaxMeasuredRows rows with
+// their long strings shortened, and of a row past 1 MiB only what the
+// result writer still reads; later rows are checked and counted. It holds
+// no name or number over 4 KiB, no more than 65,536 members of the objects
+// open at once and no envelope value over 1 MiB: a payload past those is
+// Refused. Run keeps stdout whole instead (a runner that is not
+// tool-aware; the core condenses it the same way), and reading that whole
+// stdout with Interpret and SplitContext is the reference the equivalence
+// tests hold Condense to.
 //
 // What the package guarantees:
 //
@@ -45,8 +62,8 @@
 //     With Options.Limiter the caller takes the slot (Limiter.Acquire)
 //     and keeps it past Run while it reads the output, so the Limiter
 //     bounds the calls that run loom or read its output.
-//   - SplitContext keeps a bounded number of rows (the rest are counted)
-//     and stops at its context's deadline.
+//   - Condense and SplitContext keep a bounded number of rows (the rest
+//     are counted); SplitContext stops at its context's deadline.
 //   - No error message carries host text: not stderr, not a path, not an
 //     OS error string, not argv, not payload text, not a rejected input
 //     value. Causes kept for logs (StartError.Err, ConfigError.Err) are

@@ -20,6 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/problem/problemhttp"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/tooldef"
@@ -71,7 +72,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(f.cfg.AllowOrigins, o) {
 		// A browser page must not drive a run's token (DNS rebinding):
 		// no origin is allowed unless the operator names it.
-		problem.Write(w, problem.New(agent.OriginNotAllowed))
+		problemhttp.Write(w, problem.New(problem.OriginNotAllowed))
 		return
 	}
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))

@@ -7,16 +7,9 @@ package problem
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strconv"
-	"strings"
-
-	"github.com/loom-gateway/gateway/api/agent"
 )
-
-// Code is a problem code of the contract (the generated enum).
-type Code = agent.ProblemCode
 
 // Info is the fixed status, title and detail of one code, and when it
 // is answered (for the documentation only: docs/ERRORS.md is generated
@@ -38,35 +31,35 @@ type Entry struct {
 // in the order the documentation lists them. TestTableIsTheContract holds
 // them to api/openapi.yaml.
 var entries = []Entry{
-	{agent.InvalidInput, Info{400, "Invalid input", "The request does not match what the operation takes.", "the contract or the argument builder refuses the input (or a run id `.` or `..`); no process starts"}},
-	{agent.Unauthorized, Info{401, "Unauthorized", "A valid bearer token is required.", "no run token, or one that opens no run; wrong host token"}},
-	{agent.OriginNotAllowed, Info{403, "Origin not allowed", "This origin may not call the MCP face.", "a request to a run's MCP endpoint with a browser `Origin` that `--mcp-allow-origin` does not name"}},
-	{agent.RunNotFound, Info{404, "Run not found", "No such run.", "another run's token, or an unknown run on the host API"}},
-	{agent.RouteNotFound, Info{404, "Not found", "No such route.", "no such route"}},
-	{agent.NotConfigured, Info{404, "Tool not configured", "This tool is not offered for this run.", "the tool is not offered (no config, `--allow-tool`, or the run's `tools`)"}},
-	{agent.ResultNotFound, Info{404, "Result not found", "This run has no result yet.", "the run has no result yet"}},
-	{agent.NotFound, Info{404, "Person not found", "Loom resolved no live person for the lookup.", "`loom people` (or search by `person`) resolved no live person"}},
-	{agent.MethodNotAllowed, Info{405, "Method not allowed", "The route does not take this method.", "a known path, a method it does not take (with `Allow`)"}},
-	{agent.RequestTimeout, Info{408, "Request timeout", "The request body did not arrive in time.", "the body did not arrive within `--read-timeout` (with `Connection: close`)"}},
-	{agent.Contested, Info{409, "Person contested", "Loom resolved more than one live person for the lookup.", "more than one live person"}},
-	{agent.RunExists, Info{409, "Run exists", "A run with this id exists.", "a run with that id exists"}},
-	{agent.ResultExists, Info{409, "Result exists", "This run already has a result.", "the run already has a result"}},
-	{agent.HandleLimitReached, Info{409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes.", "the call's new handles would pass `--max-handles-per-run` handles or `--max-handle-bytes-per-run` bytes; nothing of the call is minted"}},
-	{agent.CallLimitReached, Info{409, "Call limit reached", "The run's call log holds the maximum number of calls.", "the run's call log holds `--max-calls-per-run` calls; no `outputId`, no process, nothing in the call log; it has an `audit` record (without `outputId`) and counts in `loom_gateway_tool_calls_total`"}},
-	{agent.LabelLimitReached, Info{409, "Label limit reached", "The run's model-context label would pass its cap on clauses.", "the run's model-context label would hold more than `--max-label-clauses` clauses: a tool call (with its `outputId`; nothing minted, no row answered, the label unchanged), an observation, or a new run's starting label"}},
-	{agent.RequestTooLarge, Info{413, "Request too large", "The request body is larger than the gateway accepts.", "body over `--max-request-bytes`"}},
-	{agent.UnsupportedMediaType, Info{415, "Unsupported media type", "The request body must be application/json.", "a `Content-Type` other than `application/json` (or JSON in a charset other than UTF-8), checked before the body, or a body without one"}},
-	{agent.UnheldHandle, Info{422, "Unheld handle", "The result names a handle this run does not hold.", "the result names a token the run does not hold"}},
-	{agent.Busy, Info{429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds.", "no loom process slot within `--busy-wait`, or the run already has `--max-concurrent-per-run` calls in flight (with `Retry-After`)"}},
-	{agent.RunLimitReached, Info{429, "Run limit reached", "The gateway holds the maximum number of runs.", "`--max-runs` live runs"}},
-	{agent.Cancelled, Info{499, "Cancelled", "The call was cancelled before it completed.", "the client went away, or the run was deleted, mid-call"}},
-	{agent.InternalError, Info{500, "Internal error", "The gateway failed; the request id identifies the failure in its log.", "a gateway fault; the request id finds it in the log"}},
-	{agent.CommandFailed, Info{502, "Command failed", "The loom command failed.", "loom could not start, timed out, overflowed stdout, exited non-zero or printed no JSON"}},
-	{agent.HostRefused, Info{502, "Host refused", "The loom host refused the request.", "loom answered `ok: false` (its `code` as `hostCode`)"}},
-	{agent.SchemaVersionMismatch, Info{502, "Schema version mismatch", "The loom payload states a schema version the gateway does not read.", "a search payload of another schema version"}},
-	{agent.MalformedPayload, Info{502, "Malformed payload", "The loom payload does not have the shape the command returns.", "a payload without the command's shape"}},
-	{agent.CeilingUnavailable, Info{503, "Ceiling unavailable", "The run's read-ceiling record cannot be read.", "the read-ceiling record cannot be read or names other facets"}},
-	{agent.StoreUnavailable, Info{503, "Store unavailable", "The run store cannot be reached.", "the run store cannot be reached"}},
+	{InvalidInput, Info{400, "Invalid input", "The request does not match what the operation takes.", "the contract or the argument builder refuses the input (or a run id `.` or `..`); no process starts"}},
+	{Unauthorized, Info{401, "Unauthorized", "A valid bearer token is required.", "no run token, or one that opens no run; wrong host token"}},
+	{OriginNotAllowed, Info{403, "Origin not allowed", "This origin may not call the MCP face.", "a request to a run's MCP endpoint with a browser `Origin` that `--mcp-allow-origin` does not name"}},
+	{RunNotFound, Info{404, "Run not found", "No such run.", "another run's token, or an unknown run on the host API"}},
+	{RouteNotFound, Info{404, "Not found", "No such route.", "no such route"}},
+	{NotConfigured, Info{404, "Tool not configured", "This tool is not offered for this run.", "the tool is not offered (no config, `--allow-tool`, or the run's `tools`)"}},
+	{ResultNotFound, Info{404, "Result not found", "This run has no result yet.", "the run has no result yet"}},
+	{NotFound, Info{404, "Person not found", "Loom resolved no live person for the lookup.", "`loom people` (or search by `person`) resolved no live person"}},
+	{MethodNotAllowed, Info{405, "Method not allowed", "The route does not take this method.", "a known path, a method it does not take (with `Allow`)"}},
+	{RequestTimeout, Info{408, "Request timeout", "The request body did not arrive in time.", "the body did not arrive within `--read-timeout` (with `Connection: close`)"}},
+	{Contested, Info{409, "Person contested", "Loom resolved more than one live person for the lookup.", "more than one live person"}},
+	{RunExists, Info{409, "Run exists", "A run with this id exists.", "a run with that id exists"}},
+	{ResultExists, Info{409, "Result exists", "This run already has a result.", "the run already has a result"}},
+	{HandleLimitReached, Info{409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes.", "the call's new handles would pass `--max-handles-per-run` handles or `--max-handle-bytes-per-run` bytes; nothing of the call is minted"}},
+	{CallLimitReached, Info{409, "Call limit reached", "The run's call log holds the maximum number of calls.", "the run's call log holds `--max-calls-per-run` calls; no `outputId`, no process, nothing in the call log; it has an `audit` record (without `outputId`) and counts in `loom_gateway_tool_calls_total`"}},
+	{LabelLimitReached, Info{409, "Label limit reached", "The run's model-context label would pass its cap on clauses.", "the run's model-context label would hold more than `--max-label-clauses` clauses: a tool call (with its `outputId`; nothing minted, no row answered, the label unchanged), an observation, or a new run's starting label"}},
+	{RequestTooLarge, Info{413, "Request too large", "The request body is larger than the gateway accepts.", "body over `--max-request-bytes`"}},
+	{UnsupportedMediaType, Info{415, "Unsupported media type", "The request body must be application/json.", "a `Content-Type` other than `application/json` (or JSON in a charset other than UTF-8), checked before the body, or a body without one"}},
+	{UnheldHandle, Info{422, "Unheld handle", "The result names a handle this run does not hold.", "the result names a token the run does not hold"}},
+	{Busy, Info{429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds.", "no loom process slot within `--busy-wait`, or the run already has `--max-concurrent-per-run` calls in flight (with `Retry-After`)"}},
+	{RunLimitReached, Info{429, "Run limit reached", "The gateway holds the maximum number of runs.", "`--max-runs` live runs"}},
+	{Cancelled, Info{499, "Cancelled", "The call was cancelled before it completed.", "the client went away, or the run was deleted, mid-call"}},
+	{InternalError, Info{500, "Internal error", "The gateway failed; the request id identifies the failure in its log.", "a gateway fault; the request id finds it in the log"}},
+	{CommandFailed, Info{502, "Command failed", "The loom command failed.", "loom could not start, timed out, overflowed stdout, exited non-zero or printed no JSON"}},
+	{HostRefused, Info{502, "Host refused", "The loom host refused the request.", "loom answered `ok: false` (its `code` as `hostCode`)"}},
+	{SchemaVersionMismatch, Info{502, "Schema version mismatch", "The loom payload states a schema version the gateway does not read.", "a search payload of another schema version"}},
+	{MalformedPayload, Info{502, "Malformed payload", "The loom payload does not have the shape the command returns.", "a payload without the command's shape, or one with a member name or number over 4 KiB, more than 65,536 members (or 1 MiB of names) in the objects open at one point, or an envelope value over 1 MiB"}},
+	{CeilingUnavailable, Info{503, "Ceiling unavailable", "The run's read-ceiling record cannot be read.", "the read-ceiling record cannot be read or names other facets"}},
+	{StoreUnavailable, Info{503, "Store unavailable", "The run store cannot be reached.", "the run store cannot be reached"}},
 }
 
 // table is entries by code.
@@ -84,7 +77,7 @@ func Lookup(code Code) Info {
 	if info, ok := table[code]; ok {
 		return info
 	}
-	return table[agent.InternalError]
+	return table[InternalError]
 }
 
 // Table returns the table's rows in documentation order.
@@ -130,7 +123,7 @@ type Problem struct {
 func New(code Code) Problem {
 	info := Lookup(code)
 	p := Problem{Type: TypeBase + string(code), Title: info.Title, Status: info.Status, Detail: info.Detail, Code: code}
-	if code == agent.Busy {
+	if code == Busy {
 		p.RetryAfter = RetryAfterSeconds
 	}
 	return p
@@ -153,34 +146,6 @@ func (p Problem) JSON() []byte {
 	}
 	return body
 }
-
-// Write answers p as application/problem+json with the headers its status
-// asks for: Retry-After, WWW-Authenticate for a 401, Allow for a 405,
-// Connection: close for a 408.
-func Write(w http.ResponseWriter, p Problem) {
-	body := p.JSON()
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	if p.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
-	}
-	switch p.Status {
-	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
-	case http.StatusMethodNotAllowed:
-		h.Set("Allow", strings.Join(p.Allow, ", ")) // RFC 9110 15.5.6: a 405 lists the route's methods
-	case http.StatusRequestTimeout:
-		h.Set("Connection", "close") // RFC 9110 15.5.9: the body's remains cannot be read
-	}
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(body)
-}
-
-// Reason is why an input was refused (the contract's InputFaultReason).
-type Reason = agent.InputFaultReason
 
 // Fault is one fault of a refused input: where (a JSON pointer, or a
 // parameter name) and why, never the value sent.
@@ -220,7 +185,7 @@ const (
 // Input is the invalid_input problem of e: its faults (each pointer
 // bounded), the first one's pointer and choices, and its detail.
 func Input(e *InputError) Problem {
-	p := New(agent.InvalidInput)
+	p := New(InvalidInput)
 	if e == nil || len(e.Faults) == 0 {
 		return p
 	}
@@ -237,7 +202,7 @@ func Input(e *InputError) Problem {
 		p.Errors = append(p.Errors, f)
 	}
 	p.Pointer = p.Errors[0].Pointer
-	if p.Errors[0].Reason != agent.UnknownField { // choices of the problem are a member's values
+	if p.Errors[0].Reason != UnknownField { // choices of the problem are a member's values
 		p.Choices = p.Errors[0].Choices
 	}
 	if e.Detail != "" {

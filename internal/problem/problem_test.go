@@ -1,9 +1,7 @@
 package problem
 
 import (
-	"net/http/httptest"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -37,7 +35,7 @@ func TestTableIsTheContract(t *testing.T) {
 		if info.Status < 400 || info.Status > 599 || info.Title == "" || info.Detail == "" {
 			t.Errorf("%s: %+v", c, info)
 		}
-		if !c.Valid() || !host.ProblemCode(c).Valid() {
+		if !agent.ProblemCode(c).Valid() || !host.ProblemCode(c).Valid() {
 			t.Errorf("%s is not a code of the generated enums", c)
 		}
 	}
@@ -46,29 +44,31 @@ func TestTableIsTheContract(t *testing.T) {
 	}
 }
 
-// TestWrite: the headers each status asks for.
-func TestWrite(t *testing.T) {
-	for _, tt := range []struct {
-		p      Problem
-		header string
-		want   string
-	}{
-		{New(agent.Busy), "Retry-After", strconv.Itoa(RetryAfterSeconds)},
-		{New(agent.Unauthorized), "WWW-Authenticate", "Bearer"},
-		{Problem{Status: 405, Code: agent.MethodNotAllowed, Allow: []string{"GET", "HEAD"}}, "Allow", "GET, HEAD"},
-		{New(agent.RequestTimeout), "Connection", "close"},
-		{New(agent.CommandFailed), "Retry-After", ""},
-	} {
-		rec := httptest.NewRecorder()
-		Write(rec, tt.p)
-		if got := rec.Header().Get(tt.header); got != tt.want {
-			t.Errorf("%s: %s = %q, want %q", tt.p.Code, tt.header, got, tt.want)
-		}
-		if rec.Code != tt.p.Status || rec.Header().Get("Content-Type") != "application/problem+json" {
-			t.Errorf("%s: status %d, Content-Type %q", tt.p.Code, rec.Code, rec.Header().Get("Content-Type"))
+// TestReasonsAreTheContract: every Reason is one of the contract's
+// InputFaultReason enum, and every one of those is a Reason.
+func TestReasonsAreTheContract(t *testing.T) {
+	reasons := []Reason{ConflictingFields, ControlCharacter, DuplicateKey, EmptyBody, InvalidUtf8, LeadingDash, NotADate, NotALookup, NotInChoices, NotJson, NullNotAllowed, OneOfRequired, OutOfRange, PatternMismatch, Required, TooDeep, TooLong, TooShort, UnknownField, WrongType}
+	spec, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := spec.Components.Schemas["InputFaultReason"]
+	if rs == nil {
+		t.Fatal("the contract has no InputFaultReason")
+	}
+	var enum, got []string
+	for _, v := range rs.Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	for _, r := range reasons {
+		got = append(got, string(r))
+		if !agent.InputFaultReason(r).Valid() {
+			t.Errorf("%s is not a reason of the generated enum", r)
 		}
 	}
-	if p := New("no_such_code"); p.Status != 500 {
-		t.Errorf("an unknown code has status %d, want internal_error's", p.Status)
+	slices.Sort(enum)
+	slices.Sort(got)
+	if !slices.Equal(enum, got) {
+		t.Errorf("reasons %v\ncontract enum %v", got, enum)
 	}
 }

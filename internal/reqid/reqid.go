@@ -16,6 +16,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"github.com/loom-gateway/gateway/internal/reqid/reqctx"
 )
 
 // Header is the response header that carries a request's id.
@@ -23,8 +25,6 @@ const Header = "X-Request-Id"
 
 // ForwardedHeader carries "<request id>.<hex HMAC-SHA256 of it>".
 const ForwardedHeader = "X-Loom-Forwarded-Request-Id"
-
-type ctxKey struct{}
 
 // forwardKey is this process's key for forwarded request ids.
 var forwardKey = func() []byte {
@@ -34,14 +34,11 @@ var forwardKey = func() []byte {
 }()
 
 // FromContext returns the request id of ctx ("" outside a gateway request).
-func FromContext(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
-}
+func FromContext(ctx context.Context) string { return reqctx.FromContext(ctx) }
 
 // NewContext returns ctx carrying id as its request id.
 func NewContext(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, id)
+	return reqctx.NewContext(ctx, id)
 }
 
 // Middleware gives every request a fresh random id (or the console's, when

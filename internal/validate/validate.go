@@ -24,7 +24,6 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/problem"
 )
@@ -112,7 +111,7 @@ func (op *operation) check(body []byte) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if op.required {
-			return problem.Invalid("", agent.EmptyBody, "The operation takes a JSON body; none was sent.")
+			return problem.Invalid("", problem.EmptyBody, "The operation takes a JSON body; none was sent.")
 		}
 		return nil
 	}
@@ -123,7 +122,7 @@ func (op *operation) check(body []byte) error {
 	dec.UseNumber()
 	var value any
 	if err := dec.Decode(&value); err != nil {
-		return problem.Invalid("", agent.NotJson, detailNotJSON)
+		return problem.Invalid("", problem.NotJson, detailNotJSON)
 	}
 	err := op.body.VisitJSON(value, openapi3.VisitAsRequest(), openapi3.MultiErrors())
 	if err == nil {
@@ -147,20 +146,20 @@ func JSON(body []byte) error {
 	_, err := dec.ReadValue()
 	if err == nil {
 		if _, err := dec.ReadToken(); err != io.EOF {
-			return problem.Invalid("", agent.NotJson, detailNotJSON)
+			return problem.Invalid("", problem.NotJson, detailNotJSON)
 		}
 		return nil
 	}
 	se, ok := errors.AsType[*jsontext.SyntacticError](err)
 	if !ok || !jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
-		return problem.Invalid("", agent.NotJson, detailNotJSON)
+		return problem.Invalid("", problem.NotJson, detailNotJSON)
 	}
 	ptr := problem.Pointer(slices.Collect(se.JSONPointer.Tokens())...)
 	// A valid-but-for-these body: a duplicate name, or text that is not UTF-8.
 	if jsontext.Value(body).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false)) {
-		return problem.Invalid(ptr, agent.DuplicateKey, name(ptr)+" is given more than once.")
+		return problem.Invalid(ptr, problem.DuplicateKey, name(ptr)+" is given more than once.")
 	}
-	return problem.Invalid(ptr, agent.InvalidUtf8, name(ptr)+" holds text that is not valid UTF-8 (or escapes a lone surrogate).")
+	return problem.Invalid(ptr, problem.InvalidUtf8, name(ptr)+" holds text that is not valid UTF-8 (or escapes a lone surrogate).")
 }
 
 // paramError maps a refused parameter: its name is the pointer.
@@ -170,13 +169,13 @@ func paramError(err error) error {
 		return &problem.InputError{}
 	}
 	p := re.Parameter.Name
-	f := problem.Fault{Pointer: p, Reason: agent.WrongType}
+	f := problem.Fault{Pointer: p, Reason: problem.WrongType}
 	var schema *openapi3.Schema
 	if se, ok := errors.AsType[*openapi3.SchemaError](err); ok {
 		f, schema = fault(se, nil), se.Schema
 		f.Pointer = p
 	} else if errors.Is(err, openapi3filter.ErrInvalidRequired) {
-		f.Reason = agent.Required
+		f.Reason = problem.Required
 	}
 	return &problem.InputError{Faults: []problem.Fault{f}, Detail: describe(f, schema, "Parameter "+p)}
 }
@@ -188,7 +187,7 @@ func bodyError(err error, body []byte, root *openapi3.Schema) error {
 	var errs []*openapi3.SchemaError
 	flatten(err, &errs)
 	if len(errs) == 0 {
-		return problem.Invalid("", agent.WrongType, "The body does not have the shape the operation takes.")
+		return problem.Invalid("", problem.WrongType, "The body does not have the shape the operation takes.")
 	}
 	type found struct {
 		f problem.Fault
@@ -205,14 +204,14 @@ func bodyError(err error, body []byte, root *openapi3.Schema) error {
 	}
 	first := errs[0]
 	if ptr, obj, ok := unknownKeyPointer(body, root, first.Schema, first.JSONPointer()); ok {
-		add(problem.Fault{Pointer: ptr, Reason: agent.UnknownField, Choices: declared(obj)}, obj)
+		add(problem.Fault{Pointer: ptr, Reason: problem.UnknownField, Choices: declared(obj)}, obj)
 	}
 	for _, se := range errs {
 		if se.SchemaField == "properties" {
 			// Unknown members: one fault per member, in Object.keys order.
 			path := se.JSONPointer()
 			for _, k := range unknownKeys(valueAt(body, path), se.Schema) {
-				add(problem.Fault{Pointer: problem.Pointer(append(slices.Clip(path), k)...), Reason: agent.UnknownField, Choices: declared(se.Schema)}, se.Schema)
+				add(problem.Fault{Pointer: problem.Pointer(append(slices.Clip(path), k)...), Reason: problem.UnknownField, Choices: declared(se.Schema)}, se.Schema)
 			}
 			continue
 		}
@@ -247,25 +246,25 @@ func fault(se *openapi3.SchemaError, body []byte) problem.Fault {
 	s := se.Schema
 	switch se.SchemaField {
 	case "required":
-		f.Reason = agent.Required
+		f.Reason = problem.Required
 	case "type", "nullable":
-		f.Reason = agent.WrongType
+		f.Reason = problem.WrongType
 		if se.Value == nil {
-			f.Reason = agent.NullNotAllowed
+			f.Reason = problem.NullNotAllowed
 		}
 	case "minLength", "minItems", "minProperties":
-		f.Reason = agent.TooShort
+		f.Reason = problem.TooShort
 	case "maxLength", "maxItems", "maxProperties":
-		f.Reason = agent.TooLong
+		f.Reason = problem.TooLong
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
-		f.Reason = agent.OutOfRange
+		f.Reason = problem.OutOfRange
 	case "format":
-		f.Reason = agent.PatternMismatch
+		f.Reason = problem.PatternMismatch
 		if s != nil && (s.Type.Is("integer") || s.Type.Is("number")) {
-			f.Reason = agent.OutOfRange
+			f.Reason = problem.OutOfRange
 		}
 	case "enum":
-		f.Reason = agent.NotInChoices
+		f.Reason = problem.NotInChoices
 		if s != nil {
 			for _, e := range s.Enum {
 				if str, ok := e.(string); ok {
@@ -274,14 +273,14 @@ func fault(se *openapi3.SchemaError, body []byte) problem.Fault {
 			}
 		}
 	case "pattern":
-		f.Reason = agent.PatternMismatch
-		if s != nil && s.Extensions["x-input-fault"] == string(agent.NotADate) {
-			f.Reason = agent.NotADate
+		f.Reason = problem.PatternMismatch
+		if s != nil && s.Extensions["x-input-fault"] == string(problem.NotADate) {
+			f.Reason = problem.NotADate
 		}
 	default:
-		f.Reason = agent.WrongType
+		f.Reason = problem.WrongType
 		if se.Value == nil {
-			f.Reason = agent.NullNotAllowed
+			f.Reason = problem.NullNotAllowed
 		}
 	}
 	return f
@@ -315,21 +314,21 @@ func name(p string) string {
 // with subject and what it takes.
 func describe(f problem.Fault, s *openapi3.Schema, subject string) string {
 	switch f.Reason {
-	case agent.UnknownField:
+	case problem.UnknownField:
 		if len(f.Choices) == 0 {
 			return subject + " is not one this input takes; it takes no members."
 		}
 		return subject + " is not one this input takes; it takes " + strings.Join(f.Choices, ", ") + "."
-	case agent.Required:
+	case problem.Required:
 		return subject + " is required."
-	case agent.NullNotAllowed:
+	case problem.NullNotAllowed:
 		return subject + " must not be null."
-	case agent.WrongType:
+	case problem.WrongType:
 		if s != nil && s.Type != nil && len(*s.Type) == 1 {
 			return subject + " must be " + article((*s.Type)[0]) + "."
 		}
 		return subject + " does not have the type this input takes."
-	case agent.TooShort:
+	case problem.TooShort:
 		if s != nil && s.MinLength > 0 {
 			return fmt.Sprintf("%s must be at least %d characters long.", subject, s.MinLength)
 		}
@@ -337,7 +336,7 @@ func describe(f problem.Fault, s *openapi3.Schema, subject string) string {
 			return fmt.Sprintf("%s must have at least %d items.", subject, s.MinItems)
 		}
 		return subject + " is too short."
-	case agent.TooLong:
+	case problem.TooLong:
 		if s != nil && s.MaxLength != nil {
 			return fmt.Sprintf("%s must be at most %d characters long.", subject, *s.MaxLength)
 		}
@@ -345,7 +344,7 @@ func describe(f problem.Fault, s *openapi3.Schema, subject string) string {
 			return fmt.Sprintf("%s must have at most %d items.", subject, *s.MaxItems)
 		}
 		return subject + " is too long."
-	case agent.OutOfRange:
+	case problem.OutOfRange:
 		switch {
 		case s != nil && s.Min != nil && s.Max != nil:
 			return fmt.Sprintf("%s must be from %v to %v.", subject, *s.Min, *s.Max)
@@ -355,11 +354,11 @@ func describe(f problem.Fault, s *openapi3.Schema, subject string) string {
 			return fmt.Sprintf("%s must be at most %v.", subject, *s.Max)
 		}
 		return subject + " is out of range."
-	case agent.NotInChoices:
+	case problem.NotInChoices:
 		return subject + " must be one of " + strings.Join(f.Choices, ", ") + "."
-	case agent.NotADate:
+	case problem.NotADate:
 		return subject + " must be a date written YYYY-MM-DD."
-	case agent.PatternMismatch:
+	case problem.PatternMismatch:
 		if s != nil && s.Description != "" && len(s.Description) <= 200 {
 			return subject + " does not have the form it takes: " + s.Description
 		}

@@ -1,5 +1,5 @@
 // Package jsjsontest holds the plain reading of JavaScript-semantics JSON:
-// the writer of package jsjson as first written, with package jsontext
+// the plain form of package jsjson's writer, with package jsontext
 // reading every token, kept as the reference the fast Scanner-driven
 // Writer is tested against (here and in package ifc), and the generators
 // of random and mutated JSON those equivalence tests draw from. It is for

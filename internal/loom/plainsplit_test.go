@@ -2,7 +2,7 @@ package loom
 
 // Equivalence of Split's one-pass reader with the plain reading it replaced
 // (the jsontext-based objectMembers over the payload, then arrayElements
-// over the list, of bench_members_test.go), on generated payloads; of
+// over the list, of plaininterpret_test.go), on generated payloads; of
 // jsjson.Scanner, which both Split and Interpret read with, with jsontext; and
 // a benchmark of Split alone.
 
@@ -20,7 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
-// plainSplit is Split as it was first written: two validating passes
+// plainSplit is the plain form of Split, its reference: two validating passes
 // through plainObjectMembers and plainArrayElements.
 func plainSplit(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
 	payload = bytes.Trim(payload, " \t\r\n")

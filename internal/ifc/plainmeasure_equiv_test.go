@@ -1,7 +1,7 @@
 package ifc
 
 // Equivalence of the fast path (scanner-driven jsjson.Writer, process-wide label
-// readings) with the plain path of bench_plain_test.go (jsontext-driven
+// readings) with the plain path of plainmeasure_test.go (jsontext-driven
 // jsjson.Writer, labels read on every call), on generated and mutated inputs.
 
 import (

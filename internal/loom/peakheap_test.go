@@ -1,6 +1,6 @@
 package loom_test
 
-// Memory of measuring (issue 6, target 2): the peak heap while a payload
+// Memory of measuring: the peak heap while a payload
 // is split, measured and written, and while a call reads it from loom's
 // stdout first.
 //
@@ -98,7 +98,7 @@ func BenchmarkPeakHeap(b *testing.B) {
 				reportPeak(b, len(payload), before, peak, allocated)
 			})
 			// call: loom's stdout (cat of the payload) read by loom.CLI.Run,
-			// then Interpret and the measurement, as runTool does; the
+			// then Interpret and the measurement, as Service.Call does; the
 			// payload is not in memory before.
 			b.Run("call", func(b *testing.B) {
 				file := filepath.Join(b.TempDir(), "payload.json")

@@ -1,9 +1,9 @@
 package ifc
 
-// The plain path: Measure exactly as first written, over the plain writer of
-// package jsjsontest (package jsontext reading every token), labels read
-// afresh on every call, kept here as the reference the fast path is tested
-// against (bench_equiv_test.go).
+// The plain path: Measure over the plain writer of package jsjsontest
+// (package jsontext reading every token), labels read afresh on every
+// call, the reference the fast path is tested against
+// (plainmeasure_equiv_test.go).
 
 import (
 	"github.com/go-json-experiment/json/jsontext"

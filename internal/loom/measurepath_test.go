@@ -1,17 +1,17 @@
 package loom_test
 
-// Measurement-throughput benchmarks (issue 6, target 1): the gateway's own
-// work on a payload (loom.Split, ifc.Measure, Result.AppendJSON, what
-// handlers.runTool does after Interpret) against merely decoding the same
+// Measurement-throughput benchmarks: the gateway's own work on a payload
+// (loom.Split, ifc.Measure, Result.AppendJSON, what gateway.Service.Call
+// does after Interpret) against merely decoding the same
 // bytes into any with encoding/json. Run them side by side:
 //
 //	go test ./internal/loom -run '^$' -bench 'MeasurePath' -benchmem -count 3
 //
 // BenchmarkMeasurePath/<payload>/pair interleaves the two in one loop and
-// reports path-MB/s, any-MB/s and their ratio x-any (target >= 2); the
+// reports path-MB/s, any-MB/s and their ratio x-any; the
 // path and decode-any sub-benchmarks give each alone with -benchmem, and
 // path reports allocs/admitted. The interpret+path sub-benchmark adds
-// loom.Interpret, the rest of what runTool does with stdout.
+// loom.Interpret, the rest of what Service.Call does with stdout.
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func benchHandles(n int) []string {
 
 var handles = benchHandles(4096)
 
-// MeasurePath is what runTool does with an interpreted payload, minus the
+// MeasurePath is what Service.Call does with an interpreted payload, minus the
 // store: split, measure, write the agent-visible result.
 func MeasurePath(tool loom.Tool, payload, dst []byte) (ifc.Result, []byte, error) {
 	rows, env, err := loom.Split(tool, payload)
@@ -262,9 +262,14 @@ func benchDecodeAny(b *testing.B, payload []byte) {
 // benchmarks name and exercise every outcome.
 func TestBenchPayloads(t *testing.T) {
 	for _, c := range benchCases {
-		p := c.payload()
-		if c.tool == loom.PageRead { // the same shape, smaller
+		var p []byte
+		switch {
+		case c.tool == loom.PageRead: // the same shape, smaller
 			p = PagePayload(2<<20, 1)
+		case loom.RaceEnabled && c.name == "search-5MB": // the same shape as 1MB
+			continue
+		default:
+			p = c.payload()
 		}
 		if !json.Valid(p) {
 			t.Fatalf("%s: generated payload is not JSON", c.name)

@@ -17,7 +17,8 @@ import (
 	"time"
 )
 
-// plainCapWriter is capWriter as first written.
+// plainCapWriter is the plain form of capWriter, the reference
+// TestCapWriterMatchesPlain holds it to.
 type plainCapWriter struct {
 	buf      bytes.Buffer
 	limit    int64
@@ -62,7 +63,11 @@ func TestCapWriterMatchesPlain(t *testing.T) {
 	for j := range pattern {
 		pattern[j] = byte(rng.Uint32())
 	}
-	for i := range 1000 {
+	n := 1000
+	if raceEnabled {
+		n = 200
+	}
+	for i := range n {
 		size := rng.IntN(1 << uint(rng.IntN(22)))
 		data := make([]byte, size)
 		for j := 0; j < size; j += len(pattern) {

@@ -1,0 +1,280 @@
+package loom
+
+// The bounds of what Condense holds, read off the whole payload: the
+// reference of Condensed.Refused.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/loom-gateway/gateway/internal/benchdata"
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
+)
+
+// passesBounds reports whether stdout, read whole, is one JSON value that
+// passes a bound of what Condense holds: a member name or a number longer
+// than maxNameBytes or maxNumberBytes, more than maxOpenMembers members
+// (or maxOpenNameBytes of their names) read so far in the objects open at
+// some point, or, for Search and PageDiscover, an envelope member whose
+// value is longer than maxEnvelopeBytes.
+func passesBounds(tool Tool, stdout []byte) bool {
+	payload := bytes.Trim(decodeUTF8(stdout), " \t\r\n")
+	if len(payload) == 0 || !jsjson.Valid(payload) {
+		return false
+	}
+	if payload[0] == '{' && (tool == Search || tool == PageDiscover) {
+		keys := []string{"query", "source_status", "warnings", "truncated"}
+		if tool == PageDiscover {
+			keys = []string{"totalPages", "omittedViews"}
+		}
+		over := false
+		jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
+			if envelopeIndex(string(jsjson.MemberName(name)), keys) >= 0 && len(v) > maxEnvelopeBytes {
+				over = true
+			}
+		})
+		if over {
+			return true
+		}
+	}
+	type open struct {
+		object            bool
+		members, namesLen int
+	}
+	var stack []open
+	members, namesLen := 0, 0
+	key := false // the next string is a member name
+	for i := 0; i < len(payload); {
+		switch ch := payload[i]; {
+		case ch == '{' || ch == '[':
+			stack = append(stack, open{object: ch == '{'})
+			key = ch == '{'
+			i++
+		case ch == '}' || ch == ']':
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			members -= top.members
+			namesLen -= top.namesLen
+			i++
+		case ch == ',':
+			key = stack[len(stack)-1].object
+			i++
+		case ch == ':':
+			key = false
+			i++
+		case ch == '"':
+			j := i + 1
+			for payload[j] != '"' {
+				if payload[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j++
+			if key {
+				n := j - i
+				top := &stack[len(stack)-1]
+				top.members++
+				top.namesLen += n
+				members++
+				namesLen += n
+				if n > maxNameBytes || members > maxOpenMembers || namesLen > maxOpenNameBytes {
+					return true
+				}
+			}
+			i = j
+		case ch == '-' || '0' <= ch && ch <= '9':
+			j := i
+			for j < len(payload) && scalarByte[payload[j]] {
+				j++
+			}
+			if j-i > maxNumberBytes {
+				return true
+			}
+			i = j
+		default: // whitespace, literals
+			i++
+		}
+	}
+	return false
+}
+
+// TestCondenseRefusesPastBounds: payloads just past each bound are
+// refused, payloads at it are read, whatever the pieces stdout comes in;
+// the reference (passesBounds) says the same.
+func TestCondenseRefusesPastBounds(t *testing.T) {
+	work := `"ifc":{"confidentiality":[` + cAtomWork + `]}`
+	name := func(n int) string { return `"` + strings.Repeat("n", n-2) + `"` } // n bytes of JSON text
+	number := func(n int) string { return "1." + strings.Repeat("5", n-2) }
+	envelope := func(n int) string { return `[` + strings.Repeat(`1,`, (n-3)/2) + `1]` }
+	names := func(k int) string {
+		var b strings.Builder
+		for i := range k {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":1`, i)
+		}
+		return b.String()
+	}
+	cases := []struct {
+		name    string
+		tool    Tool
+		stdout  string
+		refused bool
+	}{
+		{"a name at the bound", PageRead, `{` + name(maxNameBytes) + `:1,` + work + `}`, false},
+		{"a name past the bound", PageRead, `{` + name(maxNameBytes+1) + `:1,` + work + `}`, true},
+		{"an escaped name past the bound", PageRead, `{"` + strings.Repeat(`\u0041`, maxNameBytes/6+1) + `":1}`, true},
+		{"a name of invalid UTF-8", Search, `{"hits":[{` + `"` + strings.Repeat("\xff", maxNameBytes/3) + `":1}]}`, true},
+		{"a name past the bound in a label", Search, `{"hits":[{"ifc":{"confidentiality":[{` + name(maxNameBytes+1) + `:1}]}}]}`, true},
+		{"a name past the bound in a dropped row", Search, `{"hits":[` + strings.Repeat(`1,`, 1100) + `{` + name(maxNameBytes+1) + `:1}]}`, true},
+		{"a name past the bound, the payload invalid after it", PageRead, `{` + name(maxNameBytes+1) + `:1,}`, false},
+		{"a number at the bound", PageRead, `{"x":` + number(maxNumberBytes) + `,` + work + `}`, false},
+		{"a number past the bound", PageRead, `{"x":` + number(maxNumberBytes+1) + `,` + work + `}`, true},
+		{"a number past the bound, invalid late", PageRead, `{"x":` + number(maxNumberBytes+1) + `e}`, false},
+		{"a schemaVersion past the bound", Search, `{"hits":[],"schemaVersion":1.` + strings.Repeat("0", maxNumberBytes) + `}`, true},
+		{"a number past the bound, the payload not an object", Search, number(3 * maxNumberBytes), true},
+		{"members at the bound", PageRead, `{` + names(maxOpenMembers-2) + `,` + work + `}`, false},
+		{"members past the bound", PageRead, `{` + names(maxOpenMembers) + `,` + work + `}`, true},
+		{"members past the bound, nested", CalendarList, `[{"a":{` + names(maxOpenMembers/2) + `},"b":{` + names(maxOpenMembers/2) + `}}]`, false},
+		{"members past the bound, open together", CalendarList, `[{"a":{` + names(maxOpenMembers/2) + `,"b":{` + names(maxOpenMembers/2) + `}}}]`, true},
+		{"names past the bound", PageRead, `{"a":{` + strings.Repeat(`"`+strings.Repeat("n", 1000)+`":1,`, maxOpenNameBytes/1002+1) + `"z":1}}`, true},
+		{"an envelope at the bound", Search, `{"hits":[],"warnings":` + envelope(maxEnvelopeBytes) + `}`, false},
+		{"an envelope past the bound", Search, `{"hits":[],"warnings":` + envelope(maxEnvelopeBytes+2) + `}`, true},
+		{"an envelope past the bound, replaced", PageDiscover, `{"pages":[],"totalPages":` + envelope(maxEnvelopeBytes+2) + `,"totalPages":1}`, true},
+		{"an envelope of repeated keys", Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, 60000) + `"truncated":false}`, false},
+		{"an envelope of too many repeated keys", Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, maxOpenMembers) + `"truncated":false}`, true},
+		{"a long non-envelope member", Search, `{"hits":[],"other":` + envelope(2*maxEnvelopeBytes) + `}`, false},
+		{"a long envelope member of another tool", CalendarList, `{"warnings":` + envelope(2*maxEnvelopeBytes) + `}`, false},
+	}
+	for _, tt := range cases {
+		if got := passesBounds(tt.tool, []byte(tt.stdout)); got != tt.refused {
+			t.Errorf("%s: reference refuses %v, want %v", tt.name, got, tt.refused)
+		}
+		readers := []io.Reader{&chunked{data: []byte(tt.stdout), cuts: []byte{7, 200}}}
+		if !raceEnabled {
+			readers = append(readers, strings.NewReader(tt.stdout))
+		}
+		for _, r := range readers {
+			if c := Condense(tt.tool, r); c.Refused != tt.refused || c.Refused && c.Payload != nil {
+				t.Errorf("%s: Condense refused %v (payload %d bytes), want %v", tt.name, c.Refused, len(c.Payload), tt.refused)
+			}
+		}
+		if !raceEnabled || len(tt.stdout) < 64<<10 {
+			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
+		}
+	}
+}
+
+// shapeReader is a benchdata.Shape's payload, made as it is read.
+type shapeReader struct {
+	parts [][]byte
+	reps  int // of parts[1] still to give
+	off   int
+}
+
+func newShape(sh benchdata.Shape, size int) *shapeReader {
+	return &shapeReader{parts: [][]byte{[]byte(sh.Head), []byte(sh.Body), []byte(sh.Tail)}, reps: sh.Reps(size)}
+}
+
+func (s *shapeReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(s.parts) > 0 {
+		k := copy(p[n:], s.parts[0][s.off:])
+		n += k
+		s.off += k
+		if s.off < len(s.parts[0]) {
+			break
+		}
+		s.off = 0
+		if len(s.parts) == 2 && s.reps > 1 { // parts[0] is the body
+			s.reps--
+			continue
+		}
+		s.parts = s.parts[1:]
+	}
+	if len(s.parts) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// TestCondenseMemoryPerShape: Condense, and Interpret, SplitContext and
+// Measure after it, hold a bounded heap on 48 MB payloads of each shape
+// (heap in use, sampled, above what it was before).
+func TestCondenseMemoryPerShape(t *testing.T) {
+	size := 48 << 20
+	if raceEnabled || testing.Short() {
+		size = 2 << 20
+	}
+	const most = 16 << 20
+	for _, sh := range benchdata.Shapes {
+		tool := Tool(sh.Tool)
+		var c Condensed
+		var answer string
+		before, peak := peakHeap(func() {
+			c = Condense(tool, newShape(sh, size))
+			if c.Refused {
+				return
+			}
+			payload, err := Interpret(tool, false, Output{Stdout: c.Payload})
+			if err != nil {
+				answer = err.Error()
+				return
+			}
+			rows, more, env, err := SplitContext(t.Context(), tool, payload, ifc.MaxMeasuredRows)
+			rs := make([][]byte, len(rows))
+			for i, r := range rows {
+				rs[i] = r
+			}
+			answer = answerOf(tool, condenseCeilings[0], rs, more+c.Dropped, c.RowBytes, env, err)
+		})
+		if c.Refused != sh.Refused {
+			t.Errorf("%s: refused %v, want %v (%.200s)", sh.Name, c.Refused, sh.Refused, answer)
+		}
+		if extra := int64(peak) - int64(before); extra > most {
+			t.Errorf("%s of %d MiB: heap peaked %.1f MiB above where it was, want at most %d MiB", sh.Name, size>>20, float64(extra)/(1<<20), most>>20)
+		} else {
+			t.Logf("%s of %d MiB: %.1f MiB above", sh.Name, size>>20, float64(extra)/(1<<20))
+		}
+	}
+}
+
+// peakHeap runs f while sampling the heap in use (live and not yet freed
+// objects), returning it before and its sampled peak.
+func peakHeap(f func()) (before, peak uint64) {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	before = read()
+	stop := make(chan struct{})
+	done := make(chan uint64)
+	go func() {
+		top := before
+		tick := time.NewTicker(50 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			top = max(top, read())
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	last := read()
+	close(stop)
+	return before, max(<-done, last)
+}
