@@ -231,3 +231,66 @@ func quoteText(v string) string {
 	}
 	return v
 }
+
+// readmeBlock returns the README's sh block whose first line starts with
+// prefix.
+func readmeBlock(t *testing.T, prefix string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range strings.Split(string(b), "```sh\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		if strings.HasPrefix(block, prefix) {
+			return block
+		}
+	}
+	t.Fatalf("README.md has no sh block starting %q", prefix)
+	return ""
+}
+
+// TestQuickStartTokenCapture runs the README's run-creation block twice on
+// one demo: the first sets RUN_TOKEN and shows 201; the second shows the
+// 409 run_exists answer and stops with a message instead of going on with
+// the problem as the token.
+func TestQuickStartTokenCapture(t *testing.T) {
+	t.Parallel()
+	block := readmeBlock(t, "RUN=$(curl ")
+	agentAddr, hostAddr := freePort(t), freePort(t)
+	g := &gateway{Dir: newScenarioDir(t)}
+	args := []string{"--demo", "--listen", agentAddr, "--host-listen", hostAddr, "--shutdown-timeout", "10s"}
+	if err := g.launch(t, args, agentAddr, hostAddr); err != nil {
+		t.Fatalf("demo did not start: %v\n%s", err, g.output.String())
+	}
+	t.Cleanup(func() { g.stop(t) })
+	tokenRe := regexp.MustCompile(`HOST_TOKEN=(\S+)`)
+	var hostToken string
+	for deadline := time.Now().Add(15 * time.Second); hostToken == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := tokenRe.FindStringSubmatch(g.output.String()); m != nil {
+			hostToken = m[1]
+		}
+	}
+	if hostToken == "" {
+		t.Fatalf("no export line from the demo:\n%s", g.output.String())
+	}
+	run := func() (string, error) {
+		cmd := exec.Command("bash", "-c", "set -u\n"+block+"echo block done\n")
+		cmd.Env = append(gatewayEnv(), "HOST_URL=http://"+hostAddr, "AGENT_URL=http://"+agentAddr, "HOST_TOKEN="+hostToken)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run()
+	if err != nil || !regexp.MustCompile(`(?m)^201$`).MatchString(out) || !strings.Contains(out, "block done") {
+		t.Fatalf("first run of the block: %v\n%s", err, out)
+	}
+	out, err = run()
+	if err == nil || strings.Contains(out, "block done") {
+		t.Errorf("the second run of the block went on without a token: %v\n%s", err, out)
+	}
+	for _, want := range []string{"run_exists", "409", "no token: the run was not created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the second run of the block does not show %q:\n%s", want, out)
+		}
+	}
+}
