@@ -74,7 +74,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	data, err := readCapped(path, maxConfigBytes)
 	if err != nil {
-		return nil, &ConfigError{Reason: "cannot read the file: " + readProblem(err), Err: err}
+		return nil, &ConfigError{Reason: "cannot read the file", Detail: readProblem(err), Err: err}
 	}
 	return ParseConfig(data)
 }
@@ -101,7 +101,7 @@ func readProblem(err error) string {
 func ParseConfig(data []byte) (*Config, error) {
 	if !jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true)) {
 		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, &ConfigError{Reason: "not valid JSON: the file is empty"}
+			return nil, &ConfigError{Reason: "not valid JSON", Detail: "the file is empty"}
 		}
 		line, col := syntaxPosition(data)
 		return nil, &ConfigError{Reason: "not valid JSON", Line: line, Column: col}

@@ -112,13 +112,16 @@ func (e *InputError) Error() string {
 
 // ConfigError is a configuration load failure. Key is the offending key as a
 // path ("transport.queuePath", "facets[2]"), "" for the file as a whole;
-// Reason is a fixed phrase. Line and Column (1-based, in bytes) are where the file stops
-// being JSON, 0 otherwise. Err, when set, is the underlying read or parse
-// error, kept for logs; the message does not include it. The message never
-// holds the file's path: the caller, which knows it, adds it.
+// Reason is a fixed phrase, and Detail, when set, a fixed phrase saying
+// more ("it does not exist" after "cannot read the file"). Line and Column
+// (1-based, the column in bytes) are where the file stops being JSON, 0
+// otherwise. Err, when set, is the underlying read or parse error, kept
+// for logs; the message does not include it. The message never holds the
+// file's path: the caller, which knows it, adds it.
 type ConfigError struct {
 	Key          string
 	Reason       string
+	Detail       string
 	Line, Column int
 	Err          error
 }
@@ -131,7 +134,11 @@ func (e *ConfigError) Error() string {
 	if e.Key != "" {
 		msg += quoteKey(e.Key) + ": "
 	}
-	return msg + e.Reason
+	msg += e.Reason
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
 }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
