@@ -10,9 +10,9 @@
 # or another server on 8080 cannot break or hang it. Each step prints its
 # time; the last line is `test.sh: passed in <n>s` or
 # `test.sh: FAILED at <step> ...`. Steps that do not depend on each other
-# run side by side: the Go tests in one lane, the browser, SDK and docs
-# tests and the build of the fuzz binaries in another; their output is
-# printed whole as each ends.
+# run side by side: the Go tests and then the build of the fuzz binaries
+# in one lane, the browser, SDK and docs tests in another; their output is
+# printed whole once both lanes end.
 #
 # Environment: FUZZTIME (each fuzz target's time, default 10s); FUZZ_ONLY=1
 # runs only the fuzz steps (build the fuzz binaries, fuzz every target).
@@ -240,8 +240,8 @@ step "contract lint (Spectral, spectral:oas)" contract_lint
 step "services: redis-server and a three-node Redis Cluster" services
 
 current="the tests"
-lane "go" go_tests
-lane "outside" console_test sdk_test fuzz_build
+lane "go" go_tests fuzz_build
+lane "outside" console_test sdk_test
 wait_lanes
 
 step "fuzz targets, $fuzztime each, two at a time" fuzz_all
