@@ -10,9 +10,10 @@
 # or another server on 8080 cannot break or hang it. Each step prints its
 # time; the last line is `test.sh: passed in <n>s` or
 # `test.sh: FAILED at <step> ...`. Steps that do not depend on each other
-# run side by side: the Go tests and then the build of the fuzz binaries
-# in one lane, the browser, SDK and docs tests in another; their output is
-# printed whole once both lanes end.
+# run side by side, in two lanes whose output is printed whole once both
+# end: the contract lint beside go generate and go vet; then the Go tests
+# and the build of the fuzz binaries beside the browser, SDK and docs
+# tests.
 #
 # Environment: FUZZTIME (each fuzz target's time, default 10s); FUZZ_ONLY=1
 # runs only the fuzz steps (build the fuzz binaries, fuzz every target).
@@ -97,6 +98,10 @@ title() {
     console_test) echo "operator console in a real browser" ;;
     sdk_test) echo "generated clients, MCP SDK, Prism, every docs command" ;;
     fuzz_build) echo "build the fuzz binaries" ;;
+    lint_packages) echo "npm packages (tools/lint)" ;;
+    contract_lint) echo "contract lint (Spectral, spectral:oas)" ;;
+    generated_clean) echo "generated code and docs/ERRORS.md are clean (go generate)" ;;
+    fmt_vet) echo "gofmt and go vet" ;;
     *) echo "$1" ;;
   esac
 }
@@ -112,10 +117,10 @@ lint_packages() { (cd tools/lint && npm ci --no-audit --no-fund --loglevel=error
 generated_clean() {
   sums() { find api -name '*.gen.go' -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum go.mod go.sum docs/ERRORS.md; }
   local before after
-  before=$(sums)
-  go generate ./...
-  go mod tidy
-  after=$(sums)
+  before=$(sums) || return 1
+  go generate ./... || return 1
+  go mod tidy || return 1
+  after=$(sums) || return 1
   if [ "$before" != "$after" ]; then
     diff <(echo "$before") <(echo "$after") || true
     echo "FAIL: go generate or go mod tidy changed files; regenerate and commit them"
@@ -125,7 +130,7 @@ generated_clean() {
 
 fmt_vet() {
   local unformatted
-  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*')) || return 1
   if [ -n "$unformatted" ]; then echo "FAIL: gofmt would change:"; echo "$unformatted"; return 1; fi
   go vet ./...
 }
@@ -233,10 +238,10 @@ if [ -n "${FUZZ_ONLY:-}" ]; then
 fi
 
 step "toolchain" toolchain
-step "npm packages (tools/lint)" lint_packages
-step "generated code and docs/ERRORS.md are clean (go generate)" generated_clean
-step "gofmt and go vet" fmt_vet
-step "contract lint (Spectral, spectral:oas)" contract_lint
+current="the checks"
+lane "lint" lint_packages contract_lint
+lane "go checks" generated_clean fmt_vet
+wait_lanes
 step "services: redis-server and a three-node Redis Cluster" services
 
 current="the tests"
