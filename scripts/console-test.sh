@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Browser test of the operator console (web/, issue 10): installs Debian's
+# Browser test of the operator console (web/): installs Debian's
 # chromium when it is missing, installs playwright-core (tests/console,
 # npm ci), builds the gateway, starts it with --demo on free loopback
 # ports, runs tests/console/console.test.mjs with node --test (GATEWAY_LOG
@@ -13,10 +13,7 @@ step() { printf '\n==> %s\n' "$*"; }
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$CHROMIUM" ]; then
   step "installing chromium (Debian package)"
-  sudo=""
-  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  scripts/apt-install.sh chromium
 fi
 "$CHROMIUM" --version 2>/dev/null | grep -i chromium || { echo "FAIL: $CHROMIUM is not chromium"; exit 1; }
 

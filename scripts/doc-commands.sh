@@ -7,8 +7,14 @@
 #   - a line ending `# expect: <status>` (or `# expect: <status> <code>`,
 #     which also checks the problem's `code`) is a curl call; it must answer
 #     that status. `, body has <text>` after the expectation also checks
-#     that the body holds text as written. `NAME=$(curl ... | filter)   # expect: <status>` checks
-#     the status and sets NAME to the filter's output on the body.
+#     that the body holds text as written. A line that prints the status
+#     itself (its curl has `-w '\n%{http_code}\n'`) runs as written, in the
+#     document's shell, so an assignment on it (`RUN=$(curl ...); echo
+#     "$RUN"`) holds for the later lines; its last line of output is the
+#     status. On any other line curl writes the body to a file and the
+#     status is checked from it; `NAME=$(curl ... | filter)   # expect:
+#     <status>` checks the status and sets NAME to the filter's output on
+#     the body.
 #   - any other line must succeed (exit 0); a line ending in `&` starts a
 #     background job, which must still be stoppable with SIGTERM at the end.
 #   - three lines are not run as written, each for a stated reason:
@@ -19,6 +25,16 @@
 #   - a block whose first line is `# in your own project` shows setup for
 #     another project (installing a generator there); it is listed, not run.
 # A line may not continue onto the next (no trailing backslash).
+#
+# Ports: every loopback address with a fixed port (127.0.0.1:8080 and the
+# like) is given a port found free just before the document runs, the same
+# one wherever the document names that address, so a demo left running or
+# any other server on 8080 cannot fail or hang the run.
+#
+# Links: every markdown link of README.md, BENCHMARKS.md and docs/*.md to a
+# file of the repository must name a file that exists, its #anchor a
+# heading of that file, and a "[X.md](...), section N" a heading "## N."
+# of X.md.
 #
 # docs/clients.md must also show every route of api/openapi.yaml.
 # BENCHMARKS.md is not run: its commands are measurements of minutes each,
@@ -87,12 +103,73 @@ for op in "${ops[@]}"; do
 done
 [ "$uncovered" -eq 0 ] || exit 1
 
+# anchors doc: the #anchor of every heading of doc, as GitHub makes them
+# (lower case; punctuation but - and _ dropped; spaces to -; -1, -2 ... on
+# repeats), one a line.
+anchors() {
+  awk '/^```/ { fence = !fence; next } !fence && /^#+ / { sub(/^#+ +/, ""); print }' "$1" |
+    tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9 _-]//g; s/ /-/g' |
+    awk '{ n = seen[$0]++; print (n ? $0 "-" n : $0) }'
+}
+# links doc: "<line><TAB><target>" for every markdown link outside code.
+links() {
+  awk '/^```/ { fence = !fence; next } !fence {
+      line = $0; gsub(/`[^`]*`/, "", line)
+      while (match(line, /\]\([^) ]+\)/)) {
+        printf "%d\t%s\n", NR, substr(line, RSTART + 2, RLENGTH - 3)
+        line = substr(line, RSTART + RLENGTH)
+      }
+    }' "$1"
+}
+broken=0
+for doc in README.md BENCHMARKS.md docs/*.md; do
+  dir=$(dirname "$doc")
+  while IFS=$'\t' read -r n target; do
+    case "$target" in http://*|https://*|mailto:*) continue ;; esac
+    file=${target%%#*} anchor=""
+    [[ $target == *"#"* ]] && anchor=${target#*#}
+    if [ -z "$file" ]; then file=$doc; else file=$dir/$file; fi
+    if [ ! -e "$file" ]; then
+      echo "FAIL $doc:$n: the link ($target) names $file, which does not exist"; broken=1; continue
+    fi
+    if [ -n "$anchor" ] && [[ $file == *.md ]] && ! anchors "$file" | grep -qxF -- "$anchor"; then
+      echo "FAIL $doc:$n: the link ($target): $file has no heading #$anchor"; broken=1
+    fi
+  done < <(links "$doc")
+  # "[X.md](path), section N" and "[X.md](path) section N": X.md has "## N. ..."
+  while IFS=: read -r n ref; do
+    file=$dir/$(sed -E 's/^\[[^]]*\]\(([^)#]*).*/\1/' <<<"$ref")
+    num=$(grep -oE '[0-9]+$' <<<"$ref")
+    if [ ! -f "$file" ] || ! grep -qE "^## $num\. " "$file"; then
+      echo "FAIL $doc:$n: \"$ref\": $file has no section $num"; broken=1
+    fi
+  done < <(grep -noE '\[[^]]*\]\([^)]+\.md\),? section [0-9]+' "$doc")
+done
+[ "$broken" -eq 0 ] || exit 1
+
+# Fixed loopback ports in the docs are replaced by free ones: a port below
+# the kernel's ephemeral range (32768 and up) that nothing answers on.
+declare -A used_ports=()
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    [ -n "${used_ports[$p]:-}" ] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then used_ports[$p]=1; echo "$p"; return; fi
+  done
+}
+
 # q: a string as a single-quoted shell word.
 q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
 # compile doc work: writes the script that runs doc's commands in work.
 compile() {
-  local doc=$1 work=$2 n first line cmd want code has var call filter
+  local doc=$1 work=$2 n first line cmd want code has var call filter addr
+  local -A port=()
+  for addr in $(sh_lines "$doc" | cut -f3- | grep -oE '127\.0\.0\.1:[0-9]{4,5}' | sort -u); do
+    port[$addr]=127.0.0.1:$(free_port)
+    echo "   $addr is $(q "${port[$addr]}" | tr -d "'") for $doc"
+  done
   {
     cat <<EOF
 set -u
@@ -104,8 +181,15 @@ GATEWAY=$(q "$bin")
 __doc=$(q "$doc")
 __passed=0 __failed=0 __shown=0
 __body=$(q "$work/.body")
-# curl, as the docs call it: the body to a file, the status to stdout.
-curl() { command curl -sS --max-time 60 -o "\$__body" -w '%{http_code}' "\$@"; }
+__out=$(q "$work/.out")
+# curl, as the docs call it: the body to a file, the status to stdout; a
+# call that prints its status itself runs as written.
+curl() {
+  case " \$* " in
+    *"%{http_code}"*) command curl --max-time 60 "\$@" ;;
+    *) command curl -sS --max-time 60 -o "\$__body" -w '%{http_code}' "\$@" ;;
+  esac
+}
 __check() { # line want code got [text]
   local got=\$4
   if [ -n "\$3" ] && [ "\$got" = "\$2" ] && ! grep -q "\"code\":\"\$3\"" "\$__body"; then got="\$got without code \$3"; fi
@@ -117,6 +201,10 @@ __check() { # line want code got [text]
     sed 's/^/  | /' "\$__body" | head -20; echo
   fi
 }
+__checkout() { # line want code [text]: the output of a line that printed its status last
+  cp "\$__out" "\$__body"
+  __check "\$1" "\$2" "\$3" "\$(grep -v '^[[:space:]]*\$' "\$__out" | tail -n 1)" "\${4:-}"
+}
 __ran() { # line status
   if [ "\$2" -eq 0 ]; then
     __passed=\$((__passed + 1)); printf 'ok   ran                        %s:%s\n' "\$__doc" "\$1"
@@ -127,6 +215,7 @@ __ran() { # line status
 EOF
     while IFS=$'\t' read -r n first line; do
       cmd=${line#"${line%%[![:space:]]*}"}
+      for addr in "${!port[@]}"; do cmd=${cmd//"$addr"/"${port[$addr]}"}; done
       if [ "$first" = "# in your own project" ]; then
         [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (your own project)  $doc:$n'"
         continue
@@ -144,7 +233,9 @@ EOF
       esac
       if [[ $cmd =~ $expect_re ]]; then
         call=${BASH_REMATCH[1]} want=${BASH_REMATCH[2]} code=${BASH_REMATCH[4]} has=$(q "${BASH_REMATCH[6]}")
-        if [[ $call =~ $assign_re ]]; then
+        if [[ $call == *"%{http_code}"* ]]; then
+          echo "{ $call; } >\"\$__out\" 2>&1 </dev/null; __checkout $n $want '$code' $has"
+        elif [[ $call =~ $assign_re ]]; then
           var=${BASH_REMATCH[1]} call=${BASH_REMATCH[2]} filter=${BASH_REMATCH[3]}
           echo ": >\"\$__body\"; __got=\$($call 2>&1); __check $n $want '$code' \"\$__got\" $has; $var=\$($filter <\"\$__body\")"
         else

@@ -34,10 +34,7 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 install_redis() {
   command -v redis-server >/dev/null && command -v redis-cli >/dev/null && return
-  log "installing redis-server (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq -o DPkg::Lock::Timeout=600 >&2
-  apt-get install -y -qq -o DPkg::Lock::Timeout=600 redis-server >&2
+  "$(dirname "$0")/apt-install.sh" redis-server
 }
 
 # pid_of FILE prints the pid in FILE if that process is alive and is a

@@ -23,7 +23,7 @@ type demoSetup struct {
 	quietLog  bool // the log level was lowered to warn (no --log-level given)
 }
 
-// demoCeiling is the demo run's manifest ceiling: work only, so the sample
+// demoCeiling is the demo run's ceiling (maxConfidentiality): work only, so the sample
 // Loom's health rows come back withheld.
 const demoCeiling = `["https://loom.example/facet/work"]`
 
@@ -124,6 +124,7 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 		fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/%s\n", hostAuth, hostURL, created.RunID, p)
 	}
 	fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n", hostURL, d.HostToken)
+	fmt.Fprintf(&out, "Run token of %q (the console's \"Try a tool\" asks for it): %s\n", created.RunID, created.Token)
 	if s.quietLog {
 		fmt.Fprintf(&out, "Logs: warnings and errors only (--log-level info shows every request)\n")
 	}

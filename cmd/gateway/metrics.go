@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/version"
 )
 
 // instrument builds the gateway's metrics on a registry of their own, with
@@ -35,6 +36,14 @@ func instrument(d *deps, log *slog.Logger, conns map[string]*connLimit) (func(ch
 				return nil, err
 			}
 		}
+	}
+	v := version.Get()
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "loom_gateway_build_info",
+		Help:        "Always 1; the labels name the build: the gateway's version, its VCS revision and the Go toolchain.",
+		ConstLabels: prometheus.Labels{"version": v.String(), "revision": v.Revision, "goversion": v.GoVersion},
+	}, func() float64 { return 1 })); err != nil {
+		return nil, err
 	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, err

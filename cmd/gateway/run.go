@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
+	"github.com/loom-gateway/gateway/internal/version"
 	"github.com/loom-gateway/gateway/web"
 )
 
@@ -68,6 +68,7 @@ type options struct {
 	demoQuietLog                      bool // --demo without --log-level: warn
 	logFormat, logLevel               string
 	auditArgShape                     bool
+	version                           bool
 }
 
 type multiFlag []string
@@ -108,6 +109,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.auditArgShape, "audit-arg-shape", false, "add to each tool call's audit record the sorted names of the input fields present (never their values)")
+	fs.BoolVar(&o.version, "version", false, "print the gateway's version and exit")
 	// The flag list is printed for --help only; a bad flag gets one line.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -144,6 +146,10 @@ func isSet(fs *flag.FlagSet, name string) bool {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Fprintln(stdout, "loom-gateway", version.String())
 		return err
 	}
 	log, err := newLogger(o, stderr)
@@ -186,7 +192,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	agentLn, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return usagef("--listen %s: %v", o.listen, err)
+		return usagef("--listen %s: %v%s", o.listen, err, portHint(err))
 	}
 	defer agentLn.Close()
 	hostLn, err := listenHost(o.hostListen)
@@ -204,7 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	hd.MCP = mcpface.New(mcpface.Config{
-		Core: core, Check: validate.New(agentSpec), Defs: defs, Version: gatewayVersion(),
+		Core: core, Check: validate.New(agentSpec), Defs: defs, Version: version.String(),
 		AllowOrigins: o.mcpAllowOrigins, MaxRequestBytes: hd.MaxRequestBytes,
 	})
 	agentSrv := newServer(handlers.AgentRouter(hd, handlers.NewAgent(hd), agentSpec), o, agentConns, log)
@@ -234,7 +240,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if mem, ok := st.(*memstore.Store); ok {
 		go sweep(ctx, mem)
 	}
-	log.Info("gateway listening", "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
+	log.Info("gateway listening", "version", version.String(), "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
+	warnMisconfigured(log, o, d)
 
 	if demo != nil {
 		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr().String(), stdout); err != nil {
@@ -314,7 +321,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 	if o.configPath != "" {
 		cfg, err := loom.LoadConfig(o.configPath)
 		if err != nil {
-			return nil, &usageError{msg: err.Error()}
+			return nil, usagef("--loom-retrieval-config %s: %v", o.configPath, err)
 		}
 		d.Loom, d.LoomPath = cfg, cfg.CLIPath
 		hostPath, set := os.LookupEnv("PATH")
@@ -358,6 +365,9 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 	}
 	token := getenv("LOOM_GATEWAY_HOST_TOKEN")
 	if o.hostTokenFile != "" {
+		if err := checkTokenFile(o.hostTokenFile); err != nil {
+			return nil, err
+		}
 		b, err := os.ReadFile(o.hostTokenFile)
 		if err != nil {
 			return nil, usagef("--host-token-file: cannot read %s", o.hostTokenFile)
@@ -413,7 +423,7 @@ func listenHost(addr string) (net.Listener, error) {
 	if !ok {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, usagef("--host-listen %s: %v", addr, err)
+			return nil, usagef("--host-listen %s: %v%s", addr, err, portHint(err))
 		}
 		return ln, nil
 	}
@@ -506,15 +516,6 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: json or text", o.logFormat)
-}
-
-// gatewayVersion is the module version the binary was built from, as
-// MCP's initialize reports it ("devel" for a build from a work tree).
-func gatewayVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
 }
 
 // killLoom kills the process group of every loom command still running

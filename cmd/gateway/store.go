@@ -118,9 +118,14 @@ func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 }
 
 // redisLog writes go-redis's own messages (failed dials and the like) to the
-// gateway's log at warn level.
+// gateway's log at warn level, each starting "redis: " once (most of
+// go-redis's already do).
 type redisLog struct{ log *slog.Logger }
 
 func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+	msg := fmt.Sprintf(format, v...)
+	if !strings.HasPrefix(msg, "redis: ") {
+		msg = "redis: " + msg
+	}
+	l.log.WarnContext(ctx, msg)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -73,16 +74,37 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	data, err := readCapped(path, maxConfigBytes)
 	if err != nil {
-		return nil, &ConfigError{Reason: "cannot read the file", Err: err}
+		return nil, &ConfigError{Reason: "cannot read the file", Detail: readProblem(err), Err: err}
 	}
 	return ParseConfig(data)
+}
+
+// readProblem names why readCapped failed, as a fixed phrase.
+func readProblem(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "it does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.Is(err, errIsDir):
+		return "it is a directory"
+	case errors.Is(err, errNotRegular):
+		return "it is not a regular file"
+	case errors.Is(err, errTooLarge):
+		return fmt.Sprintf("it is larger than %d bytes", maxConfigBytes)
+	}
+	return "an I/O error"
 }
 
 // ParseConfig is LoadConfig without the file: it parses and validates the
 // content of a configuration file.
 func ParseConfig(data []byte) (*Config, error) {
 	if !jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true)) {
-		return nil, &ConfigError{Reason: "not valid JSON"}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, &ConfigError{Reason: "not valid JSON", Detail: "the file is empty"}
+		}
+		line, col := syntaxPosition(data)
+		return nil, &ConfigError{Reason: "not valid JSON", Line: line, Column: col}
 	}
 	if key, ok := firstDuplicate(data); ok {
 		return nil, &ConfigError{Key: key, Reason: "duplicate key"}
@@ -233,6 +255,25 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// syntaxPosition returns the line and column (1-based; the column in
+// bytes) where data, which is not valid JSON, stops being JSON: the
+// offending byte, or the end of the data when it ends too soon.
+func syntaxPosition(data []byte) (line, col int) {
+	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	_, err := d.ReadValue()
+	if err == nil {
+		_, err = d.ReadToken() // something after the value
+	}
+	off := int64(len(data))
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		off = min(se.ByteOffset, off)
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = len(before) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
 }
 
 // isAbs reports whether p is an absolute POSIX path.

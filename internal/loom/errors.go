@@ -2,6 +2,7 @@ package loom
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -111,19 +112,33 @@ func (e *InputError) Error() string {
 
 // ConfigError is a configuration load failure. Key is the offending key as a
 // path ("transport.queuePath", "facets[2]"), "" for the file as a whole;
-// Reason is a fixed phrase. Err, when set, is the underlying read or parse
-// error, kept for logs; the message does not include it.
+// Reason is a fixed phrase, and Detail, when set, a fixed phrase saying
+// more ("it does not exist" after "cannot read the file"). Line and Column
+// (1-based, the column in bytes) are where the file stops being JSON, 0
+// otherwise. Err, when set, is the underlying read or parse error, kept
+// for logs; the message does not include it. The message never holds the
+// file's path: the caller, which knows it, adds it.
 type ConfigError struct {
-	Key    string
-	Reason string
-	Err    error
+	Key          string
+	Reason       string
+	Detail       string
+	Line, Column int
+	Err          error
 }
 
 func (e *ConfigError) Error() string {
-	if e.Key == "" {
-		return "loom config: " + e.Reason
+	msg := "loom config: "
+	if e.Line > 0 {
+		msg += fmt.Sprintf("line %d, column %d: ", e.Line, e.Column)
 	}
-	return "loom config: " + quoteKey(e.Key) + ": " + e.Reason
+	if e.Key != "" {
+		msg += quoteKey(e.Key) + ": "
+	}
+	msg += e.Reason
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
 }
 
 func (e *ConfigError) Unwrap() error { return e.Err }

@@ -160,6 +160,10 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     const got = await page.$$eval('#try-fields .field :is(input, select, textarea)', (es) => es.map((e) => e.name));
     assert.deepEqual(got, want, 'the loom_search fields in the order of SearchInput\'s properties (not sorted)');
     assert.notDeepEqual(got, [...want].sort(), 'the order is not alphabetical');
+    const desc = await page.textContent('#try-desc');
+    assert.ok(!desc.includes('`') && await page.locator('#try-desc code').count() >= 1, `the tool's description shows its code spans as code, without backticks: ${desc}`);
+    const hints = await page.$$eval('#try-fields .hint', (es) => es.map((e) => e.textContent).join('\n'));
+    assert.ok(!hints.includes('`'), `the field hints show no backticks: ${hints}`);
   });
 
   await step('run loom_search "atlas" through the form', async () => {

@@ -5,7 +5,7 @@
 
 import {
   $, el, fill, pre, json, relTime, tickTimes, keyedRows, keepFocus, yesno, badge,
-  clauses, labelTypes, labelFull,
+  clauses, labelTypes, labelFull, withCode,
 } from './dom.js';
 import * as toolform from './toolform.js';
 
@@ -455,7 +455,7 @@ function renderSummary(run) {
 function renderLabels([ceiling, mcl]) {
   fill($('#run-ceiling'),
     clauses(ceiling, 'No ceiling: admits every readable label.'),
-    el('p', { className: 'hint' }, 'The --max-confidentiality flag met with the run\'s manifest ceiling, before the loom read-ceiling record. A row is admitted when its label fits every clause.'));
+    el('p', { className: 'hint' }, 'The gateway\'s --max-confidentiality flag met with the ceiling the host gave this run (maxConfidentiality), before the loom read-ceiling record. A row is admitted when its label fits every clause.'));
   fill($('#run-mcl'),
     clauses(mcl ? mcl.confidentiality : [], 'none'),
     el('p', { className: 'hint' }, 'The join of what this run has observed; unlabeled rows take it as their query label.'));
@@ -665,13 +665,15 @@ function buildTry(run) {
   fill(sel, tools.map((t) => el('option', { value: t }, t)));
   if (tools.includes(keep)) sel.value = keep;
   $('#try-token').value = runTokens()[run.runId] || '';
-  $('#try-token').placeholder = runTokens()[run.runId] ? '' : 'not known in this tab: paste the run token';
+  $('#try-token').placeholder = runTokens()[run.runId] ? '' : (run.runId === 'demo'
+    ? 'not known in this tab: paste the run token that gateway --demo printed'
+    : 'not known in this tab: paste the run token');
   buildToolFields();
 }
 
 function buildToolFields() {
   const tool = $('#try-tool').value;
-  $('#try-desc').textContent = toolform.describe(state.contract, tool);
+  fill($('#try-desc'), withCode(toolform.describe(state.contract, tool)));
   state.collect = toolform.build(state.contract, tool, $('#try-fields'));
 }
 

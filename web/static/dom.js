@@ -26,6 +26,12 @@ function append(e, children) {
   }
 }
 
+// withCode turns the `code` spans of a contract description into <code>
+// elements and the rest into text (never markup).
+export function withCode(text) {
+  return String(text).split('`').map((part, i) => (i % 2 === 1 ? el('code', {}, part) : part));
+}
+
 // fill replaces a node's children.
 export function fill(node, ...children) {
   node.replaceChildren();

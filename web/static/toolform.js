@@ -1,7 +1,7 @@
 // Try-a-tool forms, generated from the contract's input schemas
 // (/console/contract.json, the OpenAPI document as JSON).
 
-import { el } from './dom.js';
+import { el, withCode } from './dom.js';
 
 // The agent routes the console can call, in the contract's order: the
 // eight tools, then describe_handle and the result writer.
@@ -109,14 +109,14 @@ export function build(contract, tool, container) {
       };
     }
     readers.push([name, read]);
-    if (s.description) input.title = s.description;
+    if (s.description) input.title = s.description.replaceAll('`', '');
     container.append(el('div', { className: 'field' },
       el('label', { for: id }, name, req ? el('span', { className: 'req', title: 'required' }, ' *') : null),
       input,
-      hintBits.length ? el('p', { className: 'hint' }, hintBits.join(' · ')) : null));
+      hintBits.length ? el('p', { className: 'hint' }, withCode(hintBits.join(' · '))) : null));
   }
   for (const [d, names] of seen) {
-    if (names.length > 1) container.append(el('p', { className: 'hint shared' }, `${names.join(', ')}: ${d}`));
+    if (names.length > 1) container.append(el('p', { className: 'hint shared' }, `${names.join(', ')}: `, withCode(d)));
   }
   return () => {
     const body = {};
