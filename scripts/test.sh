@@ -41,6 +41,11 @@ trap 'scripts/redis.sh stop' EXIT
 redis_env=$(scripts/redis.sh start)
 eval "$redis_env"
 
+step "an OpenTelemetry Collector (tools/otelcol, built once) for the trace tests"
+trap 'scripts/redis.sh stop; scripts/otelcol.sh stop' EXIT
+otelcol_env=$(scripts/otelcol.sh start)
+eval "$otelcol_env"
+
 step "go test -race"
 go test -race -count=1 -timeout 20m ./...
 

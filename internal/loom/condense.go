@@ -25,6 +25,8 @@ type Condensed struct {
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
 	RowBytes []int
+	// Read is how many bytes of stdout were read.
+	Read int64
 }
 
 // Condense reads r, a command's stdout, to its end in one pass as it
@@ -63,7 +65,7 @@ type Condensed struct {
 func Condense(tool Tool, r io.Reader) Condensed {
 	c := condenser{src: r, tool: tool}
 	c.run()
-	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes}
+	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Read: c.offset()}
 }
 
 // condenseUnits is how many UTF-16 units of a long string value Condense

@@ -22,6 +22,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 )
@@ -74,6 +75,8 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 		problem.Write(w, problem.New(agent.OriginNotAllowed))
 		return
 	}
+	r, span := telemetry.StartMCP(r)
+	defer span.End()
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 }
 
@@ -137,6 +140,7 @@ func (f *Face) call(ctx context.Context, run store.Run, name string) mcp.ToolHan
 		if err != nil {
 			p := gateway.Problem(err)
 			p.RequestID = reqid.FromContext(ctx)
+			telemetry.Fail(ctx, string(p.Code))
 			return result(p.JSON(), true), nil
 		}
 		return result(body, false), nil

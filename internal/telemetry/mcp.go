@@ -1,0 +1,81 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// mcpMessage is what an MCP span reads of a JSON-RPC request: never the
+// arguments.
+type mcpMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name            string            `json:"name"`
+		ProtocolVersion string            `json:"protocolVersion"`
+		Meta            map[string]string `json:"_meta"`
+	} `json:"params"`
+}
+
+// StartMCP starts the MCP server span of a Streamable HTTP request whose
+// body is one JSON-RPC message, by the MCP conventions: named
+// "tools/call loom_search" (the method, and the tool a tools/call names),
+// with mcp.method.name, jsonrpc.request.id, mcp.protocol.version (the
+// Mcp-Protocol-Version header, or what initialize asks for), and for a
+// tools/call gen_ai.tool.name and gen_ai.operation.name execute_tool. Its
+// parent is the message's params._meta.traceparent (linked to the HTTP
+// span) when it has one, else the HTTP request's span. It returns r with
+// the span in its context and the body still to read. Off, or for a body
+// that is not one JSON-RPC request, it returns r and a span that records
+// nothing.
+func StartMCP(r *http.Request) (*http.Request, trace.Span) {
+	if !Enabled() || r.Body == nil {
+		return r, noSpan
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m mcpMessage
+	if err != nil || json.Unmarshal(body, &m) != nil || m.Method == "" {
+		return r, noSpan
+	}
+	ctx := r.Context()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	if tp := m.Params.Meta["traceparent"]; tp != "" {
+		carrier := propagation.MapCarrier{"traceparent": tp}
+		if ts := m.Params.Meta["tracestate"]; ts != "" {
+			carrier["tracestate"] = ts
+		}
+		if remote := trace.SpanContextFromContext(propagator.Extract(ctx, carrier)); remote.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
+			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
+		}
+	}
+	name := m.Method
+	attrs := []trace.SpanStartOption{trace.WithAttributes(MCPMethodName.String(m.Method))}
+	if len(m.ID) > 0 && string(m.ID) != "null" {
+		id := string(m.ID)
+		var s string
+		if json.Unmarshal(m.ID, &s) == nil {
+			id = s
+		}
+		attrs = append(attrs, trace.WithAttributes(JSONRPCRequestID.String(id)))
+	}
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if version == "" && m.Method == "initialize" {
+		version = m.Params.ProtocolVersion
+	}
+	if version != "" {
+		attrs = append(attrs, trace.WithAttributes(MCPProtocolVersion.String(version)))
+	}
+	if m.Method == "tools/call" && m.Params.Name != "" {
+		name += " " + m.Params.Name
+		attrs = append(attrs, trace.WithAttributes(GenAIToolName.String(m.Params.Name), GenAIOperationName.String("execute_tool")))
+	}
+	ctx, span := tracer().Start(ctx, name, append(opts, attrs...)...)
+	return r.WithContext(ctx), span
+}
