@@ -37,7 +37,7 @@ type call struct {
 // Every error is an *Error; after the output number is taken it carries
 // the outputId, and the call log holds the call's record.
 func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input []byte) ([]byte, error) {
-	ctx, span := telemetry.Start(ctx, "call "+string(tool), telemetry.GenAIToolName.String(string(tool)))
+	ctx, span := startCall(ctx, string(tool))
 	defer span.End()
 	c, err := s.beginOutput(ctx, run, string(tool))
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		out, err = s.cfg.Runner.Run(lctx, argv, env)
 	}
 	endLoom(lspan, out, err)
-	_, mspan := telemetry.Start(stage, "measure "+tool.Kind())
+	mspan := startMeasure(stage, tool)
 	defer mspan.End()
 	if err == nil || out.Duration > 0 {
 		c.loomTime = &out.Duration

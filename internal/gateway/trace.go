@@ -45,9 +45,34 @@ func traceOutcome(ctx context.Context, c *call, rec store.Call) {
 	}
 }
 
+// noSpan is the span that records nothing, for when tracing is off.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// startCall starts the span of a call of tool. Off, it costs one atomic
+// load, and the names below are not even built.
+func startCall(ctx context.Context, tool string) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, noSpan
+	}
+	return telemetry.Start(ctx, "call "+tool, telemetry.GenAIToolName.String(tool))
+}
+
 // startLoom starts the span of a tool's loom process.
 func startLoom(ctx context.Context, tool loom.Tool) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, noSpan
+	}
 	return telemetry.StartKind(ctx, "loom "+tool.Kind(), trace.SpanKindClient, telemetry.LoomCommand.String(tool.Kind()))
+}
+
+// startMeasure starts the span of the reading and measurement of a tool's
+// output.
+func startMeasure(ctx context.Context, tool loom.Tool) trace.Span {
+	if !telemetry.Enabled() {
+		return noSpan
+	}
+	_, span := telemetry.Start(ctx, "measure "+tool.Kind())
+	return span
 }
 
 // endLoom ends the process span with its exit code, the bytes of stdout
