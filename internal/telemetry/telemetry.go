@@ -106,19 +106,30 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (shu
 // it; tests install an SDK provider recording to memory.
 func Install(tp trace.TracerProvider) (uninstall func()) {
 	otel.SetTracerProvider(tp)
+	tr := tp.Tracer(ScopeName)
+	installed.Store(&tr)
 	enabled.Store(true)
 	return func() {
 		enabled.Store(false)
 		otel.SetTracerProvider(noopTP)
+		installed.Store(nil)
 	}
 }
+
+// installed is the tracer of the provider Install installed.
+var installed atomic.Pointer[trace.Tracer]
 
 // noopTP is OpenTelemetry's no-op provider.
 var noopTP = noop.NewTracerProvider()
 
-// tracer is the gateway's tracer from the global provider (a no-op one
-// until Setup installs another).
-func tracer() trace.Tracer { return otel.Tracer(ScopeName) }
+// tracer is the gateway's tracer: the installed provider's, else the
+// global provider's.
+func tracer() trace.Tracer {
+	if tr := installed.Load(); tr != nil {
+		return *tr
+	}
+	return otel.Tracer(ScopeName)
+}
 
 // noSpan is the span the helpers return when tracing is off.
 var noSpan = trace.SpanFromContext(context.Background())
