@@ -335,6 +335,17 @@ func TestTraceMCP(t *testing.T) {
 		t.Errorf("MCP span status %+v, want error host_refused", server.Status)
 	}
 	wantAttrs(t, named(t, spans, "call loom_search"), map[string]string{"error.type": "host_refused", "loom_gateway.call.code": "host_refused", "loom_gateway.call.host_code": "facet_denied", "loom_gateway.call.status": "error"})
+
+	// A JSON-RPC error: a tool the run does not have.
+	tp, traceID, _ = traceparent()
+	msg = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"_meta":{"traceparent":"` + tp + `"},"name":"no_such_tool","arguments":{}}}`
+	if status, body := r.post(t, "/mcp", msg, mcpHeader); status != http.StatusOK || !bytes.Contains(body, []byte(`"error":{"code":`)) {
+		t.Fatalf("tools/call of no tool: %d %s", status, body)
+	}
+	server = named(t, traceSpans(t, traceID, "tools/call no_such_tool"), "tools/call no_such_tool")
+	if code := server.Attrs["error.type"]; code == "" || code[0] != '-' {
+		t.Errorf("JSON-RPC error: error.type %q, want its (negative) code", code)
+	}
 }
 
 // TestTraceRefused: a REST call the contract refuses is a server span with

@@ -77,6 +77,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	}
 	r, span := telemetry.StartMCP(r)
 	defer span.End()
+	w = telemetry.MCPResponse(w, span)
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 }
 

@@ -37,6 +37,67 @@ func StartMCP(r *http.Request) (*http.Request, trace.Span) {
 	if !Enabled() || r.Body == nil {
 		return r, noSpan
 	}
+	return startMCP(r)
+}
+
+// MCPResponse returns a writer that notes, on span, a JSON-RPC error the
+// answer written through w carries: error.type is its code (-32602, ...)
+// and the span's status an Error. Off, or for a span that does not
+// record, it returns w.
+func MCPResponse(w http.ResponseWriter, span trace.Span) http.ResponseWriter {
+	if !span.IsRecording() {
+		return w
+	}
+	return &rpcWriter{ResponseWriter: w, span: span}
+}
+
+// rpcWriter reads the head of a JSON-RPC answer for its error code.
+type rpcWriter struct {
+	http.ResponseWriter
+	span trace.Span
+	head []byte
+	done bool
+}
+
+// rpcErrorHead is how the SDK's answer to a failed request begins after
+// its id.
+var rpcErrorHead = []byte(`"error":{"code":`)
+
+func (w *rpcWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.head = append(w.head, b[:min(len(b), 512-len(w.head))]...)
+		if len(w.head) >= 512 || bytes.Contains(w.head, rpcErrorHead) {
+			w.note()
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// note sets error.type from the head read so far, once.
+func (w *rpcWriter) note() {
+	w.done = true
+	_, rest, ok := bytes.Cut(w.head, rpcErrorHead)
+	if !ok {
+		return
+	}
+	n := 0
+	for n < len(rest) && n < 12 && (rest[n] == '-' || rest[n] >= '0' && rest[n] <= '9') {
+		n++
+	}
+	if n > 0 && n < len(rest) {
+		FailSpan(w.span, string(rest[:n]))
+	}
+}
+
+func (w *rpcWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *rpcWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func startMCP(r *http.Request) (*http.Request, trace.Span) {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var m mcpMessage

@@ -152,3 +152,24 @@ func TestTraceparent(t *testing.T) {
 		t.Errorf("Traceparent = %q, want %q", got, want)
 	}
 }
+
+// TestMCPResponse: a JSON-RPC error answer sets error.type to its code;
+// a result does not.
+func TestMCPResponse(t *testing.T) {
+	exp := record(t)
+	for _, tc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool"}}`, "-32602"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}`, ""},
+	} {
+		exp.Reset()
+		_, span := Start(context.Background(), "rpc")
+		w := MCPResponse(httptest.NewRecorder(), span)
+		// Written in two pieces, as a writer may.
+		_, _ = w.Write([]byte(tc.body[:20]))
+		_, _ = w.Write([]byte(tc.body[20:]))
+		span.End()
+		if got := attrs(exp.GetSpans()[0])["error.type"]; got != tc.want {
+			t.Errorf("%s: error.type %q, want %q", tc.body, got, tc.want)
+		}
+	}
+}
