@@ -342,7 +342,7 @@ func TestTraceMCP(t *testing.T) {
 	if status, body := r.post(t, "/mcp", msg, mcpHeader); status != http.StatusOK || !bytes.Contains(body, []byte(`"error":{"code":`)) {
 		t.Fatalf("tools/call of no tool: %d %s", status, body)
 	}
-	server = named(t, traceSpans(t, traceID, "tools/call no_such_tool"), "tools/call no_such_tool")
+	server = named(t, traceSpans(t, traceID, "tools/call _OTHER"), "tools/call _OTHER")
 	if code := server.Attrs["error.type"]; code == "" || code[0] != '-' {
 		t.Errorf("JSON-RPC error: error.type %q, want its (negative) code", code)
 	}

@@ -75,10 +75,17 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 		problem.Write(w, problem.New(agent.OriginNotAllowed))
 		return
 	}
-	r, span := telemetry.StartMCP(r)
+	r, span := telemetry.StartMCP(r, knownTool)
 	defer span.End()
 	w = telemetry.MCPResponse(w, span)
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
+}
+
+// knownTool reports whether name is one of the gateway's tools, the only
+// tool names a span may carry.
+func knownTool(name string) bool {
+	_, ok := loom.ParseTool(name)
+	return ok || name == "describe_handle" || name == "result"
 }
 
 // server is the MCP server of one request: the tools its run may call.

@@ -33,11 +33,56 @@ type mcpMessage struct {
 // the span in its context and the body still to read. Off, or for a body
 // that is not one JSON-RPC request, it returns r and a span that records
 // nothing.
-func StartMCP(r *http.Request) (*http.Request, trace.Span) {
+//
+// What the client chose is kept only where it cannot carry text: a method
+// that is not one of the protocol's is "_OTHER", a tool that known does not
+// accept is "_OTHER", an id that is not a number or a short plain string
+// and a protocol version that is not a date are left out.
+func StartMCP(r *http.Request, known func(tool string) bool) (*http.Request, trace.Span) {
 	if !Enabled() || r.Body == nil {
 		return r, noSpan
 	}
-	return startMCP(r)
+	return startMCP(r, known)
+}
+
+// mcpMethods are the methods of the Model Context Protocol (2025-06-18)
+// a client sends.
+var mcpMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/read": true,
+	"resources/templates/list": true, "resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true,
+	"notifications/initialized": true, "notifications/cancelled": true, "notifications/progress": true,
+	"notifications/roots/list_changed": true,
+}
+
+// plainID reports whether a JSON-RPC id (a string's text) is short and
+// plain: 1 to 64 letters, digits or "_.:-".
+func plainID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// protocolDate reports whether v reads as an MCP protocol version
+// (YYYY-MM-DD).
+func protocolDate(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // MCPResponse returns a writer that notes, on span, a JSON-RPC error the
@@ -97,7 +142,7 @@ func (w *rpcWriter) Flush() {
 
 func (w *rpcWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func startMCP(r *http.Request) (*http.Request, trace.Span) {
+func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Span) {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var m mcpMessage
@@ -116,26 +161,36 @@ func startMCP(r *http.Request) (*http.Request, trace.Span) {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
 		}
 	}
-	name := m.Method
-	attrs := []trace.SpanStartOption{trace.WithAttributes(MCPMethodName.String(m.Method))}
-	if len(m.ID) > 0 && string(m.ID) != "null" {
-		id := string(m.ID)
-		var s string
-		if json.Unmarshal(m.ID, &s) == nil {
-			id = s
+	method := m.Method
+	if !mcpMethods[method] {
+		method = "_OTHER"
+	}
+	name := method
+	attrs := []trace.SpanStartOption{trace.WithAttributes(MCPMethodName.String(method))}
+	var id string
+	if json.Unmarshal(m.ID, &id) != nil {
+		var n json.Number
+		if json.Unmarshal(m.ID, &n) == nil {
+			id = n.String()
 		}
+	}
+	if plainID(id) {
 		attrs = append(attrs, trace.WithAttributes(JSONRPCRequestID.String(id)))
 	}
 	version := r.Header.Get("Mcp-Protocol-Version")
-	if version == "" && m.Method == "initialize" {
+	if version == "" && method == "initialize" {
 		version = m.Params.ProtocolVersion
 	}
-	if version != "" {
+	if protocolDate(version) {
 		attrs = append(attrs, trace.WithAttributes(MCPProtocolVersion.String(version)))
 	}
-	if m.Method == "tools/call" && m.Params.Name != "" {
-		name += " " + m.Params.Name
-		attrs = append(attrs, trace.WithAttributes(GenAIToolName.String(m.Params.Name), GenAIOperationName.String("execute_tool")))
+	if method == "tools/call" {
+		tool := m.Params.Name
+		if known == nil || !known(tool) {
+			tool = "_OTHER"
+		}
+		name += " " + tool
+		attrs = append(attrs, trace.WithAttributes(GenAIToolName.String(tool), GenAIOperationName.String("execute_tool")))
 	}
 	ctx, span := tracer().Start(ctx, name, append(opts, attrs...)...)
 	return r.WithContext(ctx), span

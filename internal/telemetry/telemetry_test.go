@@ -112,7 +112,7 @@ func TestStartMCP(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},"name":"loom_search","arguments":{"query":"SECRET"}}}`
 	req := httptest.NewRequest(http.MethodPost, "/v1/runs/r/mcp", strings.NewReader(body))
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	req, span := StartMCP(req)
+	req, span := StartMCP(req, func(s string) bool { return s == "loom_search" })
 	rest, _ := io.ReadAll(req.Body)
 	if string(rest) != body {
 		t.Errorf("body after StartMCP = %s", rest)
@@ -170,6 +170,32 @@ func TestMCPResponse(t *testing.T) {
 		span.End()
 		if got := attrs(exp.GetSpans()[0])["error.type"]; got != tc.want {
 			t.Errorf("%s: error.type %q, want %q", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestStartMCPKeepsNoClientText: a method, tool, id or protocol version
+// that could carry text the client chose is not in the span.
+func TestStartMCPKeepsNoClientText(t *testing.T) {
+	exp := record(t)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":"SECRET id","method":"tools/call","params":{"name":"SECRET","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"SECRET/method","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"SECRET"}}`,
+	} {
+		exp.Reset()
+		req := httptest.NewRequest(http.MethodPost, "/v1/runs/r/mcp", strings.NewReader(body))
+		req.Header.Set("Mcp-Protocol-Version", "SECRET")
+		_, span := StartMCP(req, func(s string) bool { return s == "loom_search" })
+		span.End()
+		s := exp.GetSpans()[0]
+		if strings.Contains(s.Name, "SECRET") {
+			t.Errorf("%s: span named %q", body, s.Name)
+		}
+		for k, v := range attrs(s) {
+			if strings.Contains(v, "SECRET") {
+				t.Errorf("%s: %s = %q", body, k, v)
+			}
 		}
 	}
 }
