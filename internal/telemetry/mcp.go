@@ -152,10 +152,7 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 	ctx := r.Context()
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	if tp := m.Params.Meta["traceparent"]; tp != "" {
-		carrier := propagation.MapCarrier{"traceparent": tp}
-		if ts := m.Params.Meta["tracestate"]; ts != "" {
-			carrier["tracestate"] = ts
-		}
+		carrier := propagation.MapCarrier{"traceparent": tp} // not tracestate: free text
 		if remote := trace.SpanContextFromContext(propagator.Extract(ctx, carrier)); remote.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
 			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)

@@ -54,7 +54,8 @@ func HTTPServer(route, method func(*http.Request) string) func(http.Handler) htt
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			// traceparent only: tracestate is free text the client chose.
+			ctx := propagator.Extract(r.Context(), propagation.MapCarrier{"traceparent": r.Header.Get("traceparent")})
 			m := method(r)
 			ctx, span := tracer().Start(ctx, m, trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(

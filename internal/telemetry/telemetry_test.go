@@ -83,6 +83,7 @@ func TestHTTPServer(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/runs/run-SECRET/loom_search", strings.NewReader(`{"query":"SECRET"}`))
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	req.Header.Set("Authorization", "Bearer SECRET")
+	req.Header.Set("tracestate", "k=SECRET")
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	spans := exp.GetSpans()
 	if len(spans) != 1 {
@@ -101,6 +102,9 @@ func TestHTTPServer(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, attrs(s)); diff != "" {
 		t.Errorf("attributes (-want +got):\n%s", diff)
+	}
+	if ts := s.SpanContext.TraceState().String(); ts != "" {
+		t.Errorf("trace state %q kept from the client", ts)
 	}
 }
 
