@@ -35,6 +35,9 @@ go build -o "$work/gateway" ./cmd/gateway
 
 step "start the gateway with --demo"
 # Port 0: the kernel picks free ports; the demo prints the addresses it got.
+# With a collector (scripts/otelcol.sh), the gateway exports traces and the
+# console shows each call's trace id.
+OTEL_EXPORTER_OTLP_ENDPOINT="${LOOM_GATEWAY_TEST_OTLP_ENDPOINT:-}" \
 "$work/gateway" --demo --listen 127.0.0.1:0 --host-listen 127.0.0.1:0 --log-format text --log-level info --shutdown-timeout 5s \
   >"$work/demo.out" 2>"$work/gateway.log" &
 gw=$!
@@ -54,7 +57,7 @@ echo "console at $CONSOLE_URL"
 
 step "browser test (node --test, playwright-core + $CHROMIUM)"
 status=0
-(cd tests/console && CONSOLE_URL="$CONSOLE_URL" HOST_TOKEN="$HOST_TOKEN" CHROMIUM="$CHROMIUM" GATEWAY_LOG="$work/gateway.log" node --test console.test.mjs) || status=$?
+(cd tests/console && TRACED="${LOOM_GATEWAY_TEST_OTLP_ENDPOINT:+1}" CONSOLE_URL="$CONSOLE_URL" HOST_TOKEN="$HOST_TOKEN" CHROMIUM="$CHROMIUM" GATEWAY_LOG="$work/gateway.log" node --test console.test.mjs) || status=$?
 if [ "$status" != 0 ]; then
   echo "gateway log (last 40 lines):"; tail -40 "$work/gateway.log"
   exit "$status"

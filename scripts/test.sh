@@ -28,6 +28,7 @@ logs=$(mktemp -d)
 finish() {
   local status=$?
   [ -z "${redis_started:-}" ] || scripts/redis.sh stop || true
+  [ -z "${otelcol_started:-}" ] || scripts/otelcol.sh stop || true
   rm -rf "$logs"
   if [ "$status" -eq 0 ] && [ "${#failed[@]}" -eq 0 ]; then
     printf '\ntest.sh: passed in %ss\n' "$((SECONDS - start))"
@@ -144,8 +145,13 @@ services() {
   redis_env=$(scripts/redis.sh start)
   eval "$redis_env"
   export LOOM_GATEWAY_TEST_REDIS LOOM_GATEWAY_TEST_REDIS_CLUSTER
-  # Further services the tests need start here, each exporting its
-  # address the same way and stopped in finish.
+  # The OpenTelemetry Collector of the trace tests (tools/otelcol, built
+  # once into a cache).
+  local otelcol_env
+  otelcol_started=1
+  otelcol_env=$(scripts/otelcol.sh start)
+  eval "$otelcol_env"
+  export LOOM_GATEWAY_TEST_OTLP_ENDPOINT LOOM_GATEWAY_TEST_OTEL_FILE
 }
 
 go_tests() { go test -race -count=1 -timeout 20m ./...; }

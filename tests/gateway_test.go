@@ -35,6 +35,8 @@ type gwOptions struct {
 	Config map[string]any
 	// Flags are extra command-line flags.
 	Flags []string
+	// Env are extra environment variables (NAME=value) of the gateway.
+	Env []string
 }
 
 // gateway is a running gateway process with its own scenario directory
@@ -49,7 +51,8 @@ type gateway struct {
 	cmd    *exec.Cmd
 	output *syncBuffer // stdout and stderr
 	exited chan struct{}
-	err    error // cmd.Wait's, once exited is closed
+	err    error    // cmd.Wait's, once exited is closed
+	env    []string // gwOptions.Env
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -127,7 +130,7 @@ func gatewayEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "CF_HARNESS_LOOM_RETRIEVAL_CONFIG" || name == "LOOM_GATEWAY_HOST_TOKEN" || strings.HasPrefix(name, "LOOM_") {
+		if name == "CF_HARNESS_LOOM_RETRIEVAL_CONFIG" || name == "LOOM_GATEWAY_HOST_TOKEN" || strings.HasPrefix(name, "LOOM_") || strings.HasPrefix(name, "OTEL_") {
 			continue
 		}
 		env = append(env, kv)
@@ -176,6 +179,7 @@ func (g *gateway) start(t testing.TB, o gwOptions, tokenFile string) error {
 		args = append(args, "--loom-retrieval-config", g.Config)
 	}
 	args = append(args, o.Flags...)
+	g.env = o.Env
 	return g.launch(t, args, agentAddr, hostAddr)
 }
 
@@ -184,7 +188,7 @@ func (g *gateway) start(t testing.TB, o gwOptions, tokenFile string) error {
 func (g *gateway) launch(t testing.TB, args []string, agentAddr, hostAddr string) error {
 	g.output = &syncBuffer{}
 	g.cmd = exec.Command(gatewayBin, args...)
-	g.cmd.Env = gatewayEnv()
+	g.cmd.Env = append(gatewayEnv(), g.env...)
 	g.cmd.Stdout, g.cmd.Stderr = g.output, g.output
 	if err := g.cmd.Start(); err != nil {
 		return err

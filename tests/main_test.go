@@ -70,6 +70,10 @@ func runMain(m *testing.M) int {
 	}
 
 	code := m.Run()
+	if leaks := spanLeaks(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: planted markers reached exported spans:\n%s\n", strings.Join(leaks, "\n"))
+		code = max(code, 1)
+	}
 	if leaks := findLeaks(); len(leaks) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: planted markers reached %d responses:\n%s\n", len(leaks), strings.Join(leaks, "\n"))
 		if code == 0 {

@@ -626,8 +626,11 @@ type CallRecord struct {
 	StartedAt time.Time        `json:"startedAt"`
 	Status    CallRecordStatus `json:"status"`
 	Tool      string           `json:"tool"`
-	Truncated bool             `json:"truncated"`
-	Withheld  int              `json:"withheld"`
+
+	// TraceId The W3C trace id (32 lowercase hex digits) of the call's trace, present only when the gateway exports traces (docs/operators.md, Observability); the same id is in the call's audit record.
+	TraceId   *string `json:"traceId,omitempty"`
+	Truncated bool    `json:"truncated"`
+	Withheld  int     `json:"withheld"`
 }
 
 // CallRecordCfcVersion defines model for CallRecord.Cfc.Version.

@@ -25,6 +25,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/mcpface"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 	"github.com/loom-gateway/gateway/internal/version"
@@ -156,6 +157,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	// Traces, when OTEL_* asks for them (docs/operators.md, Observability).
+	stopTracing, err := telemetry.Setup(ctx, getenv, version.String())
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_*): %w", err)
+	}
+	defer flushTraces(stopTracing, log)
 	var demo *demoSetup
 	if o.demo {
 		if demo, err = setUpDemo(o); err != nil {
@@ -516,6 +523,16 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: json or text", o.logFormat)
+}
+
+// flushTraces sends the spans still held to the collector, for at most
+// 5 s, when the gateway stops.
+func flushTraces(stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("traces not flushed", "err", err)
+	}
 }
 
 // killLoom kills the process group of every loom command still running

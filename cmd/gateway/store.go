@@ -14,6 +14,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
+	"github.com/loom-gateway/gateway/internal/telemetry/redistrace"
 )
 
 var (
@@ -108,6 +109,7 @@ func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
 	} else {
 		c = redis.NewClient(ro)
 	}
+	c.AddHook(redistrace.Hook{}) // a span per command when tracing is on
 	s := redisstore.New(c, redisstore.Options{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

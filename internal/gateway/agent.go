@@ -65,6 +65,8 @@ type ReferentKind struct {
 // ignored). It is an output of the run like a tool call: it takes an
 // output number and appends a call record.
 func (s *Service) Describe(ctx context.Context, run store.Run, token string) (Description, error) {
+	ctx, span := startCall(ctx, "describe_handle")
+	defer span.End()
 	c, err := s.beginOutput(ctx, run, "describe_handle")
 	if err != nil {
 		return Description{}, err

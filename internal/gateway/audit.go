@@ -50,6 +50,10 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	if c.argNames != nil {
 		attrs = append(attrs, slog.Any("args", c.argNames))
 	}
+	if rec.TraceID != "" {
+		attrs = append(attrs, slog.String("traceId", rec.TraceID))
+	}
+	traceOutcome(ctx, c, rec)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 )
 
 // call is one output of a run in progress: what its call log record and
@@ -36,6 +37,8 @@ type call struct {
 // Every error is an *Error; after the output number is taken it carries
 // the outputId, and the call log holds the call's record.
 func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input []byte) ([]byte, error) {
+	ctx, span := startCall(ctx, string(tool))
+	defer span.End()
 	c, err := s.beginOutput(ctx, run, string(tool))
 	if err != nil {
 		return nil, err
@@ -84,11 +87,16 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	}
 	defer end()
 	var out loom.Output
+	lctx, lspan := startLoom(stage, tool)
+	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
 	if tr, ok := s.cfg.Runner.(ToolRunner); ok {
-		out, err = tr.RunTool(stage, tool, argv, s.cfg.Env)
+		out, err = tr.RunTool(lctx, tool, argv, env)
 	} else {
-		out, err = s.cfg.Runner.Run(stage, argv, s.cfg.Env)
+		out, err = s.cfg.Runner.Run(lctx, argv, env)
 	}
+	endLoom(lspan, out, err)
+	mspan := startMeasure(stage, tool)
+	defer mspan.End()
 	if err == nil || out.Duration > 0 {
 		c.loomTime = &out.Duration
 	}
@@ -143,6 +151,7 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	if err != nil {
 		return nil, s.fail(ctx, c, stageEnded(stage))
 	}
+	endMeasure(mspan, len(rows), more+kept.Dropped)
 	end()
 
 	// A call whose rows would take the run's model-context label past
@@ -225,6 +234,7 @@ func (s *Service) fail(ctx context.Context, c *call, err error) error {
 // record audits the call and appends it to the call log even when the
 // client has gone away; a run deleted meanwhile has no log to append to.
 func (s *Service) record(ctx context.Context, c *call, rec store.Call) {
+	rec.TraceID = telemetry.TraceID(ctx)
 	s.audit(ctx, c, rec)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

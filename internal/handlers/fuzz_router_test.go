@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/loom-gateway/gateway/api"
 	"github.com/loom-gateway/gateway/internal/contracttest"
@@ -55,7 +56,9 @@ import (
 // the fuzzer explore the router and validator. Seeds are the request
 // examples of every agent operation of the contract.
 func FuzzAgentRouter(f *testing.F) {
+	spans := traceFuzz(f) // every span is searched for the markers too
 	fz := newFuzzGateway(f)
+	fz.spans = spans
 	for _, s := range contractSeeds(f) {
 		f.Add(http.MethodPost, uint8(0), s.suffix, "", "application/json", s.body)
 		switch s.suffix {
@@ -185,6 +188,7 @@ type fuzzGateway struct {
 	dir   string
 	ceil  ifc.Ceiling
 	store *memstore.Store
+	spans *tracetest.InMemoryExporter
 }
 
 type fuzzRun struct{ id, token string }
@@ -361,6 +365,9 @@ func (fz *fuzzGateway) check(t *testing.T, method string, sel uint8, suffix, aut
 		if bytes.Contains(got, []byte(m)) || strings.Contains(hdr.String(), m) {
 			t.Fatalf("%s %q answered %d carrying %q: %s", method, path, rec.Code, m, got)
 		}
+	}
+	if m, span := spanLeak(fz.spans, append(fuzzMarkers, fz.dir)); m != "" {
+		t.Fatalf("%s %q: span %q carries %q", method, path, span, m)
 	}
 	if rec.Code >= 400 {
 		for _, s := range goErrorText {

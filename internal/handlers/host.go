@@ -203,6 +203,9 @@ func callOut(c store.Call) host.CallRecord {
 	if c.HostCode != "" {
 		out.HostCode = &c.HostCode
 	}
+	if c.TraceID != "" {
+		out.TraceId = &c.TraceID
+	}
 	if c.Entries != nil {
 		entries := make([]host.CallEntry, 0, len(c.Entries))
 		for _, e := range c.Entries {

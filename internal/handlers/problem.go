@@ -9,6 +9,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/problem/problemhttp"
 	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 )
 
 // Conditions of the core the handlers raise too.
@@ -74,6 +75,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	p := toProblem(err)
 	p.RequestID = reqid.FromContext(r.Context())
 	noteProblem(r, string(p.Code))
+	telemetry.SetProblem(r.Context(), string(p.Code))
 	if p.Code == problem.InternalError && log != nil {
 		log.ErrorContext(r.Context(), "unclassified error", "requestId", p.RequestID, "err", err)
 	}

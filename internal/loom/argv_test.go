@@ -461,3 +461,19 @@ var directConfig = &Config{
 	CLIPath:   "/opt/loom/bin/loom",
 	Transport: Transport{Kind: TransportDirect, InstanceDir: "/var/loom/instance", RunID: "run-7", Actor: "agent:gateway"},
 }
+
+func TestWithTraceparent(t *testing.T) {
+	env := []string{"PATH=/bin", "LOOM_INSTANCE_DIR=/i", "LOOM_DISPATCH_ID=r"}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	got := WithTraceparent(env[:3:3], tp)
+	want := []string{"PATH=/bin", "LOOM_INSTANCE_DIR=/i", "LOOM_DISPATCH_ID=r", "TRACEPARENT=" + tp}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WithTraceparent (-want +got):\n%s", diff)
+	}
+	if len(env) != 3 {
+		t.Errorf("WithTraceparent changed its argument: %q", env)
+	}
+	if got := WithTraceparent(env, ""); !slices.Equal(got, env) {
+		t.Errorf("WithTraceparent(env, \"\") = %q, want env", got)
+	}
+}

@@ -30,6 +30,8 @@ type Condensed struct {
 	// gateway answers it ErrMalformedPayload before reading anything
 	// else of it. Payload is then nil.
 	Refused bool
+	// Read is how many bytes of stdout were read.
+	Read int64
 }
 
 // Bounds of what Condense holds of one piece of a payload. A payload that
@@ -94,9 +96,9 @@ func Condense(tool Tool, r io.Reader) Condensed {
 	c := condenser{src: r, tool: tool, envStart: -1}
 	c.run()
 	if c.refused {
-		return Condensed{Refused: true}
+		return Condensed{Refused: true, Read: c.offset()}
 	}
-	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes}
+	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Read: c.offset()}
 }
 
 // condenseUnits is how many UTF-16 units of a long string value Condense

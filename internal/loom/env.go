@@ -31,3 +31,17 @@ func Env(cfg *Config, hostPath string, hostPathSet bool) []string {
 	}
 	return env
 }
+
+// WithTraceparent returns env with TRACEPARENT=traceparent added, the W3C
+// trace context of the call's loom span, so a loom that traces joins the
+// gateway's trace; env itself is not changed. An empty traceparent
+// (tracing off) returns env. It is the only variable a command gets beyond
+// Env's.
+func WithTraceparent(env []string, traceparent string) []string {
+	if traceparent == "" {
+		return env
+	}
+	out := make([]string, len(env), len(env)+1)
+	copy(out, env)
+	return append(out, "TRACEPARENT="+traceparent)
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem/problemhttp"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 )
@@ -75,7 +76,17 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 		problemhttp.Write(w, problem.New(problem.OriginNotAllowed))
 		return
 	}
+	r, span := telemetry.StartMCP(r, knownTool)
+	defer span.End()
+	w = telemetry.MCPResponse(w, span)
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
+}
+
+// knownTool reports whether name is one of the gateway's tools, the only
+// tool names a span may carry.
+func knownTool(name string) bool {
+	_, ok := loom.ParseTool(name)
+	return ok || name == "describe_handle" || name == "result"
 }
 
 // server is the MCP server of one request: the tools its run may call.
@@ -138,6 +149,7 @@ func (f *Face) call(ctx context.Context, run store.Run, name string) mcp.ToolHan
 		if err != nil {
 			p := gateway.Problem(err)
 			p.RequestID = reqid.FromContext(ctx)
+			telemetry.Fail(ctx, string(p.Code))
 			return result(p.JSON(), true), nil
 		}
 		return result(body, false), nil

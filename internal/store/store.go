@@ -83,6 +83,9 @@ type Call struct {
 	Duration  time.Duration
 	StartedAt time.Time
 	Entries   []CallEntry
+	// TraceID is the W3C trace id of the call's trace, "" when tracing is
+	// off.
+	TraceID string
 }
 
 // CallEntry is the shape of one entry of a call, without its value: what an

@@ -704,6 +704,8 @@ export interface components {
             startedAt: string;
             /** @description Each entry's status, reason code, disclosed label and handle; never the value. */
             entries?: components["schemas"]["CallEntry"][];
+            /** @description The W3C trace id (32 lowercase hex digits) of the call's trace, present only when the gateway exports traces (docs/operators.md, Observability); the same id is in the call's audit record. */
+            traceId?: string;
         };
         CallEntry: {
             /** @enum {string} */

@@ -180,6 +180,9 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     const row = page.locator(`#calls-table tr.call[data-output="${RUN}:loom_search:1"]`);
     await row.waitFor();
     assert.match(await row.textContent(), /loom_search/);
+    if (process.env.TRACED === '1') {
+      assert.match(await row.locator('[data-trace-id]').textContent(), /^[0-9a-f]{32}$/, 'the call shows its trace id');
+    }
     await row.locator('button.toggle').click();
     const detail = page.locator(`#calls-table tr[data-output-detail="${RUN}:loom_search:1"]`);
     await detail.waitFor();

@@ -4,7 +4,8 @@
 // LOOM_INSTANCE_DIR names the scenario directory that drives it:
 //
 //   - every invocation appends one JSON line {"argv", "env", "key", "case"}
-//     to DIR/calls.jsonl before doing anything else;
+//     to DIR/calls.jsonl before doing anything else (env is its whole
+//     environment: TRACEPARENT is in it when the gateway traces);
 //   - the behaviour is read from DIR/case-NAME.json when some argv element
 //     contains "case=NAME" (NAME of [a-z0-9-]), else from DIR/KEY.json,
 //     KEY being the loom command ("search", "page.read", "calendar.list",

@@ -330,6 +330,9 @@ func encodeCall(c store.Call) []byte {
 		e.str(x.Handle)
 		e.bool(x.Truncated)
 	}
+	if c.TraceID != "" { // a record without it reads as before
+		e.str(c.TraceID)
+	}
 	return e.b
 }
 
@@ -369,6 +372,9 @@ func decodeCall(rec []byte) (store.Call, error) {
 			x.Handle = d.str()
 			x.Truncated = d.bool()
 		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		c.TraceID = d.str()
 	}
 	return c, d.done()
 }

@@ -903,6 +903,7 @@ func sampleCall(n int) store.Call {
 				Label: ifc.Disclosed{Confidentiality: [][]string{{"A"}}, Integrity: []string{"I"}}},
 			{Status: "withheld", ReasonCode: "cfc_ceiling_exceeded"},
 		},
+		TraceID: []string{"", "4bf92f3577b34da6a3ce929d0e0e4736"}[n%2], // with and without
 	}
 }
 

@@ -1,0 +1,194 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// mcpMessage is what an MCP span reads of a JSON-RPC request: never the
+// arguments.
+type mcpMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name            string            `json:"name"`
+		ProtocolVersion string            `json:"protocolVersion"`
+		Meta            map[string]string `json:"_meta"`
+	} `json:"params"`
+}
+
+// StartMCP starts the MCP server span of a Streamable HTTP request whose
+// body is one JSON-RPC message, by the MCP conventions: named
+// "tools/call loom_search" (the method, and the tool a tools/call names),
+// with mcp.method.name, jsonrpc.request.id, mcp.protocol.version (the
+// Mcp-Protocol-Version header, or what initialize asks for), and for a
+// tools/call gen_ai.tool.name and gen_ai.operation.name execute_tool. Its
+// parent is the message's params._meta.traceparent (linked to the HTTP
+// span) when it has one, else the HTTP request's span. It returns r with
+// the span in its context and the body still to read. Off, or for a body
+// that is not one JSON-RPC request, it returns r and a span that records
+// nothing.
+//
+// What the client chose is kept only where it cannot carry text: a method
+// that is not one of the protocol's is "_OTHER", a tool that known does not
+// accept is "_OTHER", an id that is not a number or a short plain string
+// and a protocol version that is not a date are left out.
+func StartMCP(r *http.Request, known func(tool string) bool) (*http.Request, trace.Span) {
+	if !Enabled() || r.Body == nil {
+		return r, noSpan
+	}
+	return startMCP(r, known)
+}
+
+// mcpMethods are the methods of the Model Context Protocol (2025-06-18)
+// a client sends.
+var mcpMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/read": true,
+	"resources/templates/list": true, "resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true,
+	"notifications/initialized": true, "notifications/cancelled": true, "notifications/progress": true,
+	"notifications/roots/list_changed": true,
+}
+
+// plainID reports whether a JSON-RPC id (a string's text) is short and
+// plain: 1 to 64 letters, digits or "_.:-".
+func plainID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// protocolDate reports whether v reads as an MCP protocol version
+// (YYYY-MM-DD).
+func protocolDate(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// MCPResponse returns a writer that notes, on span, a JSON-RPC error the
+// answer written through w carries: error.type is its code (-32602, ...)
+// and the span's status an Error. Off, or for a span that does not
+// record, it returns w.
+func MCPResponse(w http.ResponseWriter, span trace.Span) http.ResponseWriter {
+	if !span.IsRecording() {
+		return w
+	}
+	return &rpcWriter{ResponseWriter: w, span: span}
+}
+
+// rpcWriter reads the head of a JSON-RPC answer for its error code.
+type rpcWriter struct {
+	http.ResponseWriter
+	span trace.Span
+	head []byte
+	done bool
+}
+
+// rpcErrorHead is how the SDK's answer to a failed request begins after
+// its id.
+var rpcErrorHead = []byte(`"error":{"code":`)
+
+func (w *rpcWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.head = append(w.head, b[:min(len(b), 512-len(w.head))]...)
+		if len(w.head) >= 512 || bytes.Contains(w.head, rpcErrorHead) {
+			w.note()
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// note sets error.type from the head read so far, once.
+func (w *rpcWriter) note() {
+	w.done = true
+	_, rest, ok := bytes.Cut(w.head, rpcErrorHead)
+	if !ok {
+		return
+	}
+	n := 0
+	for n < len(rest) && n < 12 && (rest[n] == '-' || rest[n] >= '0' && rest[n] <= '9') {
+		n++
+	}
+	if n > 0 && n < len(rest) {
+		FailSpan(w.span, string(rest[:n]))
+	}
+}
+
+func (w *rpcWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *rpcWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Span) {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m mcpMessage
+	if err != nil || json.Unmarshal(body, &m) != nil || m.Method == "" {
+		return r, noSpan
+	}
+	ctx := r.Context()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	if tp := m.Params.Meta["traceparent"]; tp != "" {
+		carrier := propagation.MapCarrier{"traceparent": tp} // not tracestate: free text
+		if remote := trace.SpanContextFromContext(propagator.Extract(ctx, carrier)); remote.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
+			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
+		}
+	}
+	method := m.Method
+	if !mcpMethods[method] {
+		method = "_OTHER"
+	}
+	name := method
+	attrs := []trace.SpanStartOption{trace.WithAttributes(MCPMethodName.String(method))}
+	var id string
+	if json.Unmarshal(m.ID, &id) != nil {
+		var n json.Number
+		if json.Unmarshal(m.ID, &n) == nil {
+			id = n.String()
+		}
+	}
+	if plainID(id) {
+		attrs = append(attrs, trace.WithAttributes(JSONRPCRequestID.String(id)))
+	}
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if version == "" && method == "initialize" {
+		version = m.Params.ProtocolVersion
+	}
+	if protocolDate(version) {
+		attrs = append(attrs, trace.WithAttributes(MCPProtocolVersion.String(version)))
+	}
+	if method == "tools/call" {
+		tool := m.Params.Name
+		if known == nil || !known(tool) {
+			tool = "_OTHER"
+		}
+		name += " " + tool
+		attrs = append(attrs, trace.WithAttributes(GenAIToolName.String(tool), GenAIOperationName.String("execute_tool")))
+	}
+	ctx, span := tracer().Start(ctx, name, append(opts, attrs...)...)
+	return r.WithContext(ctx), span
+}
