@@ -25,7 +25,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/mcpface"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/telemetry"
+	"github.com/loom-gateway/gateway/internal/telemetry/otelsetup"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 	"github.com/loom-gateway/gateway/internal/version"
@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	// Traces, when OTEL_* asks for them (docs/operators.md, Observability).
-	stopTracing, err := telemetry.Setup(ctx, getenv, version.String())
+	stopTracing, err := otelsetup.Setup(ctx, getenv, version.String())
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_*): %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/loom-gateway/gateway/api/host"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
-	"github.com/loom-gateway/gateway/internal/telemetry"
+	"github.com/loom-gateway/gateway/internal/telemetry/httptrace"
 	"github.com/loom-gateway/gateway/internal/validate"
 )
 
@@ -85,7 +85,7 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(reqid.Middleware, telemetry.HTTPServer(routeOf, methodOf), d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
+	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
@@ -121,7 +121,7 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 // beside the contract (metrics, the console) after the host-token check.
 func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
-	r.Use(reqid.Middleware, telemetry.HTTPServer(routeOf, methodOf), d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
+	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
 	r.Get("/readyz", d.readyz)
 	r.Group(func(r chi.Router) {

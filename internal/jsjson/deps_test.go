@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestFloors holds the lowest floors of docs/ARCHITECTURE.md: jsjson
-// imports nothing of the module, ifc only jsjson, and loom only ifc and
-// jsjson; and the core (gateway, problem, result) links no HTTP package:
+// TestFloors holds the lowest floors of docs/ARCHITECTURE.md: jsjson,
+// telemetry and loom's namespace init import nothing of the module, ifc
+// only jsjson, and loom only ifc, jsjson and its init; and the core (gateway, problem, result) links no HTTP package:
 // not net/http, the router or the contract's generated code.
 func TestFloors(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -17,9 +17,11 @@ func TestFloors(t *testing.T) {
 	}
 	const mod = "github.com/loom-gateway/gateway/"
 	allowed := map[string][]string{
-		"internal/jsjson": nil,
-		"internal/ifc":    {"internal/jsjson"},
-		"internal/loom":   {"internal/ifc", "internal/jsjson"},
+		"internal/jsjson":      nil,
+		"internal/ifc":         {"internal/jsjson"},
+		"internal/loom":        {"internal/ifc", "internal/jsjson", "internal/loom/nsinit"},
+		"internal/loom/nsinit": nil,
+		"internal/telemetry":   nil,
 	}
 	for pkg, may := range allowed {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -36,7 +38,7 @@ func TestFloors(t *testing.T) {
 			}
 		}
 	}
-	for _, pkg := range []string{"internal/gateway", "internal/problem", "internal/result"} {
+	for _, pkg := range []string{"internal/gateway", "internal/problem", "internal/result", "internal/telemetry"} {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

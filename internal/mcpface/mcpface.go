@@ -24,6 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/telemetry"
+	"github.com/loom-gateway/gateway/internal/telemetry/httptrace"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 	"github.com/loom-gateway/gateway/internal/validate"
 )
@@ -76,9 +77,9 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 		problemhttp.Write(w, problem.New(problem.OriginNotAllowed))
 		return
 	}
-	r, span := telemetry.StartMCP(r, knownTool)
+	r, span := httptrace.StartMCP(r, knownTool)
 	defer span.End()
-	w = telemetry.MCPResponse(w, span)
+	w = httptrace.MCPResponse(w, span)
 	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 }
 

@@ -1,7 +1,9 @@
-// Package telemetry is the gateway's OpenTelemetry tracing: the tracer
-// provider the standard OTEL_* environment variables configure (Setup),
-// the W3C trace context read from a request and handed to loom, and the
-// small span helpers the listeners, the core and the stores use.
+// Package telemetry is the gateway's OpenTelemetry tracing as the core
+// sees it: the tracer Install turns on, the W3C traceparent handed to
+// loom, and the small span helpers the core and the stores use. It links
+// no HTTP package: the exporters and their set-up from the OTEL_*
+// environment are package otelsetup's, the listeners' server spans
+// package httptrace's.
 //
 // Tracing is off unless the environment asks for it; off, the global
 // tracer provider stays OpenTelemetry's no-op one, every helper here
@@ -14,104 +16,34 @@ package telemetry
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope of every span the gateway makes.
 const ScopeName = "github.com/loom-gateway/gateway"
 
-// ServiceName is the service.name of the gateway's resource unless
-// OTEL_SERVICE_NAME names another.
-const ServiceName = "loom-gateway"
-
-// enabled is set by Setup when it installs an exporting tracer provider;
+// enabled is set by Install (otelsetup.Setup calls it with an exporting
+// tracer provider);
 // the helpers read it to cost nothing when tracing is off.
 var enabled atomic.Bool
 
-// Enabled reports whether Setup installed an exporting tracer provider.
+// Enabled reports whether a tracer provider is installed.
 func Enabled() bool { return enabled.Load() }
 
-// Configured reports whether getenv asks for traces: OTEL_TRACES_EXPORTER
-// names an exporter other than none, or an OTLP endpoint is set
-// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); and
-// OTEL_SDK_DISABLED is not true.
-func Configured(getenv func(string) string) bool {
-	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		return false
-	}
-	exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))
-	if exp != "" {
-		return exp != "none"
-	}
-	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-}
-
-// Setup installs, when getenv configures tracing (Configured), a tracer
-// provider exporting through autoexport (otlp over http/protobuf or grpc,
-// console, none, as OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* say),
-// batching, sampled as OTEL_TRACES_SAMPLER says (every span by default),
-// with a resource naming the service (service.name, service.version,
-// OTEL_RESOURCE_ATTRIBUTES). The autoexport and SDK read the process
-// environment, so getenv should be os.Getenv's view of it. shutdown
-// flushes the spans still held and stops the exporter; when tracing is
-// off it does nothing. Setup returns the exporter's or resource's error.
-// It is not safe to call concurrently and is meant to be called once.
-func Setup(ctx context.Context, getenv func(string) string, version string) (shutdown func(context.Context) error, err error) {
-	nothing := func(context.Context) error { return nil }
-	if !Configured(getenv) {
-		return nothing, nil
-	}
-	exp, err := autoexport.NewSpanExporter(ctx)
-	if err != nil {
-		return nothing, err
-	}
-	if autoexport.IsNoneSpanExporter(exp) {
-		return nothing, nil
-	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceVersion(version)))
-	if err != nil {
-		_ = exp.Shutdown(ctx)
-		return nothing, err
-	}
-	if getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
-		res, err = resource.Merge(res, resource.NewSchemaless(semconv.ServiceName(ServiceName)))
-		if err != nil {
-			_ = exp.Shutdown(ctx)
-			return nothing, err
-		}
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	uninstall := Install(tp)
-	return func(ctx context.Context) error {
-		uninstall()
-		return tp.Shutdown(ctx)
-	}, nil
-}
-
-// Install makes tp the global tracer provider and turns the helpers on;
-// uninstall turns them off and restores the no-op provider. Setup uses
-// it; tests install an SDK provider recording to memory.
+// Install makes tp the gateway's tracer provider and turns the helpers
+// on; uninstall turns them off. otelsetup.Setup uses it; tests install an
+// SDK provider recording to memory.
 func Install(tp trace.TracerProvider) (uninstall func()) {
-	otel.SetTracerProvider(tp)
 	tr := tp.Tracer(ScopeName)
 	installed.Store(&tr)
 	enabled.Store(true)
 	return func() {
 		enabled.Store(false)
-		otel.SetTracerProvider(noopTP)
 		installed.Store(nil)
 	}
 }
@@ -119,20 +51,20 @@ func Install(tp trace.TracerProvider) (uninstall func()) {
 // installed is the tracer of the provider Install installed.
 var installed atomic.Pointer[trace.Tracer]
 
-// noopTP is OpenTelemetry's no-op provider.
-var noopTP = noop.NewTracerProvider()
-
-// tracer is the gateway's tracer: the installed provider's, else the
-// global provider's.
-func tracer() trace.Tracer {
+// Tracer is the gateway's tracer: the installed provider's, else one
+// that records nothing.
+func Tracer() trace.Tracer {
 	if tr := installed.Load(); tr != nil {
 		return *tr
 	}
-	return otel.Tracer(ScopeName)
+	return noSpan.TracerProvider().Tracer(ScopeName)
 }
 
 // noSpan is the span the helpers return when tracing is off.
 var noSpan = trace.SpanFromContext(context.Background())
+
+// NoSpan is a span that records nothing.
+func NoSpan() trace.Span { return noSpan }
 
 // Start starts an internal span named name under ctx's span. Off, it
 // returns ctx and a span that records nothing.
@@ -140,7 +72,7 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	if !Enabled() {
 		return ctx, noSpan
 	}
-	return tracer().Start(ctx, name, trace.WithAttributes(attrs...))
+	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
 // StartKind is Start with a span kind (client for a store command).
@@ -148,7 +80,7 @@ func StartKind(ctx context.Context, name string, kind trace.SpanKind, attrs ...a
 	if !Enabled() {
 		return ctx, noSpan
 	}
-	return tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return Tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
 // Set adds attrs to ctx's span when it records.
@@ -192,27 +124,65 @@ func TraceID(ctx context.Context) string {
 	return sc.TraceID().String()
 }
 
-// propagator reads and writes W3C trace context (traceparent,
-// tracestate).
-var propagator = propagation.TraceContext{}
-
-// Extract returns ctx with the remote span context carrier holds
-// (traceparent, tracestate) as the parent of the next span. Off, it
-// returns ctx.
-func Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
-	if !Enabled() {
-		return ctx
-	}
-	return propagator.Extract(ctx, carrier)
-}
-
 // Traceparent is the W3C traceparent of ctx's span, "" when tracing is
 // off or ctx has no span.
 func Traceparent(ctx context.Context) string {
-	if !Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !Enabled() || !sc.IsValid() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	propagator.Inject(ctx, c)
-	return c.Get("traceparent")
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// Attribute keys of the MCP and generative-AI conventions and of the
+// gateway's own call outcome.
+var (
+	MCPMethodName      = semconv.McpMethodNameKey
+	MCPProtocolVersion = semconv.McpProtocolVersionKey
+	JSONRPCRequestID   = semconv.JSONRPCRequestIDKey
+	GenAIToolName      = semconv.GenAIToolNameKey
+	GenAIOperationName = semconv.GenAIOperationNameKey
+	ErrorType          = semconv.ErrorTypeKey
+
+	CallStatus    = attribute.Key("loom_gateway.call.status")
+	CallCode      = attribute.Key("loom_gateway.call.code")
+	CallHostCode  = attribute.Key("loom_gateway.call.host_code")
+	CallOutputID  = attribute.Key("loom_gateway.call.output_id")
+	CallAdmitted  = attribute.Key("loom_gateway.call.admitted")
+	CallWithheld  = attribute.Key("loom_gateway.call.withheld")
+	CallOmitted   = attribute.Key("loom_gateway.call.omitted")
+	CallTruncated = attribute.Key("loom_gateway.call.truncated")
+	CallArgs      = attribute.Key("loom_gateway.call.arguments")
+
+	LoomCommand   = attribute.Key("loom.command")
+	LoomExitCode  = attribute.Key("loom.exit_code")
+	LoomBytesRead = attribute.Key("loom.stdout.bytes")
+	LoomWallMs    = attribute.Key("loom.wall_time_ms")
+	MeasureRows   = attribute.Key("loom_gateway.measure.rows")
+	MeasureMore   = attribute.Key("loom_gateway.measure.more")
+)
+
+// problemKey is the context key of a served request's *problemNote.
+type problemKey struct{}
+
+// problemNote is the problem code a request was answered with.
+type problemNote struct{ code string }
+
+// SetProblem records on the request's server span the problem code the
+// request was answered with, as error.type (httptrace.HTTPServer reads
+// it through WithProblemNote).
+func SetProblem(ctx context.Context, code string) {
+	if !Enabled() || code == "" {
+		return
+	}
+	if n, ok := ctx.Value(problemKey{}).(*problemNote); ok {
+		n.code = code
+	}
+}
+
+// WithProblemNote returns ctx ready for SetProblem, and a function that
+// reads the code SetProblem recorded under it.
+func WithProblemNote(ctx context.Context) (context.Context, func() string) {
+	n := &problemNote{}
+	return context.WithValue(ctx, problemKey{}, n), func() string { return n.code }
 }

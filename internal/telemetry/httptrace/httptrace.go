@@ -1,14 +1,121 @@
-package telemetry
+// Package httptrace is the server span of each request on either
+// listener: the HTTP conventions for REST, the MCP conventions for the MCP
+// face, the request's W3C traceparent (and an MCP message's
+// params._meta.traceparent) as its parent.
+package httptrace
 
 import (
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loom-gateway/gateway/internal/telemetry"
 )
+
+// propagator reads W3C trace context: traceparent only, since tracestate
+// is free text the client chose.
+var propagator = propagation.TraceContext{}
+
+// HTTPServer returns the server-span middleware of a listener: one span
+// per request, a child of the request's traceparent when it carries one,
+// named "METHOD route" with the HTTP conventions' attributes (method,
+// route, status, protocol version) and error.type set to the problem code
+// the request was answered with (SetProblem) or, failing that, the status
+// of a 5xx. route and method read the request after it was served (the
+// route pattern; "OTHER" for a method outside the standard ones). Off, it
+// returns next itself.
+func HTTPServer(route, method func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if !telemetry.Enabled() {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// traceparent only: tracestate is free text the client chose.
+			ctx := propagator.Extract(r.Context(), propagation.MapCarrier{"traceparent": r.Header.Get("traceparent")})
+			m := method(r)
+			ctx, span := telemetry.Tracer().Start(ctx, m, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(
+					semconv.HTTPRequestMethodKey.String(m),
+					semconv.URLScheme(scheme(r)),
+					semconv.NetworkProtocolVersion(protocol(r)),
+				))
+			defer span.End()
+			rec := &statusWriter{ResponseWriter: w}
+			ctx, problemCode := telemetry.WithProblemNote(ctx)
+			r = r.WithContext(ctx)
+			next.ServeHTTP(rec, r)
+			rt := route(r)
+			span.SetName(m + " " + rt)
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			span.SetAttributes(semconv.HTTPRoute(rt), semconv.HTTPResponseStatusCode(status))
+			switch {
+			case problemCode() != "":
+				span.SetAttributes(telemetry.ErrorType.String(problemCode()))
+			case status >= 500:
+				span.SetAttributes(telemetry.ErrorType.String(strconv.Itoa(status)))
+			}
+			if status >= 500 {
+				span.SetStatus(codes.Error, strconv.Itoa(status))
+			}
+		})
+	}
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+func protocol(r *http.Request) string {
+	switch r.ProtoMajor {
+	case 2:
+		return "2"
+	case 3:
+		return "3"
+	}
+	return "1.1"
+}
+
+// statusWriter records the status a handler wrote; it keeps the
+// writer's Flusher and the http.ResponseController's Unwrap.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // mcpMessage is what an MCP span reads of a JSON-RPC request: never the
 // arguments.
@@ -39,8 +146,8 @@ type mcpMessage struct {
 // accept is "_OTHER", an id that is not a number or a short plain string
 // and a protocol version that is not a date are left out.
 func StartMCP(r *http.Request, known func(tool string) bool) (*http.Request, trace.Span) {
-	if !Enabled() || r.Body == nil {
-		return r, noSpan
+	if !telemetry.Enabled() || r.Body == nil {
+		return r, telemetry.NoSpan()
 	}
 	return startMCP(r, known)
 }
@@ -130,7 +237,7 @@ func (w *rpcWriter) note() {
 		n++
 	}
 	if n > 0 && n < len(rest) {
-		FailSpan(w.span, string(rest[:n]))
+		telemetry.FailSpan(w.span, string(rest[:n]))
 	}
 }
 
@@ -147,7 +254,7 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var m mcpMessage
 	if err != nil || json.Unmarshal(body, &m) != nil || m.Method == "" {
-		return r, noSpan
+		return r, telemetry.NoSpan()
 	}
 	ctx := r.Context()
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
@@ -163,7 +270,7 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 		method = "_OTHER"
 	}
 	name := method
-	attrs := []trace.SpanStartOption{trace.WithAttributes(MCPMethodName.String(method))}
+	attrs := []trace.SpanStartOption{trace.WithAttributes(telemetry.MCPMethodName.String(method))}
 	var id string
 	if json.Unmarshal(m.ID, &id) != nil {
 		var n json.Number
@@ -172,14 +279,14 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 		}
 	}
 	if plainID(id) {
-		attrs = append(attrs, trace.WithAttributes(JSONRPCRequestID.String(id)))
+		attrs = append(attrs, trace.WithAttributes(telemetry.JSONRPCRequestID.String(id)))
 	}
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if version == "" && method == "initialize" {
 		version = m.Params.ProtocolVersion
 	}
 	if protocolDate(version) {
-		attrs = append(attrs, trace.WithAttributes(MCPProtocolVersion.String(version)))
+		attrs = append(attrs, trace.WithAttributes(telemetry.MCPProtocolVersion.String(version)))
 	}
 	if method == "tools/call" {
 		tool := m.Params.Name
@@ -187,8 +294,8 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 			tool = "_OTHER"
 		}
 		name += " " + tool
-		attrs = append(attrs, trace.WithAttributes(GenAIToolName.String(tool), GenAIOperationName.String("execute_tool")))
+		attrs = append(attrs, trace.WithAttributes(telemetry.GenAIToolName.String(tool), telemetry.GenAIOperationName.String("execute_tool")))
 	}
-	ctx, span := tracer().Start(ctx, name, append(opts, attrs...)...)
+	ctx, span := telemetry.Tracer().Start(ctx, name, append(opts, attrs...)...)
 	return r.WithContext(ctx), span
 }
