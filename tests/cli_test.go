@@ -48,6 +48,7 @@ var allFlags = []string{
 	"max-calls-per-run",
 	"max-handle-bytes-per-run",
 	"audit-arg-shape",
+	"run-rate", "run-burst",
 }
 
 // TestCommandLine: --help, and the startup refusals, each exiting 2 with a

@@ -326,6 +326,7 @@ const (
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
 	OriginNotAllowed      ProblemCode = "origin_not_allowed"
+	RateLimited           ProblemCode = "rate_limited"
 	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
@@ -375,6 +376,8 @@ func (e ProblemCode) Valid() bool {
 	case NotFound:
 		return true
 	case OriginNotAllowed:
+		return true
+	case RateLimited:
 		return true
 	case RequestTimeout:
 		return true
@@ -858,8 +861,11 @@ type Problem struct {
 	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
-	Status    int     `json:"status"`
-	Title     string  `json:"title"`
+
+	// RetryAfter For busy and rate_limited, the seconds to wait before calling again, as the `Retry-After` header says (the one place an MCP client reads it).
+	RetryAfter *int   `json:"retryAfter,omitempty"`
+	Status     int    `json:"status"`
+	Title      string `json:"title"`
 
 	// Type A URI naming the problem type, one per code.
 	Type string `json:"type"`

@@ -572,7 +572,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 		"--loom-retrieval-config", cfgPath, "--log-format", "json",
 		"--max-concurrent-loom", fmt.Sprint(2 * c.clients),
 		// One run per client for the whole burst: no call-log cap.
-		"--max-calls-per-run", "0",
+		"--max-calls-per-run", "0", "--run-rate", "0",
 	}
 	args = append(args, c.gatewayArgs...)
 	// The log goes to a file the gateway writes itself, so that draining

@@ -15,7 +15,9 @@ import (
 // call is one output of a run in progress: what its call log record and
 // audit record say.
 type call struct {
-	run      store.Run
+	run store.Run
+	// begun is the run as Begin read it when the call took its number.
+	begun    store.Run
 	tool     string
 	outputID string
 	started  time.Time
@@ -69,12 +71,9 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	if err != nil {
 		return nil, s.fail(ctx, c, err)
 	}
-	// The query label is the model-context label at invocation, read
-	// fresh: another call of the run may have grown it since auth.
-	fresh, err := s.cfg.Store.Run(ctx, c.run.ID)
-	if err != nil {
-		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
-	}
+	// The query label is the model-context label at invocation, as
+	// Begin read it: another call of the run may have grown it since auth.
+	fresh := c.begun
 
 	// The process and the reading of its output run under one loom slot
 	// and one deadline (loomStage).
@@ -165,38 +164,45 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
-// beginOutput takes the run's next output number: every tool output of a
-// run, errors and describe_handle included, gets one (Gateway decision 7).
-// Past MaxCallsPerRun outputs a call is refused with ErrCallLimit: no
-// process, nothing appended to the call log, no outputId; it is audited and
-// counted. Every numbered output appends at most one record, so refusing
-// every number past the cap keeps the log within it exactly, however many
-// calls race; the run as auth read it refuses most of them before they
-// take a number at all.
+// beginOutput takes a call from the run's rate bucket and the run's next
+// output number, in one store step (Store.Begin), and returns the call with
+// the run as it then stands. Every tool output of a run, errors and
+// describe_handle included, gets a number (Gateway decision 7). A call
+// past RunRate is refused with rate_limited, and one past MaxCallsPerRun
+// outputs with ErrCallLimit: no process, nothing appended to the call
+// log, no outputId; each is audited and counted. Every numbered output
+// appends at most one record, so refusing every number past the cap keeps
+// the log within it exactly, however many calls race; the run as auth
+// read it refuses most of them before they take a number at all.
 func (s *Service) beginOutput(ctx context.Context, run store.Run, tool string) (*call, error) {
 	if max := s.cfg.MaxCallsPerRun; max > 0 && run.Calls >= max {
-		return nil, s.refuseCall(ctx, run, tool)
+		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
 	}
-	n, err := s.cfg.Store.NextOutput(ctx, run.ID)
+	begun, err := s.cfg.Store.Begin(ctx, run.ID, s.cfg.RunRate)
+	if errors.Is(err, store.ErrRateLimited) {
+		return nil, s.refuseCall(ctx, run, tool, err)
+	}
 	if err != nil {
 		return nil, Classify(err, "")
 	}
-	if max := s.cfg.MaxCallsPerRun; max > 0 && n > int64(max) {
-		return nil, s.refuseCall(ctx, run, tool)
+	if max := s.cfg.MaxCallsPerRun; max > 0 && begun.Seq > int64(max) {
+		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
 	}
 	return &call{
 		run:      run,
+		begun:    begun,
 		tool:     tool,
-		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, n),
+		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, begun.Seq),
 		started:  s.now(),
 	}, nil
 }
 
-// refuseCall audits and counts a call refused call_limit_reached, which has
-// no outputId and no call log record.
-func (s *Service) refuseCall(ctx context.Context, run store.Run, tool string) error {
+// refuseCall audits and counts a call refused before it took an output
+// number (call_limit_reached, rate_limited), which has no outputId and no
+// call log record.
+func (s *Service) refuseCall(ctx context.Context, run store.Run, tool string, cause error) error {
 	c := &call{run: run, tool: tool, started: s.now()}
-	err := Classify(ErrCallLimit, "")
+	err := Classify(cause, "")
 	s.audit(ctx, c, store.Call{Tool: tool, Status: "error", Code: string(err.Code), StartedAt: c.started})
 	return err
 }

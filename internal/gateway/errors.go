@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -143,6 +144,8 @@ func CodeOf(err error) problem.Code {
 		return agent.Cancelled
 	case errors.Is(err, loom.ErrBusy):
 		return agent.Busy
+	case errors.Is(err, store.ErrRateLimited):
+		return agent.RateLimited
 	case errors.Is(err, loom.ErrNotFound):
 		return agent.NotFound
 	case errors.Is(err, loom.ErrContested):
@@ -182,5 +185,14 @@ func Problem(err error) problem.Problem {
 	if ge, ok := errors.AsType[*Error](err); ok {
 		p.OutputID, p.HostCode = ge.OutputID, ge.HostCode
 	}
+	if rl, ok := errors.AsType[*store.RateLimitError](err); ok {
+		p.RetryAfter = RetryAfterSeconds(rl.RetryAfter)
+	}
 	return p
+}
+
+// RetryAfterSeconds is d as a Retry-After: whole seconds, rounded up, at
+// least one.
+func RetryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
 }

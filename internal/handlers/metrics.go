@@ -288,7 +288,7 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
-	"create_run", "run", "run_by_token", "runs", "delete_run", "next_output", "observe",
+	"create_run", "run", "run_by_token", "runs", "delete_run", "begin", "observe",
 	"append_call", "calls", "mint", "handles", "handle", "put_result", "result", "ping",
 }
 
@@ -328,10 +328,10 @@ func (s *countingStore) DeleteRun(ctx context.Context, id string) error {
 	return err
 }
 
-func (s *countingStore) NextOutput(ctx context.Context, id string) (int64, error) {
-	n, err := s.st.NextOutput(ctx, id)
-	s.m.storeError(ctx, "next_output", err)
-	return n, err
+func (s *countingStore) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
+	r, err := s.st.Begin(ctx, id, rate)
+	s.m.storeError(ctx, "begin", err)
+	return r, err
 }
 
 func (s *countingStore) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {

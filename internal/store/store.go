@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -29,7 +30,26 @@ var (
 	ErrLabelLimit       = errors.New("store: label limit reached")
 	ErrResultExists     = errors.New("store: result exists")
 	ErrStoreUnavailable = errors.New("store: unavailable")
+	// ErrRateLimited is what a *RateLimitError is (errors.Is).
+	ErrRateLimited = errors.New("store: rate limit reached")
 )
+
+// Rate is a run's call rate: a token bucket that holds at most Burst calls
+// and refills at PerSecond calls a second, full when the run is created.
+// A PerSecond of zero or less is no limit.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// RateLimitError is Begin's refusal of an output past the run's Rate.
+// RetryAfter is how long until the bucket holds a call again.
+type RateLimitError struct{ RetryAfter time.Duration }
+
+func (e *RateLimitError) Error() string { return ErrRateLimited.Error() }
+
+// Is makes a RateLimitError match ErrRateLimited.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // TokenHash is the SHA-256 of a run token. Only the hash is ever stored.
 type TokenHash [sha256.Size]byte
@@ -164,6 +184,14 @@ type Store interface {
 
 	// NextOutput increments and returns the run's output sequence.
 	NextOutput(ctx context.Context, id string) (int64, error)
+	// Begin starts an output of the run in one atomic step: it takes a
+	// call from the run's bucket of rate and the next output number, and
+	// returns the run as it then stands, its Seq the number taken.
+	// ErrRunNotFound, or a *RateLimitError (ErrRateLimited) with nothing
+	// taken when the bucket holds less than one call. Every store sharing
+	// a backend shares the bucket; the rate is the caller's, read at each
+	// call.
+	Begin(ctx context.Context, id string, rate Rate) (Run, error)
 	// Observe joins conf into the run's model-context label
 	// (ifc.JoinModelContext) atomically and returns the new label.
 	// ErrLabelLimit, with nothing written, if the joined label would hold
@@ -250,4 +278,35 @@ func CloneConfidentiality(c ifc.Confidentiality) ifc.Confidentiality {
 		out[i] = ifc.Clause(bytes.Clone(x))
 	}
 	return out
+}
+
+// Bucket is a run's rate bucket as a store keeps it: the calls it held
+// at At (microseconds since the epoch). The zero Bucket is a full one.
+type Bucket struct {
+	Tokens float64
+	At     int64
+	Set    bool
+}
+
+// Take refills b at r from b.At to now (microseconds; a clock behind
+// b.At refills nothing) and takes one call. It returns the bucket after
+// and true, or b unchanged, false and how long until one call is there.
+// Every store computes a bucket this way (the Redis script in Lua).
+func (r Rate) Take(b Bucket, now int64) (Bucket, time.Duration, bool) {
+	if r.PerSecond <= 0 {
+		return b, 0, true
+	}
+	burst := float64(r.Burst)
+	tokens, at := burst, now
+	if b.Set {
+		tokens, at = b.Tokens, b.At
+		if now > at {
+			tokens = min(burst, tokens+float64(now-at)*r.PerSecond/1e6)
+			at = now
+		}
+	}
+	if tokens < 1 {
+		return b, time.Duration(math.Ceil((1-tokens)*1e6/r.PerSecond)) * time.Microsecond, false
+	}
+	return Bucket{Tokens: tokens - 1, At: at, Set: true}, 0, true
 }

@@ -57,6 +57,8 @@ type memRun struct {
 	ids    map[[sha256.Size]byte]int32
 	tokens map[[store.TokenWidth]byte]int32
 	result *store.Result
+	// bucket is the run's rate bucket (Begin).
+	bucket store.Bucket
 }
 
 // New returns an empty Store.
@@ -224,6 +226,27 @@ func (m *Store) NextOutput(_ context.Context, id string) (int64, error) {
 	}
 	r.run.Seq++
 	return r.run.Seq, nil
+}
+
+// Begin takes a call from the run's rate bucket and the next output
+// number under one lock, and returns a copy of the run, its Seq the
+// number taken; ErrRunNotFound, or a *store.RateLimitError with nothing
+// taken.
+func (m *Store) Begin(_ context.Context, id string, rate store.Rate) (store.Run, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return store.Run{}, err
+	}
+	b, wait, ok := rate.Take(r.bucket, now.UnixMicro())
+	if !ok {
+		return store.Run{}, &store.RateLimitError{RetryAfter: wait}
+	}
+	r.bucket = b
+	r.run.Seq++
+	return cloneRun(r.run), nil
 }
 
 // Observe replaces the run's ModelContext by
