@@ -32,6 +32,12 @@
 // it then measures the gateway's own cost: the same handlers in this
 // process with a runner that answers with the fake loom's stdout at once.
 //
+// --flood measures fairness instead (flood.go): one run calling at
+// --flood-factor times the gateways' --run-rate while another run's p50 is
+// compared with its p50 without the flood; --flood-replicas 2 with
+// --gateway-arg=--store=redis://... runs it on two replicas sharing one
+// Redis. Run ids are unique per sitting, so sittings may share a Redis.
+//
 // --trace writes an execution trace of the same in-process run (go tool
 // trace; its -pprof=sched view shows scheduling latency).
 //
@@ -80,6 +86,7 @@ type config struct {
 	ownCost, bare      bool
 	page               bool
 	memory, memClients int
+	flood              floodConfig
 }
 
 type multi []string
@@ -109,6 +116,7 @@ func main() {
 	flag.BoolVar(&c.numbers, "numbers", false, "with --page: the page is megabytes of small numbers and objects (benchdata.PageOfNumbers), a payload built to be costly to keep")
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
+	floodFlags(&c.flood)
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -178,6 +186,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		loomPath = sized
 	}
 
+	if c.flood.on {
+		return flood(ctx, c, dir, loomPath, w)
+	}
 	if c.memory > 0 {
 		c.clients = max(c.clients, c.memClients)
 	}
@@ -616,7 +627,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 	}
 	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath, pid: cmd.Process.Pid, hostURL: "http://" + a[1], hostToken: hostToken}
 	for i := range c.clients + 1 {
-		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
+		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d-%d", cmd.Process.Pid, i))
 		if err != nil {
 			stop()
 			return nil, err
