@@ -558,7 +558,9 @@ type RunId = string
 
 // RunList defines model for RunList.
 type RunList struct {
-	Runs []RunSummary `json:"runs"`
+	// NextCursor Present when more runs may follow this page; pass it as `cursor` to read them.
+	NextCursor *string      `json:"nextCursor,omitempty"`
+	Runs       []RunSummary `json:"runs"`
 }
 
 // RunSummary defines model for RunSummary.
@@ -583,6 +585,15 @@ type RunSummary struct {
 // ToolId defines model for ToolId.
 type ToolId string
 
+// ListRunsParams defines parameters for ListRuns.
+type ListRunsParams struct {
+	// Limit At most this many runs in the page. Default 100.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListCallsParams defines parameters for ListCalls.
 type ListCallsParams struct {
 	// After Skip the log's first `after` records (its oldest) and answer those after them; past the end of the log the page is empty. Default 0.
@@ -602,7 +613,7 @@ type AddObservationJSONRequestBody = ObservationInput
 type ServerInterface interface {
 	// ListRuns List live runs
 	// (GET /host/v1/runs)
-	ListRuns(w http.ResponseWriter, r *http.Request)
+	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
 	// CreateRun Create a run
 	// (POST /host/v1/runs)
 	CreateRun(w http.ResponseWriter, r *http.Request)
@@ -632,7 +643,7 @@ type Unimplemented struct{}
 
 // ListRuns List live runs
 // (GET /host/v1/runs)
-func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -690,8 +701,40 @@ type MiddlewareFunc func(http.Handler) http.Handler
 // ListRuns operation middleware
 func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListRuns(w, r)
+		siw.Handler.ListRuns(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1044,6 +1087,7 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 type ProblemApplicationProblemPlusJSONResponse Problem
 
 type ListRunsRequestObject struct {
+	Params ListRunsParams
 }
 
 type ListRunsResponseObject interface {
@@ -1412,8 +1456,10 @@ type strictHandler struct {
 }
 
 // ListRuns operation middleware
-func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
 	var request ListRunsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListRuns(ctx, request.(ListRunsRequestObject))
@@ -1635,100 +1681,105 @@ func (sh *strictHandler) GetResult(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hx9c9s2tvdXwfDZmdjzULLkuGkiz5253jRt0023WcfdnV3LV4TJIwk1CbAAaFnN+LvfOQcAXyTKlpNs",
-	"ZmfufxYJAgcH5+V3XuCPUaqKUkmQ1kSTj1HJNS/AgqZf55V8m+EfGZhUi9IKJaNJdLEEtlTGDoQxFWRM",
-	"V5KJbBjFEdzxoswhmkS6koNvozgS+EHJ7TKKI8kL/+ptFsWRht8roSGLJlZXEEcmXULBcbk/aZhHk+j/",
-	"HTXEHbm35sjRdH9/jxOYUkkDROt7ra5zKPDPVEkL0uKfvCxzkXIk/Kh0I/7/bwZ38bEhFr/IkDIhb3ku",
-	"spmQZWWjOMrAcpH7HSO5YCzLFBgmlWUFt+mS2SUwXFDz1CILSiWkBR1NoqNcFML6jYKxyMpoNP7pu7+N",
-	"/3n8r+dRHBnLbWWiycloFEdWWOLcW0cEC0TYdYmPl9aWZnJ0lCtVDBbcwoqvhxnchm2Zoy719/syNDCO",
-	"WNo96DPJQGulY8YNO//+NXt18s23zC/IHHcMWwm7ZJwhnRlDTg6j+3p1Opszuf47zyvYFqUzuWY/ffjl",
-	"r+wW3zO4S6G0TFZ5jry8GyzUwO8fT214zlc/gzF8Abi/M6vovLlc/zKPJpcfA6+M1UIuovv4Y1RqVYK2",
-	"wgmJe7817r4tjJfu7VXNeXX9G6Q2ur/aYg/L+TXkjFtVxIwzNx07sOtSpDzP14yzX8/fHjKlGZfMzRPY",
-	"5QcnuEiyx2Zf8zx/I61ek5p2drXkMsv79hVHROBjEvCdMGmuDGTvaHT47IOqdNo/rQZulHxNWtPzOsj1",
-	"xwhkVSBLeVYIawHVHve/hDxrcbj50upKphwHNvNeK5UDl1vH5FfZPijHrHfC2G1e4bnQH8JCYR7jDM5z",
-	"DqnSGRHnluFa8zX+lnBn+61jwucWdMLUnOwDDmQlX8CElRoMSMuUzNdstQRJA3K1YEuVZ4ZpWs2wkhvL",
-	"7FIY+g7loxBSFMjNcU0JWpoFaKJNWZ5vE/OjWrGCy3U9b70a5FlY3y/CVhzX51lntdH2ahvn4Fi66xg8",
-	"+7YOopaI5qBb20nn6fYn6tqAvg1i+tjRKTkXGUgreC7suhbtW9BGeAfghHN89egWw0d9m0x3aUFWaXI8",
-	"PxPxc6ULbt0aL06ivjMEabXfavcU3/B0yfDt+plhTuxj5nSQDG7MsqDCwSTJjDmzcMok3IKmgycji6e7",
-	"t/A7i9Mj+3An7Ib+t3aC6CC87W4F3dczw9TKUY4awglMzDTMK9wAl2YFOkYNwJ9KtnRFWCYMGs+l0tZN",
-	"cDBmVrEXJywHi7gFebEQ1qDRnUaz4WQwjQ5PGeqAskvQ7ithWKZVWYITdn73DuTCLqPJi5MY4YoFjdT+",
-	"z+XZ4F988Mdo8Apnuvo4jl+c3P8p6rFc6iFxVpUtK/s222UttYXsrMeW/HrxOsbt4eEVIs+FgVTJjB2g",
-	"M37+/PmrU2Y1Fzl6kj9AKxMszhzhiFCScQ1hp4e41VoMM25hYEUBfZvZNuDqBuEdgoF+u61U3ru5Bw16",
-	"yxn0sG1DB2se+tVqKuNe79KcSJsIZ1k6utk+gF4jlvPKwNNwhh+5p5chHNOjY7vRyuPIJO2aP5bSLhCl",
-	"XKNIIGRBDUk+Th2x02jCLvGpubpPhuytZJyl4CTrICn43YY9TQ6dKxEGgfCaXQODorTrycaUV/cJo+NB",
-	"zOyNU6DFKGaqdNlayY8khS+r61yk7hNzygRS5L4/SAqVQf4aYf6dJcuexA5hoYOggz1EW1FUxiJlUkki",
-	"bh+Y1d1mD2JF1v5WSadeau53Y/Y3q06ees6712WRq8wErsbz9y0pm/PcQLwJb7bJf4KT3HbtG+979UMD",
-	"t4BhGcUdT6N3W7CeTHIcbUnDp2IDHeLdPQJQZ4X2h5IXSuVvt2FkHFVS/F7BWzcHRsI4xOYfyNL3Q4eC",
-	"3zlwdvzNq+MRBo8PgcP7nkPbgPw9Uu5UrcEV3DijgVM5DaVo9zHpq3lT/7HtInrNXvObNqI353tkmkcE",
-	"uT1rn1B/p9Kq8DmE7h5F9umB1vdVntfCZurwaj+xuQ0R9IOuJETamwwQ6Pv8kmGuQHUfAxpSt0Ooz1bY",
-	"/hN9uov8zEP+kQByf5zowPP+6n0Oc9AoMI8RGSbuI4gs6Pe8yvsC16USaV9wcBGAvQvuCiiuEe7zGzBx",
-	"HWGuCQjOYcUOuGQI6g5j9P+EFQVg5NlkKOhbGljJG4lQnYYcdlzco2pcJ8K2bQtlfPz7AG/nuO11IN/D",
-	"2GuVrdnBNJpGbO6ppUdojNhqqXJotiF5ATX8dZPV2cwh+7OqZObMGA7wOaxnhiWejoQJ8uE7ch2PnX9z",
-	"dOdu/Oa5B3bUEz4sAOf1ql3m/WO5pg1Qks9H7BQ3xUxJH07NxR1k7Fal/LrKuV5PpjLxJzmjk0zYAc7R",
-	"OW7pwZg7gFOWeIFLCOOZqaQvJBgEVvTJYcySsMOEHfBwdsKwQhgj5OIwnspESZip+aw10hNqMC7luf/M",
-	"4HdhEH2I6pyL1Aq5cGQbpHul6g/skluWcikVobyFuEVhVwvAOI+mWGklFzNKscUskVWez6SyM57nagUZ",
-	"PrNKzSiaDD9yJRfJVB7kFBAaxJ2/Xnw/GL9wgWMlEaCiMM41AEPIgXxQlaVNcrmABFfGZYScBSbGLPFR",
-	"5awQhjLHRBESM8NQLPE7tlrls3TJMX4DjWNy4BmyIOOm9U2u1E1V0ldZ5XLcMLuBNY4IieDKzl+GLxDq",
-	"+mMnDRIuh60kTGWTgMWtEFKe4aAgJiW4YMlLCvc6KDMC1iiEU2lAEiOQhRlASQLhkroSjIWM4VPKQ3CX",
-	"8/I5bC9Lw6nEANNHmx1pbZcK4mhDnDCi25ITjAPrk4/iaPPgXQjpzt3/jcceUaBenyN+2DnFqE4N1Ifo",
-	"x7gzdLR0TxCdbOsA6/Hu/CgSbZ0euazm8PxoKljEUXMwnmbkaG80/ksTB30KKM8/HUNvGL3d+KJVrtnT",
-	"z32vNOuUOJiSzDuzOKS3RMb8BE5250Ib69zBM3N4SoqrVWWBxGGOToGmYbqSzwwruV26uQjc01+6khTh",
-	"ptwVJfb3gCEzGKR6s7xUSV7ZpdLiDyfZWiyE3JBTXcmGVPzdJZ50w1S57TzCvwkMLSqnIu2XVB0ztp4d",
-	"7tC+NxPVvx1SmVEVa6aBp0unbjzPtx7SQW89LcAuVba5I1cNm1lRgKps+wnqIdekeZU0VVkqbSGbFZAJ",
-	"HnS5kkvIs5mvecTRdWVQHzRqEK1fb2ybcJlCntPf5Islz2cupYVcKQous9mcCzeinZOMQjVr5hPBbf0v",
-	"eI4BGmSzkq9zxWkpl8+YVZLfcpHzayLVWKWh86xPeUPRcRs2Ob+OlhZkCqz0ycyQ4UWKySEN2ZauxGxD",
-	"G9CvragicFBjQISL3Lb9+0bqmNbuBUnExn2U1sEU1CGi39Hi9FDIBtkQvVPZJtj9feBhSIPb4hZUQZ+U",
-	"OAYmU4mI8HDI/uq5QyDXb4SgA6In2hH5nr1gfguh9yj8/8W090OZ7Z0hQI9Y8N6oQM3nINF7OgntxgUe",
-	"+Ncon/kDP7umEltdXWsDHlxkyM4CVnVBA8rH+Pglu15bDJqURl7DosBZLL/B5WkhTxvV5r4ZH4fxIDNC",
-	"xdzSMJBprhD+elk74I4eMXdiJ0xN1eGOiKPuF+itvVq9Ppvv5CsaRFKEtkl0+u+qBwaZu+ICQfNcaSDP",
-	"RtnXBRcyDiFSco4LDc5cJXMJPAPNDF+bRgfLnKeAPvjn1+9ZmgvcpQZO3Dh8vGbZVBl66pmuG2Knl922",
-	"jr+ev8XjrA/LdyngcGd0gr3s4XlfA0CgoVVnIIfeh2bq6H8LztwImbUxQBYSS32m/+lJpI1CfVhFq1UU",
-	"R79XoNe9Cz0192TVDcje0/i8rJSbN3Zc2pmf6m6zn/+GYub+UnPg+f7ZnDr912Pkn35IGlIQpX3SN5/H",
-	"18C/ZucNFQ9l/c4r6dL5PVyEu1JoMP9JZco6X99Tj+wX2A0+hVa0IIfNHndwp68d7sw3wE0Y+WR0JBtO",
-	"OWbJEHHKLKGa2yCJ2XVlyR8lQ3w2lclwmDCeo5064BSH1B5IqmBbUy4RsGQT9uv5O6bBqLxCIqZSQ6Fu",
-	"wdlddkFOkZx5SI8YvmZGOctNbpdbpZ8ZpmFR5VxPJdyVGgxiWxOzH9QzE7MlvwUq2il1w9H+H56y5P0v",
-	"Hy7YESKXo9vxka6kSXwGilJEygCzK+WanJKOi0/QPyZHxPLEQa4WABkfvyR3Uf/egUeGM4Ij4+OX/Xjk",
-	"vJL9CV0kdf9sbiU/VEXB+3oftkXI7JKWMMfuLqSezhcXOvTneV2UGqql3n1TkAo8G4TnrtfnlNroHAqS",
-	"SsInFChxAopTfIfmVoDrbMV/kkn4D7RSrVJCT6cMN8559fdHfPnSZm/rxmeXMXcZ1kZC2kfTSHnfDgNJ",
-	"sVeThoNtdvWpnCeuBYQw7poZ4JpCdfpV8gXMMmFShP2dh0KaEmdqP0PFqh+AKgkQ0q+U5yAzrmc52pvw",
-	"0G2k/kKrueiN8xGEQVppYdcfkLW+6qSMvQiuq7/pmpGvYgfJYEA92PRzgKskh6d1Ar0JfugbJBGky81f",
-	"vH4f+9wvDaikuGNGpTdAoT0dNEkhcE0MajUge0l6gER0hY5C3xx+ve51GnssdU+VwrkKLd08JSXxXeTt",
-	"PmhWcCEtFxI0Ckml8wcapqOtNudzNJ4Ubb9TqmAYYAm45TllCw2X2bW6wwh9gZrg3Cv93bAVw1TtayQg",
-	"FkvbmoSEOWaJW/MafOrKJSuc7UaBZistLOiY3cAasqm8XvsMQbfLnr7yaUPj2EtBpfMMjpHuAIjQqeye",
-	"v9NHQ7N4cTf4rRmyN7eg10yrFTp84kKlpWHCTGUB3FSaWMCFNDbkRdEXbfYZdX2TsCwHfutqk1Ppj2HC",
-	"QseWAwrCmt4ORu57GN2GYgJKocEr9FG32iCHUzmVbygTRaY62dX9nzib/+rkm28Pu+3rCc6D6ORiCWuf",
-	"/kq51usmu8YOjM1AU6rGLjH8v4PU9clTGWMqHSd/eHPRKp3w3Cif4zHsxzdn33kSxuMRezV8Pjw+nBBX",
-	"f3hz8cxMpQs5XRsnRd4GdZZyBj6U5wXUckBLuKyGXSrkG5I2lfVVBctvoF79ZPQNS7ZTs4nnhGTJGT4J",
-	"Mb+DarlIQbo2OK+AZyVPlzA4Ho62VG61Wg05vR4qvTjy35qjd29fv/nrhzf0TRPjd1Q5anXoRuPhyI1U",
-	"JUheimgSPR+Ohs9dIWZJJvNoCTy3yz+iycf7OOoYGXy9gB0t2rm4JRk2MVN5BsYnGCn9YQi3CTDswGdA",
-	"Uf4M+fz6SOk6B2LNc1xq4zbK8Wj0wE2Unhsojt7LGhoet5DgZceWDf1XR3Oegj1aKX2D/qWFxaLj0fGL",
-	"wfh4MDq+GB9PRqPJaPSvjgPuDnneDKmxyvMONPFlol40stUOsge5DSCpLwp5GLLbZZMnvrq/un/CTSEK",
-	"BXoutjwgAEPnH+ahC6NvhfqoW5dnGn9Ox9jy5JdX91dxZEIsQDLTrI5b5wvaOX5DvCmV6ZHa18F2kysg",
-	"C46ewZD5bFt+dmCWaiWZkin4cJCM9VQG6ywMSwaDgt8NNk4vQRPio7eeps9TZ39VZRkISiuHCpnv3ATn",
-	"RIBnGDc4U+4MSFdv6qbBpvzzZ5Wtn6Yzfc2De+nKnnL8GWLabeF7/mI02ltsN/op77vQ2jcIbhib8dMY",
-	"t4ch2N43yXL0/Pfjwberv/+tHK//MsrevCzOv7m7kK+u36Un5sf5T3/8yn+4/UW8h59v/hk9RVND2mmH",
-	"sqKIrbjx+CX79yupo8fp2raKbnqao4/Er3untDnYngz1d/S8qSkTwMlz0l5093BKiXjqOJnnBCKdx2ZJ",
-	"XblMtj2QmzZoUkcqTnZDdGHYgnIC/24+OvJ28THe7Z8dvPQTnbLEm64klE/mOV80xopiei7FHNCFP5wY",
-	"2ebhD2B7GfhEH+5d96jlumWV51/cN48+wzfvbdOe5GfrZNlO7W3O8t8vcxjP7Za49hXny/7lmyGh2/tq",
-	"l8Yf1am8Xkmmm1vIX+YKpc8wMrFizlMbMyHTvMpCwSpJ52nCflO+DO4iTAc/DYAZsn94zxsuF1Kxm+p7",
-	"CX1B/ZB0uU8YbzogO631o/BVML6g8rOwGDDgaIp8F1qtDFstRQ5kkdBIIEYxdE2Dhww0xZqulN40FMj6",
-	"diE3N645ztH4XzJhVpEOulXcZcgV9RH2g+nXPuWzcUpdrn64EWW4yfjMeCoCWwItB1QNJ2R36Iyts6Yu",
-	"SU2DiS2n4a4lMJB1hRkZ44rLCyqbu/sj7Dsnt2zUue0+ph58uuruam71XXdaJmprUi35o8cuWW7flSb6",
-	"uWWFCpdD23c7GwkRNq6RGL7yuw0caonHntsIN9mbbdRXEMaP3z+4+kKG9bJ9a/S4viS6dS30EyOSOu4c",
-	"b1zePBm37mZeNveto3S+nNxOvr35/biIWoXB7fX3IOCq0xZPdrpT3PU13VAzbziBgtK+j41smYUGJLhL",
-	"ATLXwRS+rK/I4cE09zhHrTuMo3Zjh/MTk5ZzmIw7t+a2nNrYe6x6Sbo96O4IbgDn1v1A78iaK4FjJNBf",
-	"bB7vj5/D3e8dzgiFCdV7M+6vu0mCfXTGrs/aGsgh/QqRYqvk44n+Cg6tVa7od2lkWCgFp33bQ5PFcx0v",
-	"yKt5hRSjBKOjY4WQFj2d0hnoftP/Y53l/zxrUW/gMrRfNF0XD2rpPqHjXjoafm6Iug+hulajLvQbKcoS",
-	"GR79RaQ3aj5nhbqFDB3oxbLSJuN04yokzc5szg278UOlsmDQ1O6tJq3LLzsUJeReMZL/mrLeXvcryHvr",
-	"0ujWv8DZf/pdSRvKNFFCG5GdaWXOCbAPfMEoaMpqKdJlCHHICfuvc44evJL0CzJGcM3yG9jWpbMsazWA",
-	"f06C5RN1xWVkXZi8nzBuNazvlfU4eYjdK26I5V8jWfATgnYuXaMlurlnxlMhZCg4b5/2/mmFI12XiHfH",
-	"y2BUjvaCDErsq9ySbl6ELqDYh8TUCLRRfwokD9nJ6CRE0DwUp4Sh+pQF2R89O/o+13K3GrUu3U1LfDQg",
-	"/DEYf3njvcNQ1yb5EVv7xelpNYp9mQkb51I3/P13LuTNBmPvNw1xd8M9fmh/1e605u3KD9CYr+ljvDD7",
-	"lb+sl/HFquGaF7mvSmEEvA4lqk3l3igM7xjV03Pw0EDfh/DAkG4fxGMDQ2/EY+Mo/f3QINdD8dAI3zPx",
-	"wBCvqf0jirTc8aa2on0vQxvMljw1/Q5enDDY7E1LdJsCOlXRydHR+Pjb4Wg4Go4nL0cvR9F2fN+t1B9Q",
-	"B8c13YxA1Xv93qFs3/bhxh0+uMiYcImX7D6f0SU4tABQrJFyTQVQ2+7pGLYSGwvXHruzTaWZ9aK+Q0j/",
-	"B805nSXXEoxpzUia1z9hl85nhvrN0fLFrne/Loj3UYrysD3tj4RR6L8oZQIpiVkBVovU1CSG/+qHgQ3k",
-	"89aUqjSo6/8bAAD//w==",
+	"5Hx9c9s2tvdXwfDZmdjzULLkuGkiz5253jRt0023WcfdnV3LV4TJIwk1CagAaFnN+LvfOQcAX0TKlpNs",
+	"ZmfufxIFAgfn9XcODvQxSlWxUhKkNdHkY7TimhdgQdO381K+zfBDBibVYmWFktEkulgCWypjB8KYEjKm",
+	"S8lENoziCO54scohmkS6lINvozgS+MKK22UUR5IX/qe3WRRHGn4vhYYsmlhdQhyZdAkFx+X+pGEeTaL/",
+	"d1QTd+R+NUeOpvv7e5zArJQ0QLS+1+o6hwI/pkpakBY/8tUqFylHwo9WbsT//83gLj7WxOIbGVIm5C3P",
+	"RTYTclXaKI4ysFzkfsdILhjLMgWGSWVZwW26ZHYJDBfUPLXIgpUS0oKOJtFRLgph/UbBWGRlNBr/9N3f",
+	"xv88/tfzKI6M5bY00eRkNIojKyxx7q0jggUi7GaFj5fWrszk6ChXqhgsuIU13wwzuA3bMkdt6u/3ZWhg",
+	"HLG0LegzyUBrpWPGDTv//jV7dfLNt8wvyBx3DFsLu2ScIZ0ZQ04Oo/tqdZLNmdz8necldFXpTG7YTx9+",
+	"+Su7xd8Z3KWwskyWeY68vBss1MDvH6U2POfrn8EYvgDc35lVJG8uN7/Mo8nlx8ArY7WQi+g+/hittFqB",
+	"tsIpifu9M+6+qYyX7terivPq+jdIbXR/1WEPy/k15IxbVcSMMzcdO7CblUh5nm8YZ7+evz1kSjMumZsn",
+	"sMsPTnCRZI/NvuZ5/kZavSEzbe1qyWWW9+0rjojAxzTgO2HSXBnI3tHo8NoHVeq0f1oN3Cj5mqym5+eg",
+	"1x8jkGWBLOVZIawFNHvc/xLyrMHh+k2rS5lyHFjPe61UDlx2xORX6QrKMeudMLbLK5QLfRAWCvMYZ3Ce",
+	"c0iVzog4twzXmm/wu4Q72+8dEz63oBOm5uQfcCBb8QVM2EqDAWmZkvmGrZcgaUCuFmyp8swwTasZtuLG",
+	"MrsUht5D/SiEFAVyc1xRgp5mAZpoU5bnXWJ+VGtWcLmp5q1WgzwL6/tF2Jrj+jxrrTbqrrYlB8fSXWLw",
+	"7OsIotKIWtCN7aTztPuKujagb4OaPiY6JeciA2kFz4XdVKp9C9oIHwCcco6vHt1ieKlvk+kuK8hKTYHn",
+	"ZyJ+rnTBrVvjxUnUJ0OQVvuttqX4hqdLhr9unhnm1D5mzgbJ4cYsCyYcXJLMmHMLp0zCLWgSPDlZlO7e",
+	"yu88To/uw52wW/bf2Amig/BreysYvp4ZptaOcrQQTmBipmFe4ga4NGvQMVoAflWyYSvCMmHQeS6Vtm6C",
+	"gzGzir04YTlYxC3Ii4WwBp3uNJoNJ4NpdHjK0AaUXYJ2bwnDMq1WK3DKzu/egVzYZTR5cRIjXLGgkdr/",
+	"uTwb/IsP/hgNXuFMVx/H8YuT+z9FPZ5LPaTOqrSr0r7NdnlLbSE76/Elv168jnF7KLxC5LkwkCqZsQMM",
+	"xs+fP391yqzmIsdI8gdoZYLHmSMcEUoyriHs9BC3Wqlhxi0MrCigbzNdB65uEN4hGOj320rlvZt70KE3",
+	"gkEP27ZssOKhX62iMu6NLrVEmkQ4z9KyzaYAep1YzksDT8MZfuSeUYZwTI+N7UYrjyOTtO3+WEq7QJRy",
+	"jSqBkAUtJPk4dcROowm7xKfm6j4ZsreScZaC06yDpOB3W/40OXShRBgEwht2DQyKld1Mtqa8uk8YiQcx",
+	"s3dOgRajmCnTZWMlP5IMflVe5yJ1r5hTJpAi9/5BUqgM8tcI8+8sefYkdggLAwQJ9hB9RVEai5RJJYm4",
+	"fWBWe5s9iBVZ+1spnXmpud+N2d+tOn3qkXdvyKJQmQlcjefvG1o257mBeBvedMl/QpDshvat33vtQwO3",
+	"gGkZ5R1Po7erWE8mOY462vCp2ECHfHePBNR5of2h5IVS+dsujIyjUorfS3jr5sBMGIfY/AN5+n7oUPA7",
+	"B86Ov3l1PMLk8SFweN8jtC3I36PlztRqXMGNcxo4lbNQynYf076KN9WHbojodXv1d9qI3p7vkWkeUeTm",
+	"rH1K/Z1Ky8LXENp7FNmnJ1rfl3leKZup0qv91OY2ZNAPhpKQaW8zQGDs80uGuQLVfQyoSe2mUJ9tsP0S",
+	"fXqI/Ewh/0gAuT9PdOB5f/M+hzloVJjHiAwT9xFEHvR7XuZ9ietSibQvObgIwN4ldwUU1wj3+Q2YuMow",
+	"NwQE57BmB1wyBHWHMcZ/wooCMPOsKxT0Lg0s5Y1EqE5DDlsh7lEzrgphXd9CFR//e4C3c9z2JpDvYey1",
+	"yjbsYBpNIzb31NIjdEZsvVQ51NuQvIAK/rrJqmrmkP1ZlTJzbgwH+BrWM8MST0fCBMXwHbWOx+Rfi+7c",
+	"jd+We2BHNeHDCnBerdpm3j+WG9oAFfl8xk55U8yU9OnUXNxBxm5Vyq/LnOvNZCoTL8kZSTJhBzhHS9zS",
+	"gzEngFOWeIVLCOOZqaQ3JBgEVvTKYcySsMOEHfAgO2FYIYwRcnEYT2WiJMzUfNYY6Qk1mJfy3L9m8L0w",
+	"iF5Ec85FaoVcOLIN0r1W1Qt2yS1LuZSKUN5C3KKyqwVgnkdTrLWSixmV2GKWyDLPZ1LZGc9ztYYMn1ml",
+	"ZpRNhi+5kotkKg9ySggN4s5fL74fjF+4xLGUCFBRGecagCHkQD6o0tImuVxAgivjMkLOAhNjlvisclYI",
+	"Q5VjogiJmWEqlvgdW63yWbrkmL+BxjE58AxZkHHTeCdX6qZc0VtZ6WrcMLuBDY4IheDSzl+GNxDqerGT",
+	"BQlXw1YSprIuwOJWCCnPcFBQkxW4ZMlrCvc2KDMC1qiEU2lAEiOQhRnAihTCFXUlGAsZw6dUh+Cu5uVr",
+	"2F6XhlOJCabPNlva2jwqiKMtdcKMrqMnmAdWko/iaFvwLoV0cvefUewRJeqVHPHFlhSjqjRQCdGPcTJ0",
+	"tLQliEG2IcBqvJMfZaIN6VHIqoXnR9OBRRzVgvE0I0d7s/Ff6jzoU0B5/ukYesvp7cYXjeOaPePc90qz",
+	"1hEHU5L5YBaH8pbImJ/A6e5caGNdOHhmDk/JcLUqLZA6zDEo0DRMl/KZYStul24uAvf0SZeSMtyUu0OJ",
+	"/SNgqAwGrd4+XiolL+1SafGH02wtFkJu6akuZU0qfm8TT7Zhyty2HuFnAkOL0plI80c6HTO2mh3u0L/X",
+	"E1XfHVKZ0SnWTANPl87ceJ53HpKgO08LsEuVbe/InYbNrChAlbb5BO2Qa7K8UppytVLaQjYrIBM82HIp",
+	"l5BnM3/mEUfXpUF70GhBtH61sS7hMoU8p88UiyXPZ66khVwpCi6z2ZwLN6JZk4zCadbMF4Kb9l/wHBM0",
+	"yGYrvskVp6VcPWNWSn7LRc6viVRjlYbWsz7jDYeOXdjk4jp6WpApsJUvZoYKL1JMAWnIOrYSsy1rwLi2",
+	"phOBgwoDIlzkthnft0rHtHYvSCI27mO0DqagDRH9jhZnh0LWyIboncomwe7zgYchNW6LG1AFY1LiGJhM",
+	"JSLCwyH7q+cOgVy/EYIOiJ5oRxR79oL5DYTeY/D/F8veD1W2d6YAPWrBe7MCNZ+DxOjpNLSdF3jgX6F8",
+	"5gV+dk1HbNXpWhPw4CJDdhawqksaUD/Gxy/Z9cZi0qQ08hoWBc5i+Q0uTwt52uhs7pvxcRgPMiNUzC0N",
+	"A5nmCuGv17UD7ugRc6d2wlRUHe7IOKp+gd6zV6s3Z/OdfEWHSIbQdInO/t3pgUHmrrlA0DxXGiiyUfV1",
+	"wYWMQ4qUnONCgzN3krkEnoFmhm9MbYOrnKeAMfjn1+9ZmgvcpQZO3Dh8/MyyPmXoOc903RA7o2zXO/56",
+	"/hbFWQnLdyngcOd0gr/s4XlfA0CgoXHOQAG9D81U2X8HztwImTUxQBYKS32u/+lFpK2D+rCKVusojn4v",
+	"QW96F3pq7cmqG5C90vi8qpSbN3Zc2lmfam+zn/+Gcub+o+bA8/2rOVX5r8fJP11IGlIQK/ukdz6Pr4F/",
+	"9c5rKh6q+p2X0pXze7gIdyuhwfwnHVNW9fqe88h+hd3iU2hFC3pY73EHd/ra4c58A9yEUUzGQLIVlGOW",
+	"DBGnzBI6cxskMbsuLcWjZIjPpjIZDhPGc/RTB5zykCoCSRV8a8olApZswn49f8c0GJWXSMRUaijULTi/",
+	"yy4oKFIwD+URwzfMKOe5Kexyq/QzwzQsypzrqYS7lQaD2NbE7Af1zMRsyW+BDu2UuuHo/w9PWfL+lw8X",
+	"7AiRy9Ht+EiX0iS+AkUlImWA2bVyTU5JK8QnGB+TI2J54iBXA4CMj19SuKi+78AjwxnBkfHxy348cl7K",
+	"/oKuhDv7utRG9YTN974phxBDgSERN0ZZ31xh4lI3yZwSQKNob1iS0oQJih3jHup0MdyhqU+oJZfyQ1kU",
+	"vK/zoqvAZpeuhjl290D19N24xKW/yuxy5HBW68EDpcjAs0F47jqNTqmJz3FUKgmfcDyKE1CW5PtDO+m1",
+	"81T/SQ7pP9BHNg4yevp0uHGhs78748sfrPY2jnz2Ieout15rSFM0tZb37TCQFHszqTnYZFefyXniGjAM",
+	"s76ZAa6pUEDf0IfMMmFSTDpaD4U0K5yp+QwNq3oAakVwlL6lPAeZcT3L0duFh24j1RtazUVvlQEhIKSl",
+	"FnbzAVnrz7yUsRchcPa3fDOKlOwgGQyoA5y+DnCV5PC0Kt/XqRe9gySCdCcDF6/fx77yTANKKe6YUekN",
+	"UGGBBE1aCFwTgxrtz16THiARA7Gj0LemX296Q9YeS93TOeVchYZynpKR+B72Zhc2K7iQlgsJGpWk1PkD",
+	"7dpRp8n6HJ0n5frvlCoYpncCbnlOtUrDZXat7iBjfIGW4II7fa7Zikmy9ic0IBZL25iElDlmiVvzGnzh",
+	"zJVKnO9GhWZrLSzomN3ABrKpvN74+kS7x5/e8kVL49hLKa2LDI6RTgBE6FS25e/s0dAsXt0Nhdohe3ML",
+	"esO0WiPcIC6UWhomzFQWwE2piQVcSGNDVRZj0XaXUzs2Ccty4LfuZHQqvRgmLPSLOZgirOntn+S+g9Jt",
+	"KCaYFtrLQhd3owlzOJVT+YbqYOSqk113DxLn81+dfPPtYbt5PsF5EBtdLGHji28p13pT1/bYgbEZaCoU",
+	"2aWJGdxB6rr06RBlKh0nf3hz0Ti44blRvsJk2I9vzr7zJIzHI/Zq+Hx4fDghrv7w5uKZmUqX8LomUsr7",
+	"DdosVSx8IYEXUOkBLeFqKnapkG9I2lRWFyUsv4Fq9ZPRNyzpFoYTzwnJkjN8EioODijmIgXpmvC8AZ6t",
+	"eLqEwfFw1DG59Xo95PTzUOnFkX/XHL17+/rNXz+8oXfqCkPLlKNGf3A0Ho7cSLUCyVcimkTPh6Phc3cM",
+	"tCSXebQEntvlH9Hk430ctZwM/ryAHQ3iubh1IDNmKs/A+PImFV8M4TYBhh34+ivqnzn0VQy+AETSnGHE",
+	"n+DHApUjoUpP4pDrwXg0QuPMgGqnh7GrjNYYOGlg3RrmDtmZuXFm5hF8ALgG0PWjQYVz+KqnHSXvhlE1",
+	"zaD8qS7k67lKZ6DZAdk+HSKKAkiLpHcqhy4g0BnMxNGfQQ5onwVwuV6KHMiizI1A8BN768S3fYRnRsiU",
+	"ypvka7KqbDrHGM6oG995KiIN3X9lHHQtB3OGcxRa3LoCddnJ9Ty3KR9wjfVIr9+qY8d3julsPBq17kSN",
+	"RyN/H8oVZqoLUeGeUH1fx8vNv1O1e4336PXqvY7QFLyHlSsNt0KVIatBcavSMtE6KnAb+mXFfy9R1YKc",
+	"afch+mUiI/ktUKWDlbcyv2HUv283W2vjzYxwdHyynRJuw5irrUtgx6PRAxfAei5+OUO9rHKi40YKdNkK",
+	"4kP/1tGcp2CP1krfILBqJCHR8ej4xWB8PBgdX4yPJ6PRZDT6Vwt5toc8r4dUIP15C5P709leGN7pwtqD",
+	"3BqJV/fzPP7ejVUJgl7dX90/4YIeZeB998mc9/IauMMHDh1Emoc2qL61KqE3bq/VkJYE2gCzl1eoKCak",
+	"w2Ts9erIBL4gHuA7xKWVMj2O+3WAL+R6CMQgODKEIJrghx2YpVpLpmQKvh5DeGUqA0ARhiWDQcHvBlty",
+	"TDCKeufb03V96iAIWioIOtcJR9S+dRocjgKeYers0IyLoW2HV3Xt1uevf1bZ5mnW09e9u5fV7KnRn6Gw",
+	"7R7a5y9Go70VeKuh+b6dXfoO3S23M34a4/ZwCd19ky5Hz38/Hny7/vvfVuPNX0bZm5fF+Td3F/LV9bv0",
+	"xPw4/+mPX/kPt7+I9/DzzT+jp9hsqPv2mG3IrNbchID77zdSR4+zta6JboOto4/Er3tntAgeuub7HT2v",
+	"mzoIReQ5WS8iXjilkzCK5vOc8igXzlhStQ4kXejgpg2W1NKKk91ZKgZQKov9u/noyNvFx3g3RHUZlp/o",
+	"lCXedSXh/HKe80XtrKisxaWYA6LYh2uDXR7+ALaXgU+M5j6IjxpBXJZ5/sWj9OgzovTePu1JEbeqF++0",
+	"3lqW/36dOwee7da4LYDdt3w9JFy3uNpl8UdVNbtXk+nqJPKXuU6FZ5icWzHnqY2ZkGleZuHEOEnnacJ+",
+	"Ux7MuyKLy8AMgBmyf/jIG273Uk7l0y58gxqS6XatMN51QHZa2UfRSODUnAmLmROOpuLPQqu1YS7ZEa4s",
+	"QhjF0D0pHo6AKIlxvSw1TJfV9V5ublx3qqPxv2R9NkGruMxtTY28/VnQa1/1fDAN+nAjVuEq8TPjqQhs",
+	"CbQcUDsKIbtD52ydN3WnRCEng+I0XHYGBrJq8UDGhJwK+ekucFXJVSe12pFb0TL9udXosVvO3T8rIPp5",
+	"Nwd0O641BLOogMTwJ7/bwKGGeuy5jW6K+JSk8OoLOdbL5rXt4+qWdude9ifmJlXpZbx1e/pk3LgcfVn/",
+	"4UGUzpeT28m3N78fF1HjZL67/h4EXLXupZCfbnVX+KaK0LRScwIVpfmHCMiWWegAhLsUIHMthOHN6o4q",
+	"Cqa+SD1qXCIeNTurXJyYNILDZNy6ttoJamMfsaol6fquu6S7BZwbF3R9IKvv5I6RQP/PAuP98XP484Ud",
+	"wQiVCc17u/RVtXMF/+icXZ+3NZBD+hUyxcappyf6KwS0xoldf0gjx0JVaO37jupCtms5Q17NS6QYNRgD",
+	"HSuEtBjpqBzX7/p/rA66Ps9bVBu4DP1PddvTg1a6T+q4l42Gr1uq7lOotteoOm2MFKsVMjz6i0hv1HzO",
+	"CnULGQbQi2WpTcbpymOoG5/ZnBt244dKZcGgq93bTBq3z3YYSjh+wEz+a+p6c92voO+NW9ud/6Daf/pd",
+	"RRuqttOZDiI70zg8IsA+8GemwVLWS5EuQ4pDQdi/nXOM4KWkb5AxgmuW3/QUk8+yrHED43MKLJ9oK+5Q",
+	"wqXJ+ylj58bIXlWPk4fYveaGWP41igU/IWjn0nU6Y5h7ZjwVQoaei6609y8rHOmqS2J3vgxG5egvyKHE",
+	"vtFD0tWn0IYX+5SYOvG2jmADyUN2MjoJGTQP57PC0BGtBdmfPTv6PtdzNzolL91VZ3w0IPwxGH95573D",
+	"UVcu+RFf+8XpaXRqfpkJ6+BSddz+dy7kzRZj77cdcXvDPXFof9Nu9cbuqg/QmK8ZY7wy+5W/bJTx57XD",
+	"DS9yfzCLGfAmnNJuG/dWb8SOUT1tNw8N9K04DwxptwI9NjC0Bz02jsrfDw1ybUQPjfBtQw8M8ZbaP6JI",
+	"Vzt+qbxo34+hE6yjT3XLj1cnTDZ7yxLtvphWY8Dk6Gh8/O1wNBwNx5OXo5ejqJvft5tVDugM+ZquJqHp",
+	"vX7vULbvfHLjDh9cZEy4xGt2X8xoExy6YCjXSLmmHgDbbGsaNgobC9efvrNTq571orrES39E6ILOkmsJ",
+	"xjRmJMvrn7BN5zNDFz7Q88Xu8kzVE9JHKepDd9ofCaPQ35hlAimJWQFWi9RUJIa/1cTEBvJ5Y0q1Mmjr",
+	"/xsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

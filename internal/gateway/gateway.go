@@ -44,6 +44,7 @@ type Store interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunByToken(ctx context.Context, h store.TokenHash) (store.Run, error)
 	Runs(ctx context.Context) ([]store.Run, error)
+	RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error)
 	DeleteRun(ctx context.Context, id string) error
 	Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error)
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)

@@ -288,7 +288,7 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
-	"create_run", "run", "run_by_token", "runs", "delete_run", "begin", "observe",
+	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "observe",
 	"append_call", "calls", "mint", "handles", "handle", "put_result", "result", "ping",
 }
 
@@ -320,6 +320,12 @@ func (s *countingStore) Runs(ctx context.Context) ([]store.Run, error) {
 	rs, err := s.st.Runs(ctx)
 	s.m.storeError(ctx, "runs", err)
 	return rs, err
+}
+
+func (s *countingStore) RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	rs, more, err := s.st.RunsPage(ctx, after, limit)
+	s.m.storeError(ctx, "runs_page", err)
+	return rs, more, err
 }
 
 func (s *countingStore) DeleteRun(ctx context.Context, id string) error {

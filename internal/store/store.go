@@ -179,6 +179,12 @@ type Store interface {
 	RunByToken(ctx context.Context, h TokenHash) (Run, error)
 	// Runs lists the live runs, oldest first: by CreatedAt, ties by ID.
 	Runs(ctx context.Context) ([]Run, error)
+	// RunsPage lists at most limit live runs (limit <= 0: one) after the
+	// run key after, in Runs' order, from the first when after.ID is "",
+	// and whether more live runs may follow. It reads about the page, not
+	// every run: a run created after a page was read is listed on a later
+	// page when its key is later, and a run gone meanwhile is skipped.
+	RunsPage(ctx context.Context, after RunKey, limit int) ([]Run, bool, error)
 	// DeleteRun removes a run and all its state, or ErrRunNotFound.
 	DeleteRun(ctx context.Context, id string) error
 
@@ -256,6 +262,25 @@ type DeleteWatch struct {
 	// be reached, refuses the subscription or drops it). The watch goes on
 	// retrying; the error wraps ErrStoreUnavailable.
 	Failed func(err error)
+}
+
+// RunKey is a run's place in the order Store.Runs lists runs in: its
+// CreatedAt, then its ID. The zero RunKey is before every run.
+type RunKey struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// KeyOf is r's RunKey.
+func KeyOf(r Run) RunKey { return RunKey{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+// After reports whether a run with key k is listed after one with key
+// before; every run is after the zero RunKey.
+func (k RunKey) After(before RunKey) bool {
+	if before.ID == "" {
+		return true
+	}
+	return CompareRuns(Run{CreatedAt: k.CreatedAt, ID: k.ID}, Run{CreatedAt: before.CreatedAt, ID: before.ID}) > 0
 }
 
 // CompareRuns is the order Store.Runs lists runs in: by creation time, then

@@ -288,7 +288,7 @@ export interface paths {
         };
         /**
          * List live runs
-         * @description The live runs, oldest first, as summaries (never tokens).
+         * @description The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
          */
         get: operations["listRuns"];
         put?: never;
@@ -676,6 +676,8 @@ export interface components {
         };
         RunList: {
             runs: components["schemas"]["RunSummary"][];
+            /** @description Present when more runs may follow this page; pass it as `cursor` to read them. */
+            nextCursor?: string;
         };
         CallRecord: {
             outputId: string;
@@ -1301,14 +1303,22 @@ export interface operations {
     };
     listRuns: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description At most this many runs in the page. Default 100.
+                 * @example 100
+                 */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The live runs, oldest first. */
+            /** @description A page of the live runs, oldest first. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -201,6 +201,34 @@ func (m *Store) Runs(_ context.Context) ([]store.Run, error) {
 	return out, nil
 }
 
+// RunsPage returns copies of at most limit live runs after the key after,
+// in Runs' order, and whether more follow. Under the lock it sorts the
+// keys of the runs after the page's start and copies only the page.
+func (m *Store) RunsPage(_ context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	limit = max(limit, 1)
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rest []*memRun
+	for _, r := range m.runs {
+		if expired(&r.run, now) {
+			m.remove(r)
+			continue
+		}
+		if store.KeyOf(r.run).After(after) {
+			rest = append(rest, r)
+		}
+	}
+	slices.SortFunc(rest, func(a, b *memRun) int { return store.CompareRuns(a.run, b.run) })
+	more := len(rest) > limit
+	rest = rest[:min(limit, len(rest))]
+	out := make([]store.Run, len(rest))
+	for i, r := range rest {
+		out[i] = cloneRun(r.run)
+	}
+	return out, more, nil
+}
+
 // DeleteRun removes the run with its call log, handles and result, or
 // returns ErrRunNotFound.
 func (m *Store) DeleteRun(_ context.Context, id string) error {

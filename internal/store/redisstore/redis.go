@@ -62,6 +62,8 @@ const DefaultRedisPrefix = "loom-gateway:"
 //
 //	P{idx}runs       sorted set: run id, scored by its expiry (µs; +inf never)
 //	P{idx}tok:<hex>  run id, under the hex SHA-256 of its token
+//	P{idx}created    sorted set: run id, scored by its CreatedAt (µs), the
+//	                 order RunsPage reads
 //
 // and DeleteRun publishes on the pub/sub channel Pdeleted (see
 // WatchDeletes).
@@ -137,6 +139,11 @@ func (s *Store) keys(id string) runKeys {
 }
 
 func (s *Store) runsKey() string { return s.prefix + "{idx}runs" }
+
+// createdKey is the index of RunsPage: run id scored by its CreatedAt in
+// microseconds (exact in a double until the year 2255), so a zset's order,
+// by score and then by the member's bytes, is store.CompareRuns.
+func (s *Store) createdKey() string { return s.prefix + "{idx}created" }
 
 func (s *Store) tokKey(h store.TokenHash) string {
 	return s.prefix + "{idx}tok:" + hex.EncodeToString(h[:])
@@ -240,8 +247,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if !r.ExpiresAt.IsZero() {
 		score, at = strconv.FormatInt(micros(r.ExpiresAt), 10), pxat(r.ExpiresAt)
 	}
-	idx := []string{s.runsKey(), s.tokKey(r.TokenHash)}
-	v, err := s.eval(ctx, true, scriptReserve, idx, r.ID, now, score, s.maxRuns, at)
+	idx := []string{s.runsKey(), s.tokKey(r.TokenHash), s.createdKey()}
+	v, err := s.eval(ctx, true, scriptReserve, idx, r.ID, now, score, s.maxRuns, at, micros(r.CreatedAt))
 	if err != nil {
 		return fail(ctx, "create run", err)
 	}
@@ -379,6 +386,17 @@ func (s *Store) Runs(ctx context.Context) ([]store.Run, error) {
 	if err != nil {
 		return nil, fail(ctx, "runs", err)
 	}
+	out, err := s.runsOf(ctx, ids, now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, store.CompareRuns)
+	return out, nil
+}
+
+// runsOf reads the runs of ids at now, in the order of ids, leaving out
+// those gone (deleted, expired, or a reservation not yet written).
+func (s *Store) runsOf(ctx context.Context, ids []string, now int64) ([]store.Run, error) {
 	if len(ids) == 0 {
 		return []store.Run{}, nil
 	}
@@ -416,10 +434,81 @@ func (s *Store) Runs(ctx context.Context) ([]store.Run, error) {
 			out = append(out, r)
 		}
 		if out != nil {
-			slices.SortFunc(out, store.CompareRuns)
 			return out, nil
 		}
 	}
+}
+
+// RunsPage returns at most limit live runs after the key after, in Runs'
+// order, and whether more may follow, or ErrStoreUnavailable. It reads
+// the created index from after on, a page and one more at a time, and
+// then those runs; ids whose runs are gone are skipped, and it reads on
+// until the page is full or the index ends.
+func (s *Store) RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	limit = max(limit, 1)
+	now := s.nowUS()
+	out := make([]store.Run, 0, limit+1)
+	for {
+		ids, last, done, err := s.pageIDs(ctx, after, limit+1-len(out))
+		if err != nil {
+			return nil, false, err
+		}
+		runs, err := s.runsOf(ctx, ids, now)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, runs...)
+		if len(out) > limit {
+			return out[:limit], true, nil
+		}
+		if done {
+			return out, false, nil
+		}
+		after = last
+	}
+}
+
+// pageIDs reads up to n ids of the created index after the key after, in
+// order, the key of the last one, and whether the index ends there. A
+// zset orders equal scores by the member's bytes, as store.CompareRuns
+// orders equal times by id; the members of after's own score are read
+// whole and those up to after.ID left out here (Lua's string order
+// follows the server's locale).
+func (s *Store) pageIDs(ctx context.Context, after store.RunKey, n int) ([]string, store.RunKey, bool, error) {
+	key := s.createdKey()
+	at := strconv.FormatInt(micros(after.CreatedAt), 10)
+	var eq, gt *redis.ZSliceCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		start := "-inf"
+		if after.ID != "" {
+			eq = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, ByScore: true, Start: at, Stop: at})
+			start = "(" + at
+		}
+		gt = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, ByScore: true, Start: start, Stop: "+inf", Count: int64(n)})
+		return nil
+	})
+	if err != nil {
+		return nil, store.RunKey{}, false, fail(ctx, "runs page", err)
+	}
+	var zs []redis.Z
+	if eq != nil {
+		for _, z := range eq.Val() {
+			if id, _ := z.Member.(string); id > after.ID {
+				zs = append(zs, z)
+			}
+		}
+	}
+	more := gt.Val()
+	zs = append(zs, more...)
+	done := len(more) < n && len(zs) <= n
+	zs = zs[:min(n, len(zs))]
+	ids := make([]string, len(zs))
+	var last store.RunKey
+	for i, z := range zs {
+		ids[i], _ = z.Member.(string)
+		last = store.RunKey{CreatedAt: time.UnixMicro(int64(z.Score)), ID: ids[i]}
+	}
+	return ids, last, done, nil
 }
 
 // DeleteRun removes the run and all its state, or returns ErrRunNotFound or
@@ -443,7 +532,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	}
 	var h store.TokenHash
 	copy(h[:], tok)
-	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h)}, id); err != nil {
+	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h), s.createdKey()}, id); err != nil {
 		return fail(ctx, "delete run", err)
 	}
 	return nil

@@ -86,6 +86,8 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"DuplicateID", testDuplicateID},
 		{"DuplicateToken", testDuplicateToken},
 		{"RunsOldestFirst", testRunsOldestFirst},
+		{"RunsPage", testRunsPage},
+		{"RunsPageExpiry", testRunsPageExpiry},
 		{"DeleteRun", testDeleteRun},
 		{"DeleteRunRemovesState", testDeleteRunRemovesState},
 		{"RunLimit", testRunLimit},
