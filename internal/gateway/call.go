@@ -146,21 +146,14 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	if s.cfg.MaxLabelClauses > 0 && res.Observed != nil && len(ifc.JoinModelContext(fresh.ModelContext, res.Observed)) > s.cfg.MaxLabelClauses {
 		return nil, s.fail(ctx, c, store.ErrLabelLimit)
 	}
-	handles, err := s.mint(ctx, c, res)
+	handles, rec, err := s.finish(ctx, c, res, fresh.ModelContext)
 	if err != nil {
 		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
 	}
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.Minted(len(handles))
 	}
-	if res.Observed != nil {
-		// A label grown by a racing call since the check above may still
-		// refuse: the call then answers nothing, its handles unreturned.
-		if _, err := s.cfg.Store.Observe(context.WithoutCancel(ctx), c.run.ID, res.Observed); err != nil {
-			return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
-		}
-	}
-	s.record(ctx, c, callRecord(c, res, handles, s.now()))
+	s.audit(ctx, c, rec)
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
@@ -287,9 +280,15 @@ func stageEnded(stage context.Context) error {
 	return ErrCancelled
 }
 
-// mint registers the admitted entries in the run's handle table, in one
-// atomic step, and returns their tokens in entry order.
-func (s *Service) mint(ctx context.Context, c *call, res ifc.Result) ([]string, error) {
+// finish ends a call that has its result in one store step (Store.Finish):
+// the admitted entries minted in the run's handle table, the observed
+// label joined into the run's model-context label (base is the label as
+// the call read it) and the call record appended, all or nothing; a label
+// grown by a racing call past MaxLabelClauses refuses the whole step. It
+// returns the tokens in entry order and the record. The step is not
+// cancelled with the call: once it is sent, a client gone does not undo
+// it.
+func (s *Service) finish(ctx context.Context, c *call, res ifc.Result, base ifc.Confidentiality) ([]string, store.Call, error) {
 	refs := make([]store.Referent, 0, res.Admitted)
 	for _, e := range res.Entries {
 		if e.Admitted {
@@ -302,17 +301,25 @@ func (s *Service) mint(ctx context.Context, c *call, res ifc.Result) ([]string, 
 			})
 		}
 	}
-	if len(refs) == 0 {
-		return nil, nil
+	if len(refs) > 0 && deleted(ctx) {
+		return nil, store.Call{}, ErrCancelled
 	}
-	if deleted(ctx) {
-		return nil, ErrCancelled
-	}
-	lim := store.MintLimits{Handles: s.cfg.MaxHandlesPerRun, Bytes: s.cfg.MaxHandleBytesPerRun}
-	return s.cfg.Store.Mint(context.WithoutCancel(ctx), c.run.ID, refs, lim)
+	rec := callRecord(c, res, s.now())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	handles, err := s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{
+		Refs:     refs,
+		Limits:   store.MintLimits{Handles: s.cfg.MaxHandlesPerRun, Bytes: s.cfg.MaxHandleBytesPerRun},
+		Observed: res.Observed,
+		Base:     base,
+		Call:     rec,
+	})
+	return handles, rec, err
 }
 
-func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.Call {
+// callRecord is the record of a call that has its result; the handles of
+// its admitted entries are left for Store.Finish to set.
+func callRecord(c *call, res ifc.Result, now time.Time) store.Call {
 	rec := store.Call{
 		OutputID:  c.outputID,
 		Tool:      c.tool,
@@ -327,18 +334,15 @@ func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.
 		StartedAt: c.started,
 		Entries:   make([]store.CallEntry, 0, len(res.Entries)),
 	}
-	h := 0
 	for _, e := range res.Entries {
 		ce := store.CallEntry{Status: "withheld", ReasonCode: e.ReasonCode}
 		if e.Admitted {
 			ce = store.CallEntry{
 				Status:      "admitted",
 				LabelSource: e.LabelSource,
-				Label:       ifc.DiscloseShared(e.Label), // AppendCall keeps a copy
-				Handle:      handles[h],
+				Label:       ifc.DiscloseShared(e.Label), // Finish keeps a copy
 				Truncated:   e.Truncated,
 			}
-			h++
 		}
 		rec.Entries = append(rec.Entries, ce)
 	}

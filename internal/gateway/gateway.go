@@ -51,6 +51,7 @@ type Store interface {
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
 	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
+	Finish(ctx context.Context, id string, f store.Finish) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
 	PutResult(ctx context.Context, id string, res store.Result) error

@@ -289,7 +289,7 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
 	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "observe",
-	"append_call", "calls", "mint", "handles", "handle", "put_result", "result", "ping",
+	"append_call", "calls", "mint", "finish", "handles", "handle", "put_result", "result", "ping",
 }
 
 // countingStore counts the failures of the store it wraps.
@@ -326,6 +326,12 @@ func (s *countingStore) RunsPage(ctx context.Context, after store.RunKey, limit 
 	rs, more, err := s.st.RunsPage(ctx, after, limit)
 	s.m.storeError(ctx, "runs_page", err)
 	return rs, more, err
+}
+
+func (s *countingStore) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	toks, err := s.st.Finish(ctx, id, f)
+	s.m.storeError(ctx, "finish", err)
+	return toks, err
 }
 
 func (s *countingStore) DeleteRun(ctx context.Context, id string) error {

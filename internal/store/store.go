@@ -116,6 +116,37 @@ type CallEntry struct {
 	Truncated   bool
 }
 
+// Finish is what ends a tool output (Store.Finish).
+type Finish struct {
+	// Refs are the referents the output admitted, minted under Limits.
+	Refs   []Referent
+	Limits MintLimits
+	// Observed is joined into the run's model-context label; nil: the
+	// label is left as it is.
+	Observed ifc.Confidentiality
+	// Base is the model-context label the caller last read (Begin's);
+	// a store may take it as its first guess of the label Observed joins.
+	Base ifc.Confidentiality
+	// Call is the output's record; Finish sets the Handle of its admitted
+	// entries.
+	Call Call
+}
+
+// ErrFinishShape is Finish's answer to a call record whose admitted
+// entries are not as many as the referents: a caller's fault.
+var ErrFinishShape = errors.New("store: finish: admitted entries and referents differ in number")
+
+// Admitted is the number of c's entries of Status "admitted".
+func Admitted(c Call) int {
+	n := 0
+	for _, e := range c.Entries {
+		if e.Status == "admitted" {
+			n++
+		}
+	}
+	return n
+}
+
 // Referent is one held row of a run's handle table.
 type Referent struct {
 	Token       string
@@ -205,6 +236,16 @@ type Store interface {
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	// AppendCall records a call in the run's call log.
 	AppendCall(ctx context.Context, id string, c Call) error
+	// Finish ends a tool output in one atomic step: it mints f.Refs (as
+	// Mint, under f.Limits), joins f.Observed into the run's model-context
+	// label (as Observe; nil: no observation) and appends f.Call to the
+	// call log, its admitted entries' Handle set to the minted tokens, and
+	// returns the tokens in order. All of it is written or none of it:
+	// ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing
+	// written, so a call is in the log with every handle it minted, or
+	// neither is there. f.Call's entries of Status "admitted" must be as
+	// many as f.Refs, in the same order.
+	Finish(ctx context.Context, id string, f Finish) ([]string, error)
 	// CallsPage returns the records of the run's call log after its first
 	// after, in order, at most limit of them (limit <= 0: all the rest, the
 	// whole log for after 0),

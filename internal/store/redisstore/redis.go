@@ -741,32 +741,13 @@ const (
 // tokens in order (see Store.Mint). It returns ErrRunNotFound,
 // ErrHandleLimit with nothing registered, or ErrStoreUnavailable.
 func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	// Per referent: the dedupe key (the digest of the first-attempt
-	// preimage, as Memory keys it), the record and its ReferentBytes
-	// (computed here, so both stores count alike); candidates follow.
-	digests := make([][sha256.Size]byte, len(refs))
-	identities := make([][]byte, len(refs))
-	recs := make([][]byte, len(refs))
-	var buf []byte
-	for i := range refs {
-		identities[i] = store.Identity(refs[i])
-		buf = append(append(append(buf[:0], id...), 0), identities[i]...)
-		digests[i] = sha256.Sum256(buf)
-		recs[i] = encodeReferent(refs[i])
-	}
+	m := newMintArgs(id, refs)
 	k := s.keys(id)
 	keys := []string{k.run, k.handles, k.order}
 	for cands := s.candidates; ; cands *= 4 {
 		args := make([]any, 0, 4+len(refs)*(3+cands))
 		args = append(args, s.nowUS(), lim.Handles, lim.Bytes, cands)
-		for i := range refs {
-			first := store.SuffixOf(&digests[i])
-			args = append(args, digests[i][:], recs[i], store.ReferentBytes(refs[i]), first[:])
-			for attempt := 1; attempt < cands; attempt++ {
-				suf := store.TokenSuffix(id, identities[i], attempt)
-				args = append(args, string(suf[:]))
-			}
-		}
+		args = m.append(args, cands)
 		v, err := s.eval(ctx, true, scriptMint, keys, args...)
 		if err != nil {
 			return nil, fail(ctx, "mint", err)
@@ -796,6 +777,158 @@ func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim 
 		}
 		return toks, nil
 	}
+}
+
+// mintArgs are what the mint scripts are sent of each referent: the
+// dedupe key (the digest of the first-attempt preimage, as Memory keys
+// it), the record and its ReferentBytes (computed here, so both stores
+// count alike); candidates follow.
+type mintArgs struct {
+	id         string
+	refs       []store.Referent
+	digests    [][sha256.Size]byte
+	identities [][]byte
+	recs       [][]byte
+}
+
+func newMintArgs(id string, refs []store.Referent) *mintArgs {
+	m := &mintArgs{id: id, refs: refs, digests: make([][sha256.Size]byte, len(refs)),
+		identities: make([][]byte, len(refs)), recs: make([][]byte, len(refs))}
+	var buf []byte
+	for i := range refs {
+		m.identities[i] = store.Identity(refs[i])
+		buf = append(append(append(buf[:0], id...), 0), m.identities[i]...)
+		m.digests[i] = sha256.Sum256(buf)
+		m.recs[i] = encodeReferent(refs[i])
+	}
+	return m
+}
+
+// append adds each referent's arguments with cands candidates (MintToken
+// attempts 0..cands-1) to args.
+func (m *mintArgs) append(args []any, cands int) []any {
+	for i := range m.refs {
+		first := store.SuffixOf(&m.digests[i])
+		args = append(args, m.digests[i][:], m.recs[i], store.ReferentBytes(m.refs[i]), first[:])
+		for attempt := 1; attempt < cands; attempt++ {
+			suf := store.TokenSuffix(m.id, m.identities[i], attempt)
+			args = append(args, string(suf[:]))
+		}
+	}
+	return args
+}
+
+// Finish mints f.Refs, sets the model-context label and appends the call
+// record in one script (scriptFinish), and returns the tokens; it returns
+// ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing written,
+// or ErrStoreUnavailable. The label's join is computed here, first on
+// f.Base, and the script writes it only if the label is still the one
+// joined into; otherwise it writes nothing and the join is made again on
+// the label it returns.
+func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	parts := encodeCallParts(f.Call, true)
+	if len(parts) != len(f.Refs)+1 {
+		return nil, store.ErrFinishShape
+	}
+	m := newMintArgs(id, f.Refs)
+	k := s.keys(id)
+	keys := []string{k.run, k.handles, k.order, k.calls}
+	observe, base := "0", f.Base
+	var cur []byte // the label as last read; nil before any read
+	if len(base) > 0 {
+		cur = encodeConf(base)
+	}
+	if f.Observed != nil {
+		observe = "1"
+	}
+	cands := s.candidates
+	for attempt := 0; ; attempt++ {
+		var old, next []byte
+		if f.Observed != nil {
+			joined := ifc.JoinModelContext(base, f.Observed)
+			if s.maxClauses > 0 && len(joined) > s.maxClauses {
+				// Past the cap on the label as guessed: refused only if it
+				// is the label indeed.
+				v, err := s.eval(ctx, false, scriptLabel, []string{k.run}, s.nowUS())
+				if err != nil {
+					return nil, fail(ctx, "finish", err)
+				}
+				if n, ok := status(v); ok && n == -1 {
+					return nil, store.ErrRunNotFound
+				}
+				got, _ := v.(string)
+				if got == string(cur) {
+					return nil, store.ErrLabelLimit
+				}
+				if base, err = decodeLabel(got); err != nil {
+					return nil, corrupt("finish", err)
+				}
+				cur = []byte(got)
+				continue
+			}
+			old = cur
+			if len(joined) > 0 {
+				next = encodeConf(joined)
+			}
+		}
+		args := make([]any, 0, 8+len(parts)+len(f.Refs)*(3+cands))
+		args = append(args, s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, len(parts))
+		for _, p := range parts {
+			args = append(args, p)
+		}
+		args = m.append(args, cands)
+		v, err := s.eval(ctx, true, scriptFinish, keys, args...)
+		if err != nil {
+			return nil, fail(ctx, "finish", err)
+		}
+		if n, ok := status(v); ok {
+			switch {
+			case n == -1:
+				return nil, store.ErrRunNotFound
+			case n == 2:
+				return nil, store.ErrHandleLimit
+			case n == 3 && cands < maxCandidates:
+				cands *= 4
+				continue
+			}
+			return nil, corrupt("finish", errReply)
+		}
+		a, ok := asSlice(v)
+		if !ok {
+			return nil, corrupt("finish", errReply)
+		}
+		if n, _ := status(a[0]); n == 4 && len(a) == 2 {
+			got, _ := a[1].(string)
+			if attempt == maxSwaps {
+				return nil, fmt.Errorf("store: redis finish: %w: label changed %d times in a row", store.ErrStoreUnavailable, maxSwaps)
+			}
+			if base, err = decodeLabel(got); err != nil {
+				return nil, corrupt("finish", err)
+			}
+			cur = []byte(got)
+			continue
+		}
+		if len(a) != 1+len(f.Refs) {
+			return nil, corrupt("finish", errReply)
+		}
+		toks := make([]string, len(f.Refs))
+		for i := range toks {
+			suf, _ := a[1+i].(string)
+			if len(suf) != store.TokenWidth {
+				return nil, corrupt("finish", errReply)
+			}
+			toks[i] = store.ValueTokenPrefix + suf
+		}
+		return toks, nil
+	}
+}
+
+// decodeLabel reads a stored model-context label; "" is the empty one.
+func decodeLabel(rec string) (ifc.Confidentiality, error) {
+	if rec == "" {
+		return nil, nil
+	}
+	return decodeConf([]byte(rec))
 }
 
 // Handles returns the run's referents in minting order, or ErrRunNotFound
