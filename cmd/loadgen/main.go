@@ -32,6 +32,11 @@
 // it then measures the gateway's own cost: the same handlers in this
 // process with a runner that answers with the fake loom's stdout at once.
 //
+// The store is the gateway's own choice (memory unless
+// --gateway-arg=--store=redis://...); --own-cost-store=redis://... puts the
+// in-process handlers of --own-cost on a Redis too, so one sitting per
+// store compares the gateway's own cost per call on memory and on Redis.
+//
 // --flood measures fairness instead (flood.go): one run calling at
 // --flood-factor times the gateways' --run-rate while another run's p50 is
 // compared with its p50 without the flood; --flood-replicas 2 with
