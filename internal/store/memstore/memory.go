@@ -201,6 +201,15 @@ func (m *Store) Runs(_ context.Context) ([]store.Run, error) {
 	return out, nil
 }
 
+// CountRuns returns the number of live runs, copying none.
+func (m *Store) CountRuns(context.Context) (int, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
+	return len(m.runs), nil
+}
+
 // RunsPage returns copies of at most limit live runs after the key after,
 // in Runs' order, and whether more follow. Under the lock it sorts the
 // keys of the runs after the page's start and copies only the page.

@@ -439,6 +439,16 @@ func (s *Store) runsOf(ctx context.Context, ids []string, now int64) ([]store.Ru
 	}
 }
 
+// CountRuns returns the number of live runs (and reservations not yet
+// written) from the index, reading no run, or ErrStoreUnavailable.
+func (s *Store) CountRuns(ctx context.Context) (int, error) {
+	n, err := s.c.ZCount(ctx, s.runsKey(), "("+strconv.FormatInt(s.nowUS(), 10), "+inf").Result()
+	if err != nil {
+		return 0, fail(ctx, "count runs", err)
+	}
+	return int(n), nil
+}
+
 // RunsPage returns at most limit live runs after the key after, in Runs'
 // order, and whether more may follow, or ErrStoreUnavailable. It reads
 // the created index from after on, a page and one more at a time, and

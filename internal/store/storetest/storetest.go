@@ -88,6 +88,7 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"RunsOldestFirst", testRunsOldestFirst},
 		{"RunsPage", testRunsPage},
 		{"RunsPageExpiry", testRunsPageExpiry},
+		{"CountRuns", testCountRuns},
 		{"DeleteRun", testDeleteRun},
 		{"DeleteRunRemovesState", testDeleteRunRemovesState},
 		{"RunLimit", testRunLimit},
