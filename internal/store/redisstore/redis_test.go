@@ -428,7 +428,7 @@ func TestRedisSizing(t *testing.T) {
 		}
 	}
 	runBytes := usage(prefix+"run:*") + usage(prefix+"{idx}*")
-	t.Logf("idle run: %d bytes by MEMORY USAGE (run hash, token key, index entry); used_memory delta %d bytes per run",
+	t.Logf("idle run: %d bytes by MEMORY USAGE (run hash, token key, index entries); used_memory delta %d bytes per run",
 		runBytes/runs, (usedMemory()-before)/runs)
 
 	// Handles of one run: a search row of the sample loom (287 bytes of
