@@ -49,6 +49,7 @@ var allFlags = []string{
 	"max-handle-bytes-per-run",
 	"audit-arg-shape",
 	"version",
+	"run-rate", "run-burst",
 }
 
 // TestCommandLine: --help, and the startup refusals, each exiting 2 with a
@@ -104,6 +105,8 @@ func TestCommandLine(t *testing.T) {
 		{"negative connection cap", nil, append([]string{"--max-connections", "-1"}, listen...), []string{"--max-connections"}},
 		{"negative label cap", nil, append([]string{"--max-label-clauses", "-1"}, listen...), []string{"--max-label-clauses"}},
 		{"negative call cap", nil, append([]string{"--max-calls-per-run", "-1"}, listen...), []string{"--max-calls-per-run"}},
+		{"negative run rate", nil, append([]string{"--run-rate", "-1"}, listen...), []string{"--run-rate"}},
+		{"empty run bucket", nil, append([]string{"--run-burst", "0"}, listen...), []string{"--run-burst"}},
 		{"negative handle byte cap", nil, append([]string{"--max-handle-bytes-per-run", "-1"}, listen...), []string{"--max-handle-bytes-per-run"}},
 		{"zero idle timeout", nil, append([]string{"--idle-timeout", "0s"}, listen...), []string{"--idle-timeout"}},
 		{"unparsable idle timeout", nil, append([]string{"--idle-timeout", "soon"}, listen...), []string{"idle-timeout", "--help"}},

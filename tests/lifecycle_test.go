@@ -60,7 +60,7 @@ func TestRunLifecycle(t *testing.T) {
 			t.Errorf("summary expiresAt %v != created %v", s.ExpiresAt, got.ExpiresAt)
 		}
 		// The token is shown once: never in a summary or the list.
-		list, err := host.ListRunsWithResponse(ctx(t))
+		list, err := host.ListRunsWithResponse(ctx(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Parallel()
 		a := g.newRun(t, client.CreateRunInput{RunId: ptr("gld-a")})
 		b := g.newRun(t, client.CreateRunInput{RunId: ptr("gld-b")})
-		list, err := host.ListRunsWithResponse(ctx(t))
+		list, err := host.ListRunsWithResponse(ctx(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestRunLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantProblemCode(t, resp.StatusCode(), resp.Body, http.StatusNotFound, "run_not_found", "")
-		list, _ := host.ListRunsWithResponse(ctx(t))
+		list, _ := host.ListRunsWithResponse(ctx(t), nil)
 		for _, s := range list.JSON200.Runs {
 			if s.RunId == r.ID {
 				t.Errorf("expired run %s still listed", r.ID)

@@ -326,6 +326,7 @@ const (
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
 	OriginNotAllowed      ProblemCode = "origin_not_allowed"
+	RateLimited           ProblemCode = "rate_limited"
 	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
@@ -375,6 +376,8 @@ func (e ProblemCode) Valid() bool {
 	case NotFound:
 		return true
 	case OriginNotAllowed:
+		return true
+	case RateLimited:
 		return true
 	case RequestTimeout:
 		return true
@@ -861,8 +864,11 @@ type Problem struct {
 	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
-	Status    int     `json:"status"`
-	Title     string  `json:"title"`
+
+	// RetryAfter For busy and rate_limited, the seconds to wait before calling again, as the `Retry-After` header says (the one place an MCP client reads it).
+	RetryAfter *int   `json:"retryAfter,omitempty"`
+	Status     int    `json:"status"`
+	Title      string `json:"title"`
 
 	// Type A URI naming the problem type, one per code.
 	Type string `json:"type"`
@@ -937,7 +943,9 @@ type RunId = string
 
 // RunList defines model for RunList.
 type RunList struct {
-	Runs []RunSummary `json:"runs"`
+	// NextCursor Present when more runs may follow this page; pass it as `cursor` to read them.
+	NextCursor *string      `json:"nextCursor,omitempty"`
+	Runs       []RunSummary `json:"runs"`
 }
 
 // RunSummary defines model for RunSummary.
@@ -1028,6 +1036,15 @@ type ToolResultKind string
 
 // ToolResultStatus defines model for ToolResult.Status.
 type ToolResultStatus string
+
+// ListRunsParams defines parameters for ListRuns.
+type ListRunsParams struct {
+	// Limit At most this many runs in the page. Default 100.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
 
 // ListCallsParams defines parameters for ListCalls.
 type ListCallsParams struct {
@@ -1163,10 +1180,10 @@ type ClientInterface interface {
 
 	// ListRuns List live runs
 	//
-	// The live runs, oldest first, as summaries (never tokens).
+	// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
 	//
 	// Corresponds with GET /host/v1/runs (the `ListRuns` operationId).
-	ListRuns(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRunWithBody Create a run
 	//
@@ -1546,11 +1563,11 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // ListRuns List live runs
 //
-// The live runs, oldest first, as summaries (never tokens).
+// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
 //
 // Corresponds with GET /host/v1/runs (the `ListRuns` operationId).
-func (c *Client) ListRuns(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListRunsRequest(c.Server)
+func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2287,7 +2304,7 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 }
 
 // NewListRunsRequest constructs an http.Request for the ListRuns method
-func NewListRunsRequest(server string) (*http.Request, error) {
+func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2303,6 +2320,45 @@ func NewListRunsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3269,12 +3325,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunsWithResponse List live runs
 	//
-	// The live runs, oldest first, as summaries (never tokens).
+	// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /host/v1/runs (the `ListRuns` operationId).
-	ListRunsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRunsResponse, error)
+	ListRunsWithResponse(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*ListRunsResponse, error)
 
 	// CreateRunWithBodyWithResponse Create a run
 	//
@@ -4737,13 +4793,13 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // ListRunsWithResponse List live runs
 //
-// The live runs, oldest first, as summaries (never tokens).
+// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /host/v1/runs (the `ListRuns` operationId).
-func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRunsResponse, error) {
-	rsp, err := c.ListRuns(ctx, reqEditors...)
+func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*ListRunsResponse, error) {
+	rsp, err := c.ListRuns(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

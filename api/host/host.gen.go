@@ -163,6 +163,7 @@ const (
 	NotConfigured         ProblemCode = "not_configured"
 	NotFound              ProblemCode = "not_found"
 	OriginNotAllowed      ProblemCode = "origin_not_allowed"
+	RateLimited           ProblemCode = "rate_limited"
 	RequestTimeout        ProblemCode = "request_timeout"
 	RequestTooLarge       ProblemCode = "request_too_large"
 	ResultExists          ProblemCode = "result_exists"
@@ -212,6 +213,8 @@ func (e ProblemCode) Valid() bool {
 	case NotFound:
 		return true
 	case OriginNotAllowed:
+		return true
+	case RateLimited:
 		return true
 	case RequestTimeout:
 		return true
@@ -500,8 +503,11 @@ type Problem struct {
 	// Pointer For invalid_input, a JSON pointer to the offending field of the body (or the parameter name). Absent when the body is not JSON. A member name over 128 bytes, or a segment taking the pointer past 512 bytes, ends it at the enclosing value (absent if that is the body).
 	Pointer   *string `json:"pointer,omitempty"`
 	RequestId *string `json:"requestId,omitempty"`
-	Status    int     `json:"status"`
-	Title     string  `json:"title"`
+
+	// RetryAfter For busy and rate_limited, the seconds to wait before calling again, as the `Retry-After` header says (the one place an MCP client reads it).
+	RetryAfter *int   `json:"retryAfter,omitempty"`
+	Status     int    `json:"status"`
+	Title      string `json:"title"`
 
 	// Type A URI naming the problem type, one per code.
 	Type string `json:"type"`
@@ -555,7 +561,9 @@ type RunId = string
 
 // RunList defines model for RunList.
 type RunList struct {
-	Runs []RunSummary `json:"runs"`
+	// NextCursor Present when more runs may follow this page; pass it as `cursor` to read them.
+	NextCursor *string      `json:"nextCursor,omitempty"`
+	Runs       []RunSummary `json:"runs"`
 }
 
 // RunSummary defines model for RunSummary.
@@ -580,6 +588,15 @@ type RunSummary struct {
 // ToolId defines model for ToolId.
 type ToolId string
 
+// ListRunsParams defines parameters for ListRuns.
+type ListRunsParams struct {
+	// Limit At most this many runs in the page. Default 100.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListCallsParams defines parameters for ListCalls.
 type ListCallsParams struct {
 	// After Skip the log's first `after` records (its oldest) and answer those after them; past the end of the log the page is empty. Default 0.
@@ -599,7 +616,7 @@ type AddObservationJSONRequestBody = ObservationInput
 type ServerInterface interface {
 	// ListRuns List live runs
 	// (GET /host/v1/runs)
-	ListRuns(w http.ResponseWriter, r *http.Request)
+	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
 	// CreateRun Create a run
 	// (POST /host/v1/runs)
 	CreateRun(w http.ResponseWriter, r *http.Request)
@@ -629,7 +646,7 @@ type Unimplemented struct{}
 
 // ListRuns List live runs
 // (GET /host/v1/runs)
-func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -687,8 +704,40 @@ type MiddlewareFunc func(http.Handler) http.Handler
 // ListRuns operation middleware
 func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListRuns(w, r)
+		siw.Handler.ListRuns(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1041,6 +1090,7 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 type ProblemApplicationProblemPlusJSONResponse Problem
 
 type ListRunsRequestObject struct {
+	Params ListRunsParams
 }
 
 type ListRunsResponseObject interface {
@@ -1409,8 +1459,10 @@ type strictHandler struct {
 }
 
 // ListRuns operation middleware
-func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
 	var request ListRunsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListRuns(ctx, request.(ListRunsRequestObject))
@@ -1632,100 +1684,106 @@ func (sh *strictHandler) GetResult(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hx7c9s2tvhXwfC3M7bnR8mS7baJPHfmetO0TTfdZh13d3YjXxEmjyTUJMACoGU14+9+5xwAfEiULSfZ",
-	"zs7c/0QSj4PzfkEfo1QVpZIgrYkmH6OSa16ABU1Pl5V8k+GPDEyqRWmFktEkuloCWypjB8KYCjKmK8lE",
-	"NoziCO55UeYQTSJdycE3URwJnFByu4ziSPLCf3qTRXGk4bdKaMiiidUVxJFJl1Bw3O5PGubRJPp/xw1w",
-	"x+6rOXYwPTw84AKmVNIAwfpOq5scCvyZKmlBWvzJyzIXKUfAj0s34v//avAUHxtgcUaGkAl5x3ORzYQs",
-	"KxvFUQaWi9yfGMEFY1mmwDCpLCu4TZfMLoHhhpqnFlFQKiEt6GgSHeeiENYfFIxFVEaj8Y/f/m38z5N/",
-	"nUZxZCy3lYkmZ6NRHFlhCXNvHBAsAGHXJb5eWluayfFxrlQxWHALK74eZnAXjmWOu9A/7IvQgDhCaZfQ",
-	"F5KB1krHjBt2+d0r9vLsq2+Y35A57Bi2EnbJOEM4M4aYHEYP9e5Emwu5/jvPK9hmpQu5Zj++//mv7A6/",
-	"M7hPobRMVnmOuLwfLNTAnx+pNrzkq5/AGL4APN+FVURvLtc/z6PJh48BV8ZqIRfRQ/wxKrUqQVvhmMR9",
-	"3xr30GbGD+7rdY15dfMrpDZ6uN5CD8v5DeSMW1XEjDO3HDu061KkPM/XjLNfLt8cMaUZl8ytE9DlBye4",
-	"SbLHYV/xPH8trV6TmHZOteQyy/vOFUcE4FMc8K0waa4MZG9pdJj2XlU67V9WAzdKviKp6fkc+PpjBLIq",
-	"EKU8K4S1gGKP519CnrUw3My0upIpx4HNujdK5cDlFpn8LtuEcsh6K4zdxhXShX4IC4V5CjO4ziWkSmcE",
-	"nNuGa83X+Czh3vZrx4TPLeiEqTnpBxzISr6ACSs1GJCWKZmv2WoJkgbkasGWKs8M07SbYSU3ltmlMDQP",
-	"+aMQUhSIzXENCWqaBWiCTVmebwPzg1qxgst1vW69G+RZ2N9vwlYc9+dZZ7fR9m4bdHAo3UUGj74tQtQc",
-	"0RC6dZx0nm5PUTcG9F1g06dIp+RcZCCt4Lmw65q170Ab4Q2AY87x9ZNHDJP6DpnukoKs0mR4fiLg50oX",
-	"3Lo9vj6L+mgI0mp/1C4VX/N0yfDr+sAwx/YxczJICjdmWRDhoJJkxpxaOGcS7kAT4UnJInX3Zn6ncXp4",
-	"H+6F3ZD/1knQOwhfu0dB83VgmFo5yFFCODkTMw3zCg/ApVmBjlEC8FHJlqwIy4RB5blU2roFDsfMKvb1",
-	"GcvBot+CuFgIa1DpTqPZcDKYRkfnDGVA2SVoN0sYlmlVluCYnd+/Bbmwy2jy9VmM7ooFjdD+z4eLwb/4",
-	"4PfR4CWudP1xHH999vCnqEdzqcfYWVW2rOybbJe21Bayix5d8svVqxiPh8QrRJ4LA6mSGTtEY3x6evry",
-	"nFnNRY6W5HfQygSNM0d3RCjJuIZw0iM8as2GGbcwsKKAvsNsK3B1i+4dOgP9elupvPdw6BfBLifyH6ev",
-	"GA1gImOHpycsVyvQKTfAlnDvCXkUzoR65sC4CfEOReodIwb3pdLWDzbsMFOpOUZdwq3SZlhkMfuZtAm/",
-	"Eagejs5puuEFwSIME7K9Ka8yYb0SJS+vxSKjwUs+mF9/PD3p54xHbVrLHvZwzoYaqtnII7wmVNxrYBum",
-	"bAPhlGtHPbV5sFeP57wy8DxXy4/c09CSK9ejZnY7bE87Z2nXArCUToGO2g1KBXptqCSSj1MH7DSasA/4",
-	"1lw/JEP2RjLOUnDCdZgU/H7DpCRHzpoKg7HAmt0Ag6K068nGktcPCSPyYNjg9XOAxShmqnTZ2smPJLYu",
-	"q5tcpG6KOUeW5H7+YVKoDPJXGOncWzJuSeycTOJqRMIRqsuiMhYhk0oScPt4mt1j9jjtiNpfK+k0jJr7",
-	"05j9LYvjpx5691pt8hYygbvx/F2Ly+Y8NxBvenjb4D/DT9j2bja+98qHBm4BI1MKvZ4H7zZjPRvkONri",
-	"hk91j3QI+feIwZ0W2t+bvlIqf7PtScdRJcVvFbxxa1hdAQ6x+Xsydv3eU8HvnX968tXLkxHGz4/5xw89",
-	"RNuIenq43Ila41px45QGLuUklEzBU9xX46b+sW0ietVe80wH0ZvrPbHME4zcXrWPqb9VaVX4NEr3jCL7",
-	"9FjzuyrPa2YzdYS5H9vchSTCo6YkJBs2ESDQ9vktw1oB6j4ENKBuR5GfLbD9FH2+ifxMIv9AMUJ/qOzi",
-	"h/3F+xLmoJFhngIyLNwHEGnQ73iV98XuSyXSvvjoKsQ2Lr4toLjBiIffgolr33BNvvAcVuyQS4Z+7VGM",
-	"9p/cZQEYfDdJGppLAyt5KzFaoSFHHRP3pBjXucBt3UJJL/89ePhzPPY6gO+93huVrdnhNJpGbO6hpVeo",
-	"jNhqqXJojiHRfQ0RgFusTugO2Z9VJTOnxnCAT+MdGJZ4OBImyIbvSPc8Rf+GdJdu/CbdAzrqBR9ngMt6",
-	"1y7y/rFc0wEoz+mTFhQ6xkxJH1HOxT1k7E6l/KbKuV5PpjLxlJwRJRN2iGt0yC29M+YIcM4Sz3AJ+Xhm",
-	"KmmGBIOOFU05ilkSTpiwQx5oJwwrhDFCLo7iqUyUhJmaz1ojPaAGQ3Oe+2kG54VBNBHFORepFXLhwDYI",
-	"90rVE+ySW5ZyKRV5eQtxh8yuFoChLi2x0kouZpRljFkiqzyfSWVnPMdYK8N3VqkZBdThIVdykUzlYU4x",
-	"MYVCv1x9Nxh/7WLnSqKDisw41wAMXQ7Eg6osHZLLBSS4M24j5CwgMWaJj5pmhTCUPCeIEJgZRqOJP7HV",
-	"Kp+lS44hLGgckwPPEAUZN605uVK3VUmzssql+WF2C2scEXLhlZ2/CDPQ1fVkJwkSLo2vJExlk4PGo5Cn",
-	"PMNBgU0ockRv13EK9zIoM3KskQmnEsPRI4/CDKAkhnB5bQnGQsbwLaVieDdadbw0nEqMsX3A3eHWdrUk",
-	"jjbYCSO6LT7BOLCmfBRHm4R3IaSju/+NZI8oV1HTESd2qNiEvjUR/RhHQwdLl4JoZFsErMc7+lEk2qIe",
-	"mayGeH401WziqCGMhxkx2puQ+LmJgz7FKc8/3YfeUHq7/YtWxWpPO/ed0qxT5WFKMm/M4pDhExnzCzje",
-	"nQttrDMHB+bonARXq8oCscMcjQItw3QlDwwruV26tci5p1+6khThptzVZfa3gCE5Grh6s8JWSV7ZpdLi",
-	"d8fZWiyE3OBTXckGVHzuAk+yYarcdl7hb3KGFpUTkfZHKhAaW68O96jfm4XqZ+epzKiQN9PA06UTN57n",
-	"Wy+J0FtvC7BLlW2eyBUEZ1YUoCrbfoNyyDVJXiVNVZZKW8hmBWSCB1mu5BLybObLPnF0U5m1P8k2pDKF",
-	"PKffZHwlz2cujYdoKAous9mcCzeinYeNQgVv5pPfbYEveI4RGWSzkq9zxWkrl8CYVZLfcZHzG4LNWKWh",
-	"865PWkOhddtPcoYcVSvIFFjpE7ghq40QkwUasi3hiNkG+6MhW1EV5LB2+tA/5LZt0DfS5bR3r1dEaNxH",
-	"Sp1fgkJD8DtYnOD5LGMD71S2AXa/D73f0Thqccs3QSOUOAQmU4ku4NGQ/dVjh7xafxDyFdBdohORsdnL",
-	"r2+55D0S/n8x1f9YNn+nz9/DFrw3DFDzOUg0l45Du4GA9/Rrt555gl/cUDa8ToS3PRzcZMgugnPqogTk",
-	"j/HJC3azthglKY24hgVG/CgKuD1t5GGjeuRX45MwHmRGbjC3NAxkmiv0dz2vHXIHj5g7thOmhupoR4hR",
-	"90g8WlDuqXy6vomdxmhbp/xy+QaRUB/R9zPgcCeqQcv0QNrXKhBgaKXjye71Gf06SN6y+rdCZm1TmYX8",
-	"S5/CfH6uZaOkH3bRahXF0W8V6HXvRs9N0Vh1C7KXGp+XvHHrxg5LO9M43WP2499QaNlflA443z/pUWfJ",
-	"elTj84mkIQVR2mfN+Ty8Bvw1J2+geCw5dllJl/XuwSLcl0KD+U8qaNZp7Z7KZT/DbuApNK0FPmzOuAM7",
-	"fTXPC98qN2FkyVD9bpiymCVDtO6zhEpTgyRmN5UlLZ4M8d1UJsNhwniOeuqQk7te622pWJoL/JVyiWY+",
-	"m7BfLt8yDUblFQIxlRoKdUcpjKMhuyJTQiYwZBEMXzOjnM9BxopbpQ8M07Cocq6nEu5LDQY9QhOz79WB",
-	"idmS3wHVtpS65Uvg2dE5S979/P6KHaO9P74bH+tKmsQnaiiTogwwu1KuHSrpGMYErUpyTChPnKPSMtvj",
-	"kxeU7K+fd1jx4YyM+PjkRb8Vv6xkf94TQd0/6VnJ91VR8L4uiW0WMru4Jayxu1+pp0fGOdz96VAXzIWi",
-	"4g3MlQYXywHPBuG9K2ifU8Od8x2kkvAJdTxcgLx738u5FQc6XfGfpBL+A7VUK+Pe01PDjTNe/W0EX74C",
-	"2Nvk8dnVvl2KteGQNmkaLu87YQAp9mLSYLCNrj6R88C1HCGMVmYGuKYAl55KvoBZJkyKznLnpZCmxJXa",
-	"71Cw6hegSnII6SnlOciM61mO+ia8dAepZ2g1F73RMTphkFZa2PV7RK0vzihjr4Lp6m/PZmSr2GEyGFC3",
-	"Nj0OcJfk6LzOMzchA81BEEG6FPbVq3exT5HSgEqKe2ZUegsUEBOhiQuBa0JQq1XZc9IjIKIpdBD6NvKb",
-	"da/R2GOrByqozVVo/uYpCYnvN293TLOCC2m5kKCRSSqdP9JaHW01RF+i8qQY9a1SBdNgtYA7nlNSzXCZ",
-	"3ah7jGsXKAnOvNLvBq0Y3GlfSgCxWNrWIsTMMQbzuOcN+AyPC/Gd7kaGZistLIbNt7CGbCpv1j6u7vbj",
-	"0yyfXTMOvRSKOcvgEOkIQIBOZZf+Th4NreLZ3eBcM2Sv70CvmVYrNPiEhUpLw4SZygK4qTShgAtpbEgf",
-	"oi3abMfp2iZhWQ78zpXwptKTYcJCY5NzFDDa7+t15L7b0R0oJkcp9EGFjutWw+RwKqfyNeVvSFUnu+4J",
-	"JE7nvzz76pujbqN7guugd3K1hLVPGqVc63WTk2KHxmagKcFhlxg030PqOuop2z+VDpPfv75qVRh4bpTP",
-	"jBj2w+uLbz0I4/GIvRyeDk+OJoTV719fHZipdCGna/gEnpEvKRVF2nHT0xb4gLZwuQC7VIg3BG0q60sN",
-	"lt9CvfvZ6CuWbGcwE48JyZILfJP4nZ2rlosUpOsW8wJ4UfJ0CYOT4WhL5Far1ZDT56HSi2M/1xy/ffPq",
-	"9V/fv6Y5TYzfEeWo1csbjYcjN1KVIHkpokl0OhwNT129Ykkq83gJPLfL36PJx4c46igZ/LyAHc3cubgj",
-	"HjYxU3kGxqfl6FKEIb9NgGGHPm+I/GfI5tckpYsf6Gte4lYb91ZORqNH7qz03FVx8H6oXcOTlif4oaPL",
-	"hn7W8ZynYI9XSt+ifWn5YtHJ6OTrwfhkMDq5Gp9MRqPJaPSvjgHuDjlthtS+ymnHNfHVlF5vZKtrYg9w",
-	"G4ekvlLk3ZDdJpss8fXD9cMz7hRRKNBzBeYRBhg6+zAPzQp9O9Skbl2zaew5kbFlyT9cP1zHkQmxAPFM",
-	"szsenS/o5DiHcFMq08O1r4LuJlNAGhwtgyH12db87NAs1UoyJVPw4SAp66kM2lkYlgwGBb8fbFAvQRXi",
-	"o7ee3shzp39VZRkISsaGQpJvcARnRIBnGDc4Ve4USFdu6t66pkryZ5WtnyczfT12e8nKnnz8GWza7XQ7",
-	"/Xo02pttN9oOH7qute+j21A24+chbg9FsH1u4uXo9LeTwTerv/+tHK//Mspevyguv7q/ki9v3qZn5of5",
-	"j7//wr+/+1m8g59u/xk9R1JD2mmHsCKLrbjx/kv27xdSB4+TtW0R3bQ0xx8JXw9OaHOwPRnqb+l9U3ol",
-	"ByfPSXrR3MM5VWKpMWOekxPpLDZL6npfsm2B3LJBkjpccbbbRReGLSgn8O/GowNvFx7j3fbZuZd+oXOW",
-	"eNWVhKLDPOeLRllRTM+lmAOa8McTI9s4/B5sLwKfacO96R61TLes8vyL2+bRZ9jmvXXas+xsnSzbKb0N",
-	"Lf/9PIfx3G6Oa1+G/tC/fTMkNEVf75L44zqV18vJdMcL8ctcefEAIxMr5jy1MRMyzassFKySdJ4m7Ffl",
-	"i8cuwnTupwEwQ/YPb3nDNUQqEVNrQEIzqG2QrgEK41UHZOe1fBS+CsYXVLQVFgMGHE2R70KrlWGrpciB",
-	"NBIqCfRRDN1m4CEDTbGmK0A3ZXhZ30Pk5tb1kDkY/0smzCqSQbeLuza5ona7fmf6lU/5bFCpi9X3t6IM",
-	"dx4PjIcioCXAckg1ZPLsjpyyddrUJalpMKHlPNzKBAayrssiYlxJdkHFZnfNgn3r+JaNOvfix9SqTpfi",
-	"Xc2tvhVP20RtSao5f/TUdcztW9UEP7esUOEaafsWaMMhwsa1J4af/GkDhlrssecxwp335hh1p/746Tb9",
-	"6y+kWD+075ee1NdJty6QfmJEUsed441rnmfj1i3OD83N7CidLyd3k29ufzspolZhcHv/PQC47nSPk57u",
-	"FHd9TTfUzBtMIKO0b24jWmahbQfuU4DM9f2EmfVNMiRMc+Nz1LrtOGq3Qzg7MWkZh8m4c7lsy6iNvcWq",
-	"t6R7hu424Ybj3LpG5w1Zc3NujAD6K9Dj/f3ncEt8hzFCZkLx3oz76x6MoB+dsuvTtgZySP+ASLFV8vFA",
-	"/wEGrVWu6DdppFgoBad920OTxXN9IoireYUQIwejoWOFkBYtndIZ6H7V/0Od5f88bVEf4ENov2i6Lh6V",
-	"0n1Cx71kNDxusLoPobpaoy70GynKEhEe/UWkt2o+Z4W6gwwN6NWy0ibjdDEpJM0ubM4Nu/VDpbJgUNXu",
-	"LSatOyI7BCXkXjGS/yN5vb3vH8DvrbuVW3+Ws//yu5I2lGmihDZ6dqaVOSeHfeALRkFSVkuRLkOIQ0bY",
-	"z845WvBK0hNkjNw1y29hW5YusqzVJ/05CZZPlBWXkXVh8n7MuNXXvVfW4+wxdK+4IZT/EcmCH9Fp59K1",
-	"J6KZOzAeCiFDwXmb2vunFY51XSLeHS+DUTnqC1Iosa9yS7qgELqAYh8SUyPQRv0pgDxkZ6OzEEHzUJwS",
-	"hupTFmR/9Ozg+1zN3WrU+uAuJOKrAfkfg/GXV947FHWtkp/QtV8cnlaj2JdZsDEudcPff+dC3m4g9mFT",
-	"EXcP3GOH9hftTmvervwAjfkjbYxnZr/zl7Uyvlg1XPMi91UpjIDXoUS1KdwbheEdo3p6Dh4b6PsQHhnS",
-	"7YN4amDojXhqHKW/HxvkeigeG+F7Jh4Z4iW1f0SRlju+1Fq072Nog9nip6bfwbMTBpu9aYluU0CnKjo5",
-	"Ph6ffDMcDUfD8eTF6MUo2o7vu5X6Q+rguKH7BCh6r945L9u3fbhxR49uMia/xHN2n83oAhxaACjWSLmm",
-	"Aqht93QMW4mNhWuP3dmm0qx6VV+1o39Mc0ZnybUEY1orkuT1L9iF88Cwn169Y3P6wxgVrnVQQbwPUuSH",
-	"7WV/IB+F/m8pEwhJzAqwWqSmBjH8/x8GNpDPW0uq0qCs/28AAAD//w==",
+	"5Hx9c9s2tvdXwfDZmdjzULJku2kiz5253jRt0003Wcfdnd3IV4TJIwk1CagAaFnN+LvfOQcAX0TKlpNs",
+	"Z2fufxIFAgfn9XcODvQpSlWxUhKkNdHkU7TimhdgQdO3i1K+yfBDBibVYmWFktEkulwCWypjB8KYEjKm",
+	"S8lENoziCO54scohmkS6lINvozgS+MKK22UUR5IX/qc3WRRHGn4rhYYsmlhdQhyZdAkFx+X+pGEeTaL/",
+	"d1QTd+R+NUeOpvv7e5zArJQ0QLS+1+o6hwI/pkpakBY/8tUqFylHwo9WbsT//9XgLj7VxOIbGVIm5C3P",
+	"RTYTclXaKI4ysFzkfsdILhjLMgWGSWVZwW26ZHYJDBfUPLXIgpUS0oKOJtFRLgph/UbBWGRlNBr/9N3f",
+	"xv88/tdJFEfGcluaaHI6GsWRFZY498YRwQIRdrPCx0trV2ZydJQrVQwW3MKab4YZ3IZtmaM29ff7MjQw",
+	"jljaFvS5ZKC10jHjhl18/4q9PP3mW+YXZI47hq2FXTLOkM6MISeH0X21OsnmXG7+zvMSuqp0Ljfspw/v",
+	"/spu8XcGdymsLJNlniMv7wYLNfD7R6kNL/j6ZzCGLwD3d24VyZvLzbt5NPn4KfDKWC3kIrqPP0UrrVag",
+	"rXBK4n7vjLtvKuNH9+tVxXl1/SukNrq/6rCH5fwacsatKmLGmZuOHdjNSqQ8zzeMs18u3hwypRmXzM0T",
+	"2OUHJ7hIssdmX/E8fy2t3pCZtna15DLL+/YVR0TgYxrwnTBprgxkb2l0eO2DKnXaP60GbpR8RVbT83PQ",
+	"608RyLJAlvKsENYCmj3ufwl51uBw/abVpUw5DqznvVYqBy47YvKrdAXlmPVWGNvlFcqFPggLhXmMMzjP",
+	"BaRKZ0ScW4ZrzTf4XcKd7feOCZ9b0AlTc/IPOJCt+AImbKXBgLRMyXzD1kuQNCBXC7ZUeWaYptUMW3Fj",
+	"mV0KQ++hfhRCigK5Oa4oQU+zAE20KcvzLjE/qjUruNxU81arQZ6F9f0ibM1xfZ61Vht1V9uSg2PpLjF4",
+	"9nUEUWlELejGdtJ52n1FXRvQt0FNHxOdknORgbSC58JuKtW+BW2EDwBOOcdXj24xvNS3yXSXFWSlpsDz",
+	"MxE/V7rg1q3x/DTqkyFIq/1W21J8zdMlw183zwxzah8zZ4PkcGOWBRMOLklmzLmFMybhFjQJnpwsSndv",
+	"5Xcep0f34U7YLftv7ATRQfi1vRUMX88MU2tHOVoIJzAx0zAvcQNcmjXoGC0AvyrZsBVhmTDoPJdKWzfB",
+	"wZhZxZ6fshws4hbkxUJYg053Gs2Gk8E0OjxjaAPKLkG7t4RhmVarFThl53dvQS7sMpo8P40RrljQSO3/",
+	"fDwf/IsPfh8NXuJMV5/G8fPT+z9FPZ5LPaTOqrSr0r7JdnlLbSE77/Elv1y+inF7KLxC5LkwkCqZsQMM",
+	"xicnJy/PmNVc5BhJfgetTPA4c4QjQknGNYSdHuJWKzXMuIWBFQX0babrwNUNwjsEA/1+W6m8d3OIi2AX",
+	"iPzHyStGA5jI2MHJMcvVGnTKDbAl3HlBHoY9oZ95ZtwL8Q5H6oERg7uV0tYPNuwgU6k5Ql/CrdJmWGQx",
+	"e0fehF8LdA+HZ/S64QXRIgwTsrkoLzNhvRMllNdQkdHgJR/Mrz6dHPdrxoMxrREPezRnyw1VauQZXgkq",
+	"7g2wtVI2iXDOteWemjrY68dzXhp4GtTyI/cMtATletzMbsD2ODhL2xGApbQLBGrXaBWI2tBJJJ+mjthp",
+	"NGEf8am5uk+G7I1knKXgjOsgKfjdVkhJDl00FQZzgQ27BgbFym4mW1Ne3SeMxINpg/fPgRajmCnTZWMl",
+	"P5LUelVe5yJ1r5gzVEnu3z9ICpVB/goznTtLwS2JHcgkrUYmHKK7LEpjkTKpJBG3D9Jsb7MHtCNrfy2l",
+	"8zBq7ndj9o8sTp965N0btQktZAJX4/n7hpbNeW4g3kZ4XfKfgBO66Gbr91770MAtYGZKqdfT6O0q1pNJ",
+	"jqOONnwuPNIh5d8jB3deaH80falU/qaLpOOolOK3Et64OawuAYfY/AMFu370VPA7h0+Pv3l5PML8+SF8",
+	"fN8jtK2sp0fLnanV0Iob5zRwKmehFAoe076KN9WHbojodXv1d9qI3p7vkWkeUeTmrH1K/Z1Ky8KXUdp7",
+	"FNnn55rfl3leKZupMsz91OY2FBEeDCWh2LDNAIGxzy8Z5gpU9zGgJrWbRX6xwfZL9Okh8guF/CPlCP2p",
+	"sssf9jfvC5iDRoV5jMgwcR9B5EG/52Xel7svlUj78qPLkNu4/LaA4hozHn4DJq6w4Yaw8BzW7IBLhrj2",
+	"MMb4T3BZACbfdZGG3qWBpbyRmK3QkMNWiHvUjKtaYNe3UNHL/x4Q/hy3vQnke9R7rbINO5hG04jNPbX0",
+	"CJ0RWy9VDvU2JMLXkAG4yaqC7pD9WZUyc24MB/gy3jPDEk9HwgTF8B3lnsfkX4vuwo3flntgRzXhwwpw",
+	"Ua3aZt4/lhvaANU5fdGCUseYKekzyrm4g4zdqpRflznXm8lUJl6SM5Jkwg5wjpa4pQdjTgBnLPEKlxDG",
+	"M1NJb0gwCKzolcOYJWGHCTvgQXbCsEIYI+TiMJ7KREmYqfmsMdITajA157l/zeB7YRC9iOaci9QKuXBk",
+	"G6R7raoX7JJblnIpFaG8hbhFZVcLwFSXplhrJRczqjLGLJFlns+ksjOeY66V4TOr1IwS6vAlV3KRTOVB",
+	"TjkxpUK/XH4/GD93uXMpEaCiMs41AEPIgXxQpaVNcrmABFfGZYScBSbGLPFZ06wQhornRBESM8NsNPE7",
+	"tlrls3TJMYUFjWNy4BmyIOOm8U6u1E25orey0pX5YXYDGxwRauGlnb8IbyDU9WInCxKujK8kTGVdg8at",
+	"EFKe4aCgJpQ5Itp1msK9DcqMgDUq4VRiOnroWZgBrEghXF1bgrGQMXxKpRjezladLg2nEnNsn3C3tLV5",
+	"WhJHW+qEGV1HTzAPrCQfxdG24F0K6eTuP6PYI6pVVHLEF1tSrFPfSoh+jJOho6UtQQyyDQFW4538KBNt",
+	"SI9CVi08P5rObOKoFoynGTnaW5B4V+dBnwPK88/H0FtObze+aJxY7RnnvleatU55mJLMB7M4VPhExvwE",
+	"TnfnQhvrwsEzc3hGhqtVaYHUYY5BgaZhupTPDFtxu3RzEbinT7qUlOGm3J3L7B8BQ3E0aPX2CVspeWmX",
+	"SovfnWZrsRByS091KWtS8XubeLINU+a29Qg/ExhalM5Emj/SAaGx1exwh/69nqj67pDKjA7yZhp4unTm",
+	"xvO885AE3XlagF2qbHtH7kBwZkUBqrTNJ2iHXJPlldKUq5XSFrJZAZngwZZLuYQ8m/ljnzi6Lg3ag0YL",
+	"ovWrjXUJlynkOX2mWCx5PnNVPeRKUXCZzeZcuBHNsmwUDvRmvhbetP+C55igQTZb8U2uOC3l6hmzUvJb",
+	"LnJ+TaQaqzS0nvUZbzh37cImF9fR04JMga18PTcUuZFiCkhD1rGVmG1ZA8a1NR2KHFQYEOEit834vlU9",
+	"p7V7QRKxcR+jdTAFbYjod7Q4O/RFx5reqWwS7D4feBhS47a4AVUwJiWOgclUIiI8HLK/eu4QyPUbIeiA",
+	"6Il2RLFnL5jfQOg9Bv9/sfL/UHF/ZwrQoxa8NytQ8zlIjJ5OQ9t5gQf+FcpnXuDn11Qcr+riTcCDiwzZ",
+	"ecCqLmlA/Rgfv2DXG4tJk9LIa1gUOIvlN7g8LeRpo+PJb8bHYTzIjFAxtzQMZJorhL9e1w64o0fMndoJ",
+	"U1F1uCPjqFomeo+frd6cz3fyFR0iGULTJTr7dwcoBpm75gJB81xpV+an6uuCCxmHFCm5wIUG5+4wdwk8",
+	"A80M35jaBlc5TwFj8M+v3rM0F7hLDZy4cfj4sW190NJzpOsaQnZG2a53/OXiDYqzEpZv1MDhzukEf9nD",
+	"874eiEBD45yBAnofmqmy/w6cuREya2KALBSW+lz/04tIW70KYRWt1lEc/VaC3vQu9NTak1U3IHul8WVV",
+	"KTdv7Li0sz7V3mY//w3lzP2n7YHn+1dzqvJfj5N/upA0pCBW9knvfBlfA//qnddUPFT1uyilK+f3cBHu",
+	"VkKD+U86qa3q9T1Hsv0Ku8Wn0I0X9LDe4w7u9B3mnvsewAmjmIyBZCsoxywZIk6ZJXTmNkhidl1aikfJ",
+	"EJ9NZTIcJozn6KcOOOUhVQSSKvjWlEsELNmE/XLxlmkwKi+RiKnUUKhbcH6XXVJQpGAeyiOGb5hRznNT",
+	"2OVW6WeGaViUOddTCXcrDQaxrYnZD+qZidmS3wId2il1w9H/H56x5P27D5fsCJHL0e34SJfSJL4CRSUi",
+	"ZYDZtXJ9XkkrxCcYH5MjYnniIFcDgIyPX1C4qL7vwCPDGcGR8fGLfjxyUcr+gq6EO/uq1Eb1hM33/jid",
+	"EEOBIRE3RlnfXGHiUvcJnRFAo2hvWJLShAmKHeMe6nQx3KGpT6gll/JDWRS8r/mkq8Bml66GOXa3gfW0",
+	"HrnEpb/K7HLkcFbrwQOlyMCzQXju+gTOqI/RcVQqCZ9xPIoTUJbkW2Q76bXzVP9JDuk/0Ec2DjJ6WpW4",
+	"caGzvzvj6x+s9vbOfPEh6i63XmtIUzS1lvftMJAUezOpOdhkV5/JeeIaMAyzvpkBrqlQQN/Qh8wyYVJM",
+	"OloPhTQrnKn5DA2regBqRXCUvqU8B5lxPcvR24WHbiPVG1rNRW+VASEgpKUWdvMBWevPvJSxlyFw9ne9",
+	"M4qU7CAZDKgJnr4OcJXk8Kwq39epF72DJIJ0JwOXr97HvvJMA0op7phR6Q1QYYEETVoIXBODGh3gXpMe",
+	"IBEDsaPQd+dfb3pD1h5L3dM55VyFnnqekpH4Nv5mIzoruJCWCwkalaTU+QMd61Gnz/wCnSfl+m+VKhim",
+	"dwJueU61SsNldq3uIGN8gZbggjt9rtmKSbL2JzQgFkvbmISUOWaJW/MafOHMlUqc70aFZmstLOiY3cAG",
+	"sqm83vj6RPuaA73li5bGsZdSWhcZHCOdAIjQqWzL39mjoVm8uhsKtUP2+hb0hmm1RrhBXCi1NEyYqSyA",
+	"m1ITC7iQxoaqLMai7S6ndmwSluXAb93J6FR6MUxY6BdzMEVY09tCyn0TqdtQTDAttJeFRvZGH+pwKqfy",
+	"NdXByFUnu65fJM7nvzz95tvD9v2BBOdBbHS5hI0vvqVc601d22MHxmagqVBklyZmcAepu6hAhyhT6Tj5",
+	"w+vLxsENz43yFSbDfnx9/p0nYTwesZfDk+Hx4YS4+sPry2dmKl3C6/poKe83aLNUsYjrVsGgB7SEq6nY",
+	"pUK+IWlTWd0VsfwGqtVPR9+wpFsYTjwnJEvO8UmoODigmIsUpGvC8wZ4vuLpEgbHw1HH5Nbr9ZDTz0Ol",
+	"F0f+XXP09s2r13/98JreqSsMLVOOGi3S0Xg4ciPVCiRfiWgSnQxHwxN3DLQkl3m0BJ7b5e/R5NN9HLWc",
+	"DP68gB098rm4dSAzZirPwPjyJhVfDOE2AYYd+Por6p859FUMvgBE0pxhxJ/gxwKVI6FKT+KQ68F4NELj",
+	"zIBqp4exq4zWGDhpYN0a5g7ZublxZuYRfAC4BtD1o0GFc/iqrR8l74ZRNc2g/Kku5Ou5Smeg2QHZPh0i",
+	"igJIi6R3KocuINAZzMTRn0EOaJ8FcLleihzIosyNQPATe+vEt32EZ0bIlMqb5Guyqmw6xxjO6EKC81RE",
+	"Grr/yjjoZhLmDBcotLh1C+xjJ9fz3KZ8wN0tQHr9Vh07vnNMZ+PRqHUtbDwa+SthrjBT3QkLV6XqK0te",
+	"bv6dqt1rvEevV++NjKbgPaxcabgVqgxZDYpblZaJ1lGB29C7Ff+tRFULcqbdh+iXiYzkt0CVDlbeyvyG",
+	"Uf++3WytjTczwtHx6XZKuA1jrrbuwR2PRg/cgeu5++YM9WOVEx03UqCPrSA+9G8dzXkK9mit9A0Cq0YS",
+	"Eh2Pjp8PxseD0fHl+HgyGk1Go3+1kGd7yEk9pALpJy1M7k9ne2F4pwtrD3JrJF5dUfT4ezdWJQh6dX91",
+	"/4Q7ipSB912pc97La+AOHzh0EGke2qD61qqE3rjAV0NaEmgDzH68QkUxIR0mY69XRybwBfEA3yEurZTp",
+	"cdyvAnwh10MgBsGRIQTRBD/swCzVWjIlU/D1GMIrUxkAijAsGQwKfjfYkmOCUdQ7356u6zMHQdBSQdC5",
+	"Tjii9q3T4HAU8AxTZ4dmXAxtO7yqa7c+f/2zyjZPs56+7t29rGZPjf4ChW330J48H432VuCthub7dnbp",
+	"O3S33M74aYzbwyV09026HJ38djz4dv33v63Gm7+Mstcviotv7i7ly+u36an5cf7T77/wH27fiffw880/",
+	"o6fYbKj79phtyKzW3ISA++83UkePs7WuiW6DraNPxK97Z7QIHrrm+x09r5s6CEXkOVkvIl44o5Mwiubz",
+	"nPIoF85YUrUOJF3o4KYNltTSitPdWSoGUCqL/bv56Mjbxcd4N0R1GZaf6Iwl3nUl4fxynvNF7ayorMWl",
+	"mAOi2Idrg10e/gC2l4FPjOY+iI8aQVyWef7Vo/ToC6L03j7tSRG3qhfvtN5alv9+nbsAnu3WuC2A3bd8",
+	"PSRct7jaZfFHVTW7V5Pp9ijyl7lOhWeYnFsx56mNmZBpXmbhxDhJ52nCflUezLsii8vADIAZsn/4yBsu",
+	"OFNO5dMufIMakumCsTDedUB2VtlH0Ujg1JwJi5kTjqbiz0KrtWEu2RGuLEIYxdA9KR6OgCiJcb0sNUyX",
+	"1Q1nbm5cd6qj8b9kfTZBq7jMbU2NvP1Z0Ctf9XwwDfpwI1bhNvUz46kIbAm0HFA7CiG7Q+dsnTd1p0Qh",
+	"J4PiLNz3BgayavFAxoScCvnpLnBVyVUntdqRW9Ey/bnV6LGL3t3/ayD6eTcHdDuuNQSzqIDE8Ce/28Ch",
+	"hnrsuY1uiviUpPDqKznWj82b68fVRfXO1fTPzE2q0st46wL56bhxP/xj/Z8PUTpfTm4n3978dlxEjZP5",
+	"7vp7EHDVupdCfrrVXeGbKkLTSs0JVJTmf0IgW2ahAxDuUoDMtRCGN6s7qiiY+i75qHGPetTsrHJxYtII",
+	"DpNx69pqJ6iNfcSqlqQbzO6e8hZwblzQ9YGsvpM7RgL9nyuM98fP4f8ndgQjVCY07+3SV9XOFfyjc3Z9",
+	"3tZADukfkCk2Tj090X9AQGuc2PWHNHIsVIXWvu+oLmS7ljPk1bxEilGDMdCxQkiLkY7Kcf2u/8fqoOvL",
+	"vEW1gY+h/6lue3rQSvdJHfey0fB1S9V9CtX2GlWnjZFitUKGR38R6Y2az1mhbiHDAHq5LLXJOF15DHXj",
+	"c5tzw278UKksGHS1e5tJ4/bZDkMJxw+Yyf+Rut5c9w/Q98at7c7fcO0//a6iDVXb6UwHkZ1pHB4RYB/4",
+	"M9NgKeulSJchxaEg7N/OOUbwUtI3yBjBNctveorJ51nWuIHxJQWWz7QVdyjh0uT9lLFzY2SvqsfpQ+xe",
+	"c0Ms/yOKBT8haOfSdTpjmHtmPBVChp6LrrT3Lysc6apLYne+DEbl6C/IocS+0UPS1afQhhf7lJg68baO",
+	"YAPJQ3Y6Og0ZNA/ns8LQEa0F2Z89O/q+1HM3OiU/uqvO+GhA+GMw/vrOe4ejrlzyI772q9PT6NT8OhPW",
+	"waXquP3vXMibLcbebzvi9oZ74tD+pt3qjd1VH6Axf2SM8crsV/66Ucaf1w43vMj9wSxmwJtwSrtt3Fu9",
+	"ETtG9bTdPDTQt+I8MKTdCvTYwNAe9Ng4Kn8/NMi1ET00wrcNPTDEW2r/iCJd7fil8qJ9P4ZOsI4+1S0/",
+	"Xp0w2ewtS7T7YlqNAZOjo/Hxt8PRcDQcT16MXoyibn7fblY5oDPka7qahKb36r1D2b7zyY07fHCRMeES",
+	"r9l9MaNNcOiCoVwj5Zp6AGyzrWnYKGwsXH/6zk6tetbL6hIv/RejCzpLriUY05iRLK9/wjadzwxd+JjT",
+	"X1GpcEOMekL6KEV96E77I2EU+ie3TCAlMSvAapGaisTwz6KY2EA+b0ypVgZt/X8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

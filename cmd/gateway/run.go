@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/mcpface"
+	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/telemetry/otelsetup"
 	"github.com/loom-gateway/gateway/internal/tooldef"
@@ -59,6 +61,8 @@ type options struct {
 	maxRuns, maxHandlesPerRun         int
 	maxHandleBytesPerRun              int64
 	maxCallsPerRun                    int
+	runRate                           float64
+	runBurst                          int
 	maxLabelClauses                   int
 	runTTL, shutdownTimeout           time.Duration
 	readHeaderTimeout, readTimeout    time.Duration
@@ -98,6 +102,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
 	fs.Int64Var(&o.maxHandleBytesPerRun, "max-handle-bytes-per-run", 64<<20, "`bytes` one run's handles may hold: each handle's value, label, source, kind and label source (handle_limit_reached past it); 0 means no cap")
 	fs.IntVar(&o.maxCallsPerRun, "max-calls-per-run", 10000, "calls one run's call log may hold; every further tool call or describe_handle answers call_limit_reached (409); 0 means no cap")
+	fs.Float64Var(&o.runRate, "run-rate", 50, "tool calls (and describe_handle) one run may make a second, on average, across every replica sharing the store; past it a call answers rate_limited (429, with Retry-After); 0 means no limit")
+	fs.IntVar(&o.runBurst, "run-burst", 200, "tool calls one run may make at once above --run-rate, the size of its token bucket")
 	fs.IntVar(&o.maxLabelClauses, "max-label-clauses", 1000, "clauses a run's model-context label may hold; a call whose rows would take it past answers label_limit_reached (409) and none of them, as does an observation; 0 means no cap")
 	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
@@ -310,6 +316,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			Logger:               log,
 			MaxHandlesPerRun:     o.maxHandlesPerRun,
 			MaxCallsPerRun:       o.maxCallsPerRun,
+			RunRate:              store.Rate{PerSecond: o.runRate, Burst: o.runBurst},
 			MaxLabelClauses:      o.maxLabelClauses,
 			MaxHandleBytesPerRun: o.maxHandleBytesPerRun,
 			RunTTL:               o.runTTL,
@@ -415,6 +422,12 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 		if f.v < 0 {
 			return nil, usagef("%s must not be negative (0: %s)", f.name, f.zero)
 		}
+	}
+	if o.runRate < 0 || math.IsNaN(o.runRate) || math.IsInf(o.runRate, 0) {
+		return nil, usagef("--run-rate %v: must be a number of calls a second, 0 or more (0: no limit)", o.runRate)
+	}
+	if o.runRate > 0 && o.runBurst < 1 {
+		return nil, usagef("--run-burst %d: must be at least 1 with a --run-rate", o.runBurst)
 	}
 	d.MaxConcurrentPerRun = o.maxConcurrentPerRun
 	if d.MaxConcurrentPerRun == 0 {

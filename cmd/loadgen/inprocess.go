@@ -16,7 +16,6 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/loom"
-	"github.com/loom-gateway/gateway/internal/store/memstore"
 )
 
 // startInProcess serves the gateway's agent and host handlers, wired as
@@ -40,8 +39,12 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 	}
 	const hostToken = "loadgen-host-token-0123456789abcdef"
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	st, err := inProcessStore()
+	if err != nil {
+		return nil, err
+	}
 	gc := gateway.Config{
-		Store:            memstore.New(memstore.Options{MaxRuns: 10000}),
+		Store:            st,
 		Loom:             cfg,
 		LoomPath:         cfg.CLIPath,
 		Env:              loom.Env(cfg, "/usr/bin:/bin", true),

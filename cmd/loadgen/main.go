@@ -32,6 +32,17 @@
 // it then measures the gateway's own cost: the same handlers in this
 // process with a runner that answers with the fake loom's stdout at once.
 //
+// The store is the gateway's own choice (memory unless
+// --gateway-arg=--store=redis://...); --own-cost-store=redis://... puts the
+// in-process handlers of --own-cost on a Redis too, so one sitting per
+// store compares the gateway's own cost per call on memory and on Redis.
+//
+// --flood measures fairness instead (flood.go): one run calling at
+// --flood-factor times the gateways' --run-rate while another run's p50 is
+// compared with its p50 without the flood; --flood-replicas 2 with
+// --gateway-arg=--store=redis://... runs it on two replicas sharing one
+// Redis. Run ids are unique per sitting, so sittings may share a Redis.
+//
 // --trace writes an execution trace of the same in-process run (go tool
 // trace; its -pprof=sched view shows scheduling latency).
 //
@@ -81,6 +92,7 @@ type config struct {
 	page               bool
 	memory, memClients int
 	shape              string
+	flood              floodConfig
 }
 
 type multi []string
@@ -111,6 +123,7 @@ func main() {
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
 	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
+	floodFlags(&c.flood)
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -184,6 +197,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		loomPath = sized
 	}
 
+	if c.flood.on {
+		return flood(ctx, c, dir, loomPath, w)
+	}
 	if c.memory > 0 {
 		c.clients = max(c.clients, c.memClients)
 	}
@@ -586,7 +602,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 		"--loom-retrieval-config", cfgPath, "--log-format", "json",
 		"--max-concurrent-loom", fmt.Sprint(2 * c.clients),
 		// One run per client for the whole burst: no call-log cap.
-		"--max-calls-per-run", "0",
+		"--max-calls-per-run", "0", "--run-rate", "0",
 	}
 	args = append(args, c.gatewayArgs...)
 	// The log goes to a file the gateway writes itself, so that draining
@@ -630,7 +646,7 @@ func startGateway(ctx context.Context, c config, dir, loomPath string) (*target,
 	}
 	tg := &target{agentURL: "http://" + a[0], stop: stop, logPath: logPath, pid: cmd.Process.Pid, hostURL: "http://" + a[1], hostToken: hostToken}
 	for i := range c.clients + 1 {
-		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d", i))
+		r, err := createRun(ctx, "http://"+a[1], hostToken, fmt.Sprintf("load-%d-%d", cmd.Process.Pid, i))
 		if err != nil {
 			stop()
 			return nil, err

@@ -16,7 +16,9 @@ import (
 // call is one output of a run in progress: what its call log record and
 // audit record say.
 type call struct {
-	run      store.Run
+	run store.Run
+	// begun is the run as Begin read it when the call took its number.
+	begun    store.Run
 	tool     string
 	outputID string
 	started  time.Time
@@ -72,12 +74,9 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	if err != nil {
 		return nil, s.fail(ctx, c, err)
 	}
-	// The query label is the model-context label at invocation, read
-	// fresh: another call of the run may have grown it since auth.
-	fresh, err := s.cfg.Store.Run(ctx, c.run.ID)
-	if err != nil {
-		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
-	}
+	// The query label is the model-context label at invocation, as
+	// Begin read it: another call of the run may have grown it since auth.
+	fresh := c.begun
 
 	// The process and the reading of its output run under one loom slot
 	// and one deadline (loomStage).
@@ -161,56 +160,56 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	if s.cfg.MaxLabelClauses > 0 && res.Observed != nil && len(ifc.JoinModelContext(fresh.ModelContext, res.Observed)) > s.cfg.MaxLabelClauses {
 		return nil, s.fail(ctx, c, store.ErrLabelLimit)
 	}
-	handles, err := s.mint(ctx, c, res)
+	handles, rec, err := s.finish(ctx, c, res, fresh.ModelContext)
 	if err != nil {
 		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
 	}
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.Minted(len(handles))
 	}
-	if res.Observed != nil {
-		// A label grown by a racing call since the check above may still
-		// refuse: the call then answers nothing, its handles unreturned.
-		if _, err := s.cfg.Store.Observe(context.WithoutCancel(ctx), c.run.ID, res.Observed); err != nil {
-			return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
-		}
-	}
-	s.record(ctx, c, callRecord(c, res, handles, s.now()))
+	s.audit(ctx, c, rec)
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
-// beginOutput takes the run's next output number: every tool output of a
-// run, errors and describe_handle included, gets one (Gateway decision 7).
-// Past MaxCallsPerRun outputs a call is refused with ErrCallLimit: no
-// process, nothing appended to the call log, no outputId; it is audited and
-// counted. Every numbered output appends at most one record, so refusing
-// every number past the cap keeps the log within it exactly, however many
-// calls race; the run as auth read it refuses most of them before they
-// take a number at all.
+// beginOutput takes a call from the run's rate bucket and the run's next
+// output number, in one store step (Store.Begin), and returns the call with
+// the run as it then stands. Every tool output of a run, errors and
+// describe_handle included, gets a number (Gateway decision 7). A call
+// past RunRate is refused with rate_limited, and one past MaxCallsPerRun
+// outputs with ErrCallLimit: no process, nothing appended to the call
+// log, no outputId; each is audited and counted. Every numbered output
+// appends at most one record, so refusing every number past the cap keeps
+// the log within it exactly, however many calls race; the run as auth
+// read it refuses most of them before they take a number at all.
 func (s *Service) beginOutput(ctx context.Context, run store.Run, tool string) (*call, error) {
 	if max := s.cfg.MaxCallsPerRun; max > 0 && run.Calls >= max {
-		return nil, s.refuseCall(ctx, run, tool)
+		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
 	}
-	n, err := s.cfg.Store.NextOutput(ctx, run.ID)
+	begun, err := s.cfg.Store.Begin(ctx, run.ID, s.cfg.RunRate)
+	if errors.Is(err, store.ErrRateLimited) {
+		return nil, s.refuseCall(ctx, run, tool, err)
+	}
 	if err != nil {
 		return nil, Classify(err, "")
 	}
-	if max := s.cfg.MaxCallsPerRun; max > 0 && n > int64(max) {
-		return nil, s.refuseCall(ctx, run, tool)
+	if max := s.cfg.MaxCallsPerRun; max > 0 && begun.Seq > int64(max) {
+		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
 	}
 	return &call{
 		run:      run,
+		begun:    begun,
 		tool:     tool,
-		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, n),
+		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, begun.Seq),
 		started:  s.now(),
 	}, nil
 }
 
-// refuseCall audits and counts a call refused call_limit_reached, which has
-// no outputId and no call log record.
-func (s *Service) refuseCall(ctx context.Context, run store.Run, tool string) error {
+// refuseCall audits and counts a call refused before it took an output
+// number (call_limit_reached, rate_limited), which has no outputId and no
+// call log record.
+func (s *Service) refuseCall(ctx context.Context, run store.Run, tool string, cause error) error {
 	c := &call{run: run, tool: tool, started: s.now()}
-	err := Classify(ErrCallLimit, "")
+	err := Classify(cause, "")
 	s.audit(ctx, c, store.Call{Tool: tool, Status: "error", Code: string(err.Code), StartedAt: c.started})
 	return err
 }
@@ -296,9 +295,15 @@ func stageEnded(stage context.Context) error {
 	return ErrCancelled
 }
 
-// mint registers the admitted entries in the run's handle table, in one
-// atomic step, and returns their tokens in entry order.
-func (s *Service) mint(ctx context.Context, c *call, res ifc.Result) ([]string, error) {
+// finish ends a call that has its result in one store step (Store.Finish):
+// the admitted entries minted in the run's handle table, the observed
+// label joined into the run's model-context label (base is the label as
+// the call read it) and the call record appended, all or nothing; a label
+// grown by a racing call past MaxLabelClauses refuses the whole step. It
+// returns the tokens in entry order and the record. The step is not
+// cancelled with the call: once it is sent, a client gone does not undo
+// it.
+func (s *Service) finish(ctx context.Context, c *call, res ifc.Result, base ifc.Confidentiality) ([]string, store.Call, error) {
 	refs := make([]store.Referent, 0, res.Admitted)
 	for _, e := range res.Entries {
 		if e.Admitted {
@@ -311,17 +316,25 @@ func (s *Service) mint(ctx context.Context, c *call, res ifc.Result) ([]string, 
 			})
 		}
 	}
-	if len(refs) == 0 {
-		return nil, nil
+	if len(refs) > 0 && deleted(ctx) {
+		return nil, store.Call{}, ErrCancelled
 	}
-	if deleted(ctx) {
-		return nil, ErrCancelled
-	}
-	lim := store.MintLimits{Handles: s.cfg.MaxHandlesPerRun, Bytes: s.cfg.MaxHandleBytesPerRun}
-	return s.cfg.Store.Mint(context.WithoutCancel(ctx), c.run.ID, refs, lim)
+	rec := callRecord(c, res, s.now())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	handles, err := s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{
+		Refs:     refs,
+		Limits:   store.MintLimits{Handles: s.cfg.MaxHandlesPerRun, Bytes: s.cfg.MaxHandleBytesPerRun},
+		Observed: res.Observed,
+		Base:     base,
+		Call:     rec,
+	})
+	return handles, rec, err
 }
 
-func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.Call {
+// callRecord is the record of a call that has its result; the handles of
+// its admitted entries are left for Store.Finish to set.
+func callRecord(c *call, res ifc.Result, now time.Time) store.Call {
 	rec := store.Call{
 		OutputID:  c.outputID,
 		Tool:      c.tool,
@@ -336,18 +349,15 @@ func callRecord(c *call, res ifc.Result, handles []string, now time.Time) store.
 		StartedAt: c.started,
 		Entries:   make([]store.CallEntry, 0, len(res.Entries)),
 	}
-	h := 0
 	for _, e := range res.Entries {
 		ce := store.CallEntry{Status: "withheld", ReasonCode: e.ReasonCode}
 		if e.Admitted {
 			ce = store.CallEntry{
 				Status:      "admitted",
 				LabelSource: e.LabelSource,
-				Label:       ifc.DiscloseShared(e.Label), // AppendCall keeps a copy
-				Handle:      handles[h],
+				Label:       ifc.DiscloseShared(e.Label), // Finish keeps a copy
 				Truncated:   e.Truncated,
 			}
-			h++
 		}
 		rec.Entries = append(rec.Entries, ce)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -142,6 +143,8 @@ func CodeOf(err error) problem.Code {
 		return problem.Cancelled
 	case errors.Is(err, loom.ErrBusy):
 		return problem.Busy
+	case errors.Is(err, store.ErrRateLimited):
+		return problem.RateLimited
 	case errors.Is(err, loom.ErrNotFound):
 		return problem.NotFound
 	case errors.Is(err, loom.ErrContested):
@@ -181,5 +184,14 @@ func Problem(err error) problem.Problem {
 	if ge, ok := errors.AsType[*Error](err); ok {
 		p.OutputID, p.HostCode = ge.OutputID, ge.HostCode
 	}
+	if rl, ok := errors.AsType[*store.RateLimitError](err); ok {
+		p.RetryAfter = RetryAfterSeconds(rl.RetryAfter)
+	}
 	return p
+}
+
+// RetryAfterSeconds is d as a Retry-After: whole seconds, rounded up, at
+// least one.
+func RetryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
 }

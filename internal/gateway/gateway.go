@@ -44,12 +44,14 @@ type Store interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunByToken(ctx context.Context, h store.TokenHash) (store.Run, error)
 	Runs(ctx context.Context) ([]store.Run, error)
+	RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error)
 	DeleteRun(ctx context.Context, id string) error
-	NextOutput(ctx context.Context, id string) (int64, error)
+	Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error)
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
 	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
+	Finish(ctx context.Context, id string, f store.Finish) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
 	PutResult(ctx context.Context, id string, res store.Result) error
@@ -105,6 +107,12 @@ type Config struct {
 	// core checks it first to mint nothing for a call it refuses, and at
 	// run creation). 0 means no cap.
 	MaxLabelClauses int
+	// RunRate limits how fast each run may call (--run-rate,
+	// --run-burst): a token bucket per run, held in the store, so the
+	// replicas sharing a store share it. A call past it answers
+	// rate_limited before it takes an output number. The zero Rate is no
+	// limit.
+	RunRate store.Rate
 	// MaxConcurrentPerRun caps the tool calls one run has in flight on
 	// this replica; one more answers busy at once. 0 means no cap.
 	MaxConcurrentPerRun int

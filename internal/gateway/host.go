@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,6 +107,59 @@ func (s *Service) Runs(ctx context.Context) ([]store.Run, error) {
 		return nil, Classify(err, "")
 	}
 	return runs, nil
+}
+
+// DefaultRunsPage is how many runs a page of the run list holds when the
+// host names no limit.
+const DefaultRunsPage = 100
+
+// RunsPage returns a page of the live runs, oldest first: at most limit
+// of them (DefaultRunsPage when limit <= 0) after the place cursor names
+// ("": the first page), and the cursor of the next page, "" when none
+// follows. A cursor this gateway did not give is invalid input at
+// "cursor".
+func (s *Service) RunsPage(ctx context.Context, cursor string, limit int) ([]store.Run, string, error) {
+	if limit <= 0 {
+		limit = DefaultRunsPage
+	}
+	var after store.RunKey
+	if cursor != "" {
+		k, ok := parseRunsCursor(cursor)
+		if !ok {
+			return nil, "", Classify(problem.Invalid("cursor", problem.PatternMismatch, "The parameter cursor is not one this gateway gave: pass the nextCursor of a page."), "")
+		}
+		after = k
+	}
+	runs, more, err := s.cfg.Store.RunsPage(ctx, after, limit)
+	if err != nil {
+		return nil, "", Classify(err, "")
+	}
+	next := ""
+	if more && len(runs) > 0 {
+		next = runsCursor(store.KeyOf(runs[len(runs)-1]))
+	}
+	return runs, next, nil
+}
+
+// runsCursor writes a run key as a page cursor: base64url (unpadded) of
+// the creation time in microseconds since the epoch, ".", and the run id.
+// It names a place in the order, nothing a host could not list itself.
+func runsCursor(k store.RunKey) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(k.CreatedAt.UnixMicro(), 10) + "." + k.ID))
+}
+
+// parseRunsCursor reads a runsCursor.
+func parseRunsCursor(c string) (store.RunKey, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return store.RunKey{}, false
+	}
+	us, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" || len(id) > 128 {
+		return store.RunKey{}, false
+	}
+	return store.RunKey{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, true
 }
 
 // Run returns the run with id (run_not_found when there is none).

@@ -50,14 +50,27 @@ func (h *Host) CreateRun(ctx context.Context, req host.CreateRunRequestObject) (
 	return host.CreateRun201JSONResponse{RunId: c.Run.ID, Token: c.Token, ExpiresAt: gateway.WireTime(c.Run.ExpiresAt)}, nil
 }
 
-func (h *Host) ListRuns(ctx context.Context, _ host.ListRunsRequestObject) (host.ListRunsResponseObject, error) {
-	runs, err := h.d.Core.Runs(ctx)
+// ListRuns returns a page of the live runs, at most limit of them (the
+// validator holds it to the contract's bounds) after cursor, with the
+// cursor of the next page when more may follow.
+func (h *Host) ListRuns(ctx context.Context, req host.ListRunsRequestObject) (host.ListRunsResponseObject, error) {
+	cursor, limit := "", 0
+	if req.Params.Cursor != nil {
+		cursor = *req.Params.Cursor
+	}
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	runs, next, err := h.d.Core.RunsPage(ctx, cursor, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := host.ListRuns200JSONResponse{Runs: make([]host.RunSummary, 0, len(runs))}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, h.summary(r))
+	}
+	if next != "" {
+		out.NextCursor = &next
 	}
 	return out, nil
 }

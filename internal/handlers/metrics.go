@@ -288,8 +288,8 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
-	"create_run", "run", "run_by_token", "runs", "delete_run", "next_output", "observe",
-	"append_call", "calls", "mint", "handles", "handle", "put_result", "result", "ping",
+	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "observe",
+	"append_call", "calls", "mint", "finish", "handles", "handle", "put_result", "result", "ping",
 }
 
 // countingStore counts the failures of the store it wraps.
@@ -322,16 +322,28 @@ func (s *countingStore) Runs(ctx context.Context) ([]store.Run, error) {
 	return rs, err
 }
 
+func (s *countingStore) RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	rs, more, err := s.st.RunsPage(ctx, after, limit)
+	s.m.storeError(ctx, "runs_page", err)
+	return rs, more, err
+}
+
+func (s *countingStore) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	toks, err := s.st.Finish(ctx, id, f)
+	s.m.storeError(ctx, "finish", err)
+	return toks, err
+}
+
 func (s *countingStore) DeleteRun(ctx context.Context, id string) error {
 	err := s.st.DeleteRun(ctx, id)
 	s.m.storeError(ctx, "delete_run", err)
 	return err
 }
 
-func (s *countingStore) NextOutput(ctx context.Context, id string) (int64, error) {
-	n, err := s.st.NextOutput(ctx, id)
-	s.m.storeError(ctx, "next_output", err)
-	return n, err
+func (s *countingStore) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
+	r, err := s.st.Begin(ctx, id, rate)
+	s.m.storeError(ctx, "begin", err)
+	return r, err
 }
 
 func (s *countingStore) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {

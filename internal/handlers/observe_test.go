@@ -144,6 +144,13 @@ func (s failingStore) Observe(ctx context.Context, id string, conf ifc.Confident
 	return s.Store.Observe(ctx, id, conf)
 }
 
+func (s failingStore) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	if s.op == "finish" {
+		return nil, s.err
+	}
+	return s.Store.Finish(ctx, id, f)
+}
+
 func (s failingStore) Ping(ctx context.Context) error {
 	if s.op == "ping" {
 		return s.err
@@ -194,8 +201,8 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 		{name: "ceiling unavailable", opts: gatewayOptions{ReadCeilingFile: "/nonexistent/ceiling.json"}, tool: loom.Search, body: `{"query":"a"}`, code: "ceiling_unavailable"},
 		{name: "handle limit", opts: gatewayOptions{MaxHandlesPerRun: 1}, tool: loom.Search, body: `{"query":"a"}`, code: "handle_limit_reached", exitCode: ptr(0), loomRan: true},
 		{name: "store unavailable", opts: gatewayOptions{WrapStore: func(m *memstore.Store) gateway.Store {
-			return failingStore{Store: m, op: "observe", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
-		}}, tool: loom.Search, body: `{"query":"a"}`, code: "store_unavailable", exitCode: ptr(0), loomRan: true, storeOp: "observe"},
+			return failingStore{Store: m, op: "finish", err: fmt.Errorf("redis: %w", store.ErrStoreUnavailable)}
+		}}, tool: loom.Search, body: `{"query":"a"}`, code: "store_unavailable", exitCode: ptr(0), loomRan: true, storeOp: "finish"},
 		{name: "describe_handle", tool: "describe_handle", body: `{"token":"cfh:v:22222"}`},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -71,6 +72,8 @@ func TestToProblem(t *testing.T) {
 		{"busy", gateway.Classify(loom.ErrBusy, "r:loom_search:5"),
 			want{Status: 429, Code: "busy", OutputID: "r:loom_search:5", RetryAfter: problem.RetryAfterSeconds}},
 		{"run limit", store.ErrRunLimit, want{Status: 429, Code: "run_limit_reached"}},
+		{"rate limited", gateway.Classify(&store.RateLimitError{RetryAfter: 2500 * time.Millisecond}, ""),
+			want{Status: 429, Code: "rate_limited", RetryAfter: 3}},
 		{"cancelled (handlers)", errCancelled, want{Status: 499, Code: "cancelled"}},
 		{"cancelled (loom)", loom.ErrCancelled, want{Status: 499, Code: "cancelled"}},
 		{"unknown error", errors.New("open /secret/path: permission denied"), want{Status: 500, Code: "internal_error"}},
@@ -159,7 +162,9 @@ func TestWriteProblemHidesUnknownErrors(t *testing.T) {
 	}
 }
 
-// TestWriteProblemRetryAfter: busy answers carry Retry-After, others not.
+// TestWriteProblemRetryAfter: busy and rate_limited answers carry
+// Retry-After (rate_limited: the bucket's wait in whole seconds, rounded
+// up), others not.
 func TestWriteProblemRetryAfter(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -168,6 +173,8 @@ func TestWriteProblemRetryAfter(t *testing.T) {
 	}{
 		{loom.ErrBusy, "1"},
 		{gateway.Classify(loom.ErrBusy, "r:loom_search:1"), "1"},
+		{&store.RateLimitError{RetryAfter: time.Millisecond}, "1"},
+		{gateway.Classify(&store.RateLimitError{RetryAfter: 61*time.Second + time.Millisecond}, ""), "62"},
 		{loom.ErrTimeout, ""},
 		{store.ErrRunLimit, ""},
 	} {

@@ -23,6 +23,7 @@ const (
 	NotConfigured         Code = "not_configured"
 	NotFound              Code = "not_found"
 	OriginNotAllowed      Code = "origin_not_allowed"
+	RateLimited           Code = "rate_limited"
 	RequestTimeout        Code = "request_timeout"
 	RequestTooLarge       Code = "request_too_large"
 	ResultExists          Code = "result_exists"

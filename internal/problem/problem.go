@@ -51,6 +51,7 @@ var entries = []Entry{
 	{UnsupportedMediaType, Info{415, "Unsupported media type", "The request body must be application/json.", "a `Content-Type` other than `application/json` (or JSON in a charset other than UTF-8), checked before the body, or a body without one"}},
 	{UnheldHandle, Info{422, "Unheld handle", "The result names a handle this run does not hold.", "the result names a token the run does not hold"}},
 	{Busy, Info{429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds.", "no loom process slot within `--busy-wait`, or the run already has `--max-concurrent-per-run` calls in flight (with `Retry-After`)"}},
+	{RateLimited, Info{429, "Rate limited", "This run calls faster than the gateway allows; retry after Retry-After seconds.", "the run has called faster than `--run-rate` calls a second beyond a burst of `--run-burst`, across every replica on one store; no `outputId`, no process, nothing in the call log; it has an `audit` record (without `outputId`) and counts in `loom_gateway_tool_calls_total` (with `Retry-After`, and `retryAfter` in the body)"}},
 	{RunLimitReached, Info{429, "Run limit reached", "The gateway holds the maximum number of runs.", "`--max-runs` live runs"}},
 	{Cancelled, Info{499, "Cancelled", "The call was cancelled before it completed.", "the client went away, or the run was deleted, mid-call"}},
 	{InternalError, Info{500, "Internal error", "The gateway failed; the request id identifies the failure in its log.", "a gateway fault; the request id finds it in the log"}},
@@ -113,8 +114,10 @@ type Problem struct {
 	Errors    []Fault  `json:"errors,omitempty"`
 	RequestID string   `json:"requestId,omitempty"`
 
-	// RetryAfter, when positive, is sent as Retry-After (busy).
-	RetryAfter int `json:"-"`
+	// RetryAfter, when positive, is sent as Retry-After (busy,
+	// rate_limited) and as retryAfter in the body, which is all an MCP
+	// client sees.
+	RetryAfter int `json:"retryAfter,omitempty"`
 	// Allow, for a 405, lists the route's methods (the Allow header).
 	Allow []string `json:"-"`
 }

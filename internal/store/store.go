@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -29,7 +30,26 @@ var (
 	ErrLabelLimit       = errors.New("store: label limit reached")
 	ErrResultExists     = errors.New("store: result exists")
 	ErrStoreUnavailable = errors.New("store: unavailable")
+	// ErrRateLimited is what a *RateLimitError is (errors.Is).
+	ErrRateLimited = errors.New("store: rate limit reached")
 )
+
+// Rate is a run's call rate: a token bucket that holds at most Burst calls
+// and refills at PerSecond calls a second, full when the run is created.
+// A PerSecond of zero or less is no limit.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// RateLimitError is Begin's refusal of an output past the run's Rate.
+// RetryAfter is how long until the bucket holds a call again.
+type RateLimitError struct{ RetryAfter time.Duration }
+
+func (e *RateLimitError) Error() string { return ErrRateLimited.Error() }
+
+// Is makes a RateLimitError match ErrRateLimited.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // TokenHash is the SHA-256 of a run token. Only the hash is ever stored.
 type TokenHash [sha256.Size]byte
@@ -99,6 +119,37 @@ type CallEntry struct {
 	Truncated   bool
 }
 
+// Finish is what ends a tool output (Store.Finish).
+type Finish struct {
+	// Refs are the referents the output admitted, minted under Limits.
+	Refs   []Referent
+	Limits MintLimits
+	// Observed is joined into the run's model-context label; nil: the
+	// label is left as it is.
+	Observed ifc.Confidentiality
+	// Base is the model-context label the caller last read (Begin's);
+	// a store may take it as its first guess of the label Observed joins.
+	Base ifc.Confidentiality
+	// Call is the output's record; Finish sets the Handle of its admitted
+	// entries.
+	Call Call
+}
+
+// ErrFinishShape is Finish's answer to a call record whose admitted
+// entries are not as many as the referents: a caller's fault.
+var ErrFinishShape = errors.New("store: finish: admitted entries and referents differ in number")
+
+// Admitted is the number of c's entries of Status "admitted".
+func Admitted(c Call) int {
+	n := 0
+	for _, e := range c.Entries {
+		if e.Status == "admitted" {
+			n++
+		}
+	}
+	return n
+}
+
 // Referent is one held row of a run's handle table.
 type Referent struct {
 	Token       string
@@ -162,11 +213,25 @@ type Store interface {
 	RunByToken(ctx context.Context, h TokenHash) (Run, error)
 	// Runs lists the live runs, oldest first: by CreatedAt, ties by ID.
 	Runs(ctx context.Context) ([]Run, error)
+	// RunsPage lists at most limit live runs (limit <= 0: one) after the
+	// run key after, in Runs' order, from the first when after.ID is "",
+	// and whether more live runs may follow. It reads about the page, not
+	// every run: a run created after a page was read is listed on a later
+	// page when its key is later, and a run gone meanwhile is skipped.
+	RunsPage(ctx context.Context, after RunKey, limit int) ([]Run, bool, error)
 	// DeleteRun removes a run and all its state, or ErrRunNotFound.
 	DeleteRun(ctx context.Context, id string) error
 
 	// NextOutput increments and returns the run's output sequence.
 	NextOutput(ctx context.Context, id string) (int64, error)
+	// Begin starts an output of the run in one atomic step: it takes a
+	// call from the run's bucket of rate and the next output number, and
+	// returns the run as it then stands, its Seq the number taken.
+	// ErrRunNotFound, or a *RateLimitError (ErrRateLimited) with nothing
+	// taken when the bucket holds less than one call. Every store sharing
+	// a backend shares the bucket; the rate is the caller's, read at each
+	// call.
+	Begin(ctx context.Context, id string, rate Rate) (Run, error)
 	// Observe joins conf into the run's model-context label
 	// (ifc.JoinModelContext) atomically and returns the new label.
 	// ErrLabelLimit, with nothing written, if the joined label would hold
@@ -174,6 +239,16 @@ type Store interface {
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	// AppendCall records a call in the run's call log.
 	AppendCall(ctx context.Context, id string, c Call) error
+	// Finish ends a tool output in one atomic step: it mints f.Refs (as
+	// Mint, under f.Limits), joins f.Observed into the run's model-context
+	// label (as Observe; nil: no observation) and appends f.Call to the
+	// call log, its admitted entries' Handle set to the minted tokens, and
+	// returns the tokens in order. All of it is written or none of it:
+	// ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing
+	// written, so a call is in the log with every handle it minted, or
+	// neither is there. f.Call's entries of Status "admitted" must be as
+	// many as f.Refs, in the same order.
+	Finish(ctx context.Context, id string, f Finish) ([]string, error)
 	// CallsPage returns the records of the run's call log after its first
 	// after, in order, at most limit of them (limit <= 0: all the rest, the
 	// whole log for after 0),
@@ -233,6 +308,25 @@ type DeleteWatch struct {
 	Failed func(err error)
 }
 
+// RunKey is a run's place in the order Store.Runs lists runs in: its
+// CreatedAt, then its ID. The zero RunKey is before every run.
+type RunKey struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// KeyOf is r's RunKey.
+func KeyOf(r Run) RunKey { return RunKey{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+// After reports whether a run with key k is listed after one with key
+// before; every run is after the zero RunKey.
+func (k RunKey) After(before RunKey) bool {
+	if before.ID == "" {
+		return true
+	}
+	return CompareRuns(Run{CreatedAt: k.CreatedAt, ID: k.ID}, Run{CreatedAt: before.CreatedAt, ID: before.ID}) > 0
+}
+
 // CompareRuns is the order Store.Runs lists runs in: by creation time, then
 // by id.
 func CompareRuns(a, b Run) int {
@@ -253,4 +347,35 @@ func CloneConfidentiality(c ifc.Confidentiality) ifc.Confidentiality {
 		out[i] = ifc.Clause(bytes.Clone(x))
 	}
 	return out
+}
+
+// Bucket is a run's rate bucket as a store keeps it: the calls it held
+// at At (microseconds since the epoch). The zero Bucket is a full one.
+type Bucket struct {
+	Tokens float64
+	At     int64
+	Set    bool
+}
+
+// Take refills b at r from b.At to now (microseconds; a clock behind
+// b.At refills nothing) and takes one call. It returns the bucket after
+// and true, or b unchanged, false and how long until one call is there.
+// Every store computes a bucket this way (the Redis script in Lua).
+func (r Rate) Take(b Bucket, now int64) (Bucket, time.Duration, bool) {
+	if r.PerSecond <= 0 {
+		return b, 0, true
+	}
+	burst := float64(r.Burst)
+	tokens, at := burst, now
+	if b.Set {
+		tokens, at = b.Tokens, b.At
+		if now > at {
+			tokens = min(burst, tokens+float64(now-at)*r.PerSecond/1e6)
+			at = now
+		}
+	}
+	if tokens < 1 {
+		return b, time.Duration(math.Ceil((1-tokens)*1e6/r.PerSecond)) * time.Microsecond, false
+	}
+	return Bucket{Tokens: tokens - 1, At: at, Set: true}, 0, true
 }

@@ -18,6 +18,8 @@ const state = {
   contract: null,
   codes: {},
   runId: null,
+  runsCursor: null, // the run list's page (null: the first)
+  runsNext: null,
   run: null, // the selected run's last summary
   last: {}, // the last JSON text of each run section, to re-render on change only
   openCalls: new Set(),
@@ -194,6 +196,14 @@ $('#login-form').addEventListener('submit', async (ev) => {
 });
 
 $('#forget').addEventListener('click', () => logout(''));
+$('#runs-next').addEventListener('click', () => {
+  state.runsCursor = state.runsNext;
+  refresh();
+});
+$('#runs-first').addEventListener('click', () => {
+  state.runsCursor = null;
+  refresh();
+});
 
 // poll reads the host API for the 2 s refresh.
 const poll = (path) => api('GET', path, undefined, true);
@@ -206,9 +216,16 @@ const handleRows = keyedRows($('#handles-table tbody'));
 
 // --- runs list ------------------------------------------------------------
 
-function renderRuns(runs) {
-  $('#runs-count').textContent = `(${runs.length})`;
+// The run list is read a page at a time (the gateway's default of 100):
+// state.runsCursor is the page shown (null: the first), state.runsNext
+// the one after it (null: none).
+function renderRuns(runs, next) {
+  state.runsNext = next || null;
+  $('#runs-count').textContent = `(${runs.length}${next ? '+' : ''})`;
   $('#runs-empty').hidden = runs.length > 0;
+  $('#runs-pages').hidden = !state.runsCursor && !state.runsNext;
+  $('#runs-first').disabled = !state.runsCursor;
+  $('#runs-next').disabled = !state.runsNext;
   runRows.update(runs.map((r) => {
     const selected = r.runId === state.runId;
     return {
@@ -349,8 +366,9 @@ function refresh() {
 
 async function pollOnce() {
   try {
-    const list = await poll('/host/v1/runs');
-    renderRuns(list.runs || []);
+    const cursor = state.runsCursor ? `?cursor=${encodeURIComponent(state.runsCursor)}` : '';
+    const list = await poll(`/host/v1/runs${cursor}`);
+    renderRuns(list.runs || [], list.nextCursor);
     if (state.runId) await refreshRun(state.runId);
     clearBanner();
     $('#live').textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC`;

@@ -57,6 +57,8 @@ type memRun struct {
 	ids    map[[sha256.Size]byte]int32
 	tokens map[[store.TokenWidth]byte]int32
 	result *store.Result
+	// bucket is the run's rate bucket (Begin).
+	bucket store.Bucket
 }
 
 // New returns an empty Store.
@@ -199,6 +201,43 @@ func (m *Store) Runs(_ context.Context) ([]store.Run, error) {
 	return out, nil
 }
 
+// CountRuns returns the number of live runs, copying none.
+func (m *Store) CountRuns(context.Context) (int, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
+	return len(m.runs), nil
+}
+
+// RunsPage returns copies of at most limit live runs after the key after,
+// in Runs' order, and whether more follow. Under the lock it sorts the
+// keys of the runs after the page's start and copies only the page.
+func (m *Store) RunsPage(_ context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	limit = max(limit, 1)
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rest []*memRun
+	for _, r := range m.runs {
+		if expired(&r.run, now) {
+			m.remove(r)
+			continue
+		}
+		if store.KeyOf(r.run).After(after) {
+			rest = append(rest, r)
+		}
+	}
+	slices.SortFunc(rest, func(a, b *memRun) int { return store.CompareRuns(a.run, b.run) })
+	more := len(rest) > limit
+	rest = rest[:min(limit, len(rest))]
+	out := make([]store.Run, len(rest))
+	for i, r := range rest {
+		out[i] = cloneRun(r.run)
+	}
+	return out, more, nil
+}
+
 // DeleteRun removes the run with its call log, handles and result, or
 // returns ErrRunNotFound.
 func (m *Store) DeleteRun(_ context.Context, id string) error {
@@ -224,6 +263,27 @@ func (m *Store) NextOutput(_ context.Context, id string) (int64, error) {
 	}
 	r.run.Seq++
 	return r.run.Seq, nil
+}
+
+// Begin takes a call from the run's rate bucket and the next output
+// number under one lock, and returns a copy of the run, its Seq the
+// number taken; ErrRunNotFound, or a *store.RateLimitError with nothing
+// taken.
+func (m *Store) Begin(_ context.Context, id string, rate store.Rate) (store.Run, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return store.Run{}, err
+	}
+	b, wait, ok := rate.Take(r.bucket, now.UnixMicro())
+	if !ok {
+		return store.Run{}, &store.RateLimitError{RetryAfter: wait}
+	}
+	r.bucket = b
+	r.run.Seq++
+	return cloneRun(r.run), nil
 }
 
 // Observe replaces the run's ModelContext by
@@ -296,10 +356,70 @@ func (m *Store) CallsPage(_ context.Context, id string, after, limit int) ([]sto
 // run id and Identity. It returns ErrRunNotFound, or ErrHandleLimit with nothing
 // registered.
 func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	// Hash outside the lock; under it only the table is consulted. The
-	// preimage of a first-attempt token, runID "\x00" Identity, also
-	// identifies the referent within the run, so its digest is both the
-	// dedupe key and the source of the first token.
+	keys := mintKeys(id, refs)
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.planMint(id, refs, keys, lim)
+	if err != nil {
+		return nil, err
+	}
+	return r.mint(p), nil
+}
+
+// Finish mints f.Refs, joins f.Observed into the run's label and appends
+// a copy of f.Call with its admitted entries' handles, under one lock, and
+// returns the tokens; ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with
+// nothing written.
+func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, error) {
+	if store.Admitted(f.Call) != len(f.Refs) {
+		return nil, store.ErrFinishShape
+	}
+	keys := mintKeys(id, f.Refs)
+	c := cloneCall(f.Call) // before the lock: the copy may be large
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.live(id, now)
+	if err != nil {
+		return nil, err
+	}
+	var label ifc.Confidentiality
+	if f.Observed != nil {
+		label = ifc.JoinModelContext(r.run.ModelContext, f.Observed)
+		if m.maxClauses > 0 && len(label) > m.maxClauses {
+			return nil, store.ErrLabelLimit
+		}
+	}
+	p, err := r.planMint(id, f.Refs, keys, f.Limits)
+	if err != nil {
+		return nil, err
+	}
+	tokens := r.mint(p)
+	if f.Observed != nil {
+		r.run.ModelContext = store.CloneConfidentiality(label)
+	}
+	h := 0
+	for i := range c.Entries {
+		if c.Entries[i].Status == "admitted" {
+			c.Entries[i].Handle = tokens[h]
+			h++
+		}
+	}
+	r.calls = append(r.calls, c)
+	r.run.Calls = len(r.calls)
+	return tokens, nil
+}
+
+// mintKeys hashes refs outside the lock; under it only the table is
+// consulted. The preimage of a first-attempt token, runID "\x00"
+// Identity, also identifies the referent within the run, so its digest is
+// both the dedupe key and the source of the first token.
+func mintKeys(id string, refs []store.Referent) [][sha256.Size]byte {
 	keys := make([][sha256.Size]byte, len(refs))
 	var buf []byte
 	for i := range refs {
@@ -308,32 +428,37 @@ func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim st
 		buf = store.AppendIdentity(buf, refs[i])
 		keys[i] = sha256.Sum256(buf)
 	}
+	return keys
+}
 
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, err := m.live(id, now)
-	if err != nil {
-		return nil, err
-	}
+// mintPlan is what a Mint will write, resolved without touching the
+// table, so that a refusal leaves it as it was.
+type mintPlan struct {
+	refs []store.Referent
+	keys [][sha256.Size]byte
+	// idx is each ref's index in the table (>= 0) or -1 - its position in
+	// fresh.
+	idx        []int32
+	fresh      []int // indices into refs of new identities, first occurrence only
+	freshToken [][store.TokenWidth]byte
+}
 
-	// Resolve every ref to an existing index (>= 0) or a new token, without
-	// touching the table, so that a refusal leaves it as it was.
-	idx := make([]int32, len(refs))
+// planMint resolves every ref to a held referent or a new token, and
+// refuses (ErrHandleLimit) what would pass lim. m.mu must be held.
+func (r *memRun) planMint(id string, refs []store.Referent, keys [][sha256.Size]byte, lim store.MintLimits) (mintPlan, error) {
+	p := mintPlan{refs: refs, keys: keys, idx: make([]int32, len(refs)), freshToken: make([][store.TokenWidth]byte, 0, len(refs))}
 	var (
-		fresh      []int                                          // indices into refs of new identities, first occurrence only
-		freshKeys  map[[sha256.Size]byte]int                      // identity -> position in fresh
-		freshToks  map[[store.TokenWidth]byte]struct{}            // tokens taken by fresh
-		freshToken = make([][store.TokenWidth]byte, 0, len(refs)) // parallel to fresh
+		freshKeys map[[sha256.Size]byte]int           // identity -> position in fresh
+		freshToks map[[store.TokenWidth]byte]struct{} // tokens taken by fresh
 	)
 	for i := range refs {
 		key := &keys[i]
 		if j, ok := r.ids[*key]; ok {
-			idx[i] = j
+			p.idx[i] = j
 			continue
 		}
 		if f, ok := freshKeys[*key]; ok {
-			idx[i] = -1 - int32(f)
+			p.idx[i] = -1 - int32(f)
 			continue
 		}
 		tok := store.SuffixOf(key)
@@ -353,52 +478,57 @@ func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim st
 			freshKeys = make(map[[sha256.Size]byte]int)
 			freshToks = make(map[[store.TokenWidth]byte]struct{})
 		}
-		idx[i] = -1 - int32(len(fresh))
-		freshKeys[*key] = len(fresh)
+		p.idx[i] = -1 - int32(len(p.fresh))
+		freshKeys[*key] = len(p.fresh)
 		freshToks[tok] = struct{}{}
-		fresh = append(fresh, i)
-		freshToken = append(freshToken, tok)
+		p.fresh = append(p.fresh, i)
+		p.freshToken = append(p.freshToken, tok)
 	}
-	if len(fresh) > 0 {
-		if lim.Handles > 0 && len(r.handles)+len(fresh) > lim.Handles {
-			return nil, store.ErrHandleLimit
+	if len(p.fresh) > 0 {
+		if lim.Handles > 0 && len(r.handles)+len(p.fresh) > lim.Handles {
+			return mintPlan{}, store.ErrHandleLimit
 		}
 		if lim.Bytes > 0 {
 			held := r.run.HandleBytes
-			for _, i := range fresh {
+			for _, i := range p.fresh {
 				// Stops at the first referent past the cap, so held
 				// cannot overflow.
 				if held += store.ReferentBytes(refs[i]); held > lim.Bytes {
-					return nil, store.ErrHandleLimit
+					return mintPlan{}, store.ErrHandleLimit
 				}
 			}
 		}
 	}
+	return p, nil
+}
 
-	if len(fresh) > 0 && r.ids == nil {
-		r.ids = make(map[[sha256.Size]byte]int32, len(fresh))
-		r.tokens = make(map[[store.TokenWidth]byte]int32, len(fresh))
+// mint writes a plan into the table and returns the refs' tokens in
+// order. m.mu must be held.
+func (r *memRun) mint(p mintPlan) []string {
+	if len(p.fresh) > 0 && r.ids == nil {
+		r.ids = make(map[[sha256.Size]byte]int32, len(p.fresh))
+		r.tokens = make(map[[store.TokenWidth]byte]int32, len(p.fresh))
 	}
 	base := int32(len(r.handles))
-	for f, i := range fresh {
-		ref := cloneReferent(refs[i])
-		ref.Token = store.ValueTokenPrefix + string(freshToken[f][:])
+	for f, i := range p.fresh {
+		ref := cloneReferent(p.refs[i])
+		ref.Token = store.ValueTokenPrefix + string(p.freshToken[f][:])
 		j := base + int32(f)
 		r.handles = append(r.handles, ref)
-		r.ids[keys[i]] = j
-		r.tokens[freshToken[f]] = j
+		r.ids[p.keys[i]] = j
+		r.tokens[p.freshToken[f]] = j
 		r.run.HandleBytes += store.ReferentBytes(ref)
 	}
 	r.run.Handles = len(r.handles)
 
-	tokens := make([]string, len(refs))
-	for i, j := range idx {
+	tokens := make([]string, len(p.refs))
+	for i, j := range p.idx {
 		if j < 0 {
 			j = base + (-1 - j)
 		}
 		tokens[i] = r.handles[j].Token
 	}
-	return tokens, nil
+	return tokens
 }
 
 // Handles returns copies of the run's referents in minting order, or

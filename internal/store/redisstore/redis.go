@@ -62,6 +62,8 @@ const DefaultRedisPrefix = "loom-gateway:"
 //
 //	P{idx}runs       sorted set: run id, scored by its expiry (µs; +inf never)
 //	P{idx}tok:<hex>  run id, under the hex SHA-256 of its token
+//	P{idx}created    sorted set: run id, scored by its CreatedAt (µs), the
+//	                 order RunsPage reads
 //
 // and DeleteRun publishes on the pub/sub channel Pdeleted (see
 // WatchDeletes).
@@ -137,6 +139,11 @@ func (s *Store) keys(id string) runKeys {
 }
 
 func (s *Store) runsKey() string { return s.prefix + "{idx}runs" }
+
+// createdKey is the index of RunsPage: run id scored by its CreatedAt in
+// microseconds (exact in a double until the year 2255), so a zset's order,
+// by score and then by the member's bytes, is store.CompareRuns.
+func (s *Store) createdKey() string { return s.prefix + "{idx}created" }
 
 func (s *Store) tokKey(h store.TokenHash) string {
 	return s.prefix + "{idx}tok:" + hex.EncodeToString(h[:])
@@ -240,8 +247,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if !r.ExpiresAt.IsZero() {
 		score, at = strconv.FormatInt(micros(r.ExpiresAt), 10), pxat(r.ExpiresAt)
 	}
-	idx := []string{s.runsKey(), s.tokKey(r.TokenHash)}
-	v, err := s.eval(ctx, true, scriptReserve, idx, r.ID, now, score, s.maxRuns, at)
+	idx := []string{s.runsKey(), s.tokKey(r.TokenHash), s.createdKey()}
+	v, err := s.eval(ctx, true, scriptReserve, idx, r.ID, now, score, s.maxRuns, at, micros(r.CreatedAt))
 	if err != nil {
 		return fail(ctx, "create run", err)
 	}
@@ -379,6 +386,17 @@ func (s *Store) Runs(ctx context.Context) ([]store.Run, error) {
 	if err != nil {
 		return nil, fail(ctx, "runs", err)
 	}
+	out, err := s.runsOf(ctx, ids, now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, store.CompareRuns)
+	return out, nil
+}
+
+// runsOf reads the runs of ids at now, in the order of ids, leaving out
+// those gone (deleted, expired, or a reservation not yet written).
+func (s *Store) runsOf(ctx context.Context, ids []string, now int64) ([]store.Run, error) {
 	if len(ids) == 0 {
 		return []store.Run{}, nil
 	}
@@ -416,10 +434,91 @@ func (s *Store) Runs(ctx context.Context) ([]store.Run, error) {
 			out = append(out, r)
 		}
 		if out != nil {
-			slices.SortFunc(out, store.CompareRuns)
 			return out, nil
 		}
 	}
+}
+
+// CountRuns returns the number of live runs (and reservations not yet
+// written) from the index, reading no run, or ErrStoreUnavailable.
+func (s *Store) CountRuns(ctx context.Context) (int, error) {
+	n, err := s.c.ZCount(ctx, s.runsKey(), "("+strconv.FormatInt(s.nowUS(), 10), "+inf").Result()
+	if err != nil {
+		return 0, fail(ctx, "count runs", err)
+	}
+	return int(n), nil
+}
+
+// RunsPage returns at most limit live runs after the key after, in Runs'
+// order, and whether more may follow, or ErrStoreUnavailable. It reads
+// the created index from after on, a page and one more at a time, and
+// then those runs; ids whose runs are gone are skipped, and it reads on
+// until the page is full or the index ends.
+func (s *Store) RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
+	limit = max(limit, 1)
+	now := s.nowUS()
+	out := make([]store.Run, 0, limit+1)
+	for {
+		ids, last, done, err := s.pageIDs(ctx, after, limit+1-len(out))
+		if err != nil {
+			return nil, false, err
+		}
+		runs, err := s.runsOf(ctx, ids, now)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, runs...)
+		if len(out) > limit {
+			return out[:limit], true, nil
+		}
+		if done {
+			return out, false, nil
+		}
+		after = last
+	}
+}
+
+// pageIDs reads up to n ids of the created index after the key after, in
+// order, the key of the last one, and whether the index ends there. A
+// zset orders equal scores by the member's bytes, as store.CompareRuns
+// orders equal times by id; the members of after's own score are read
+// whole and those up to after.ID left out here (Lua's string order
+// follows the server's locale).
+func (s *Store) pageIDs(ctx context.Context, after store.RunKey, n int) ([]string, store.RunKey, bool, error) {
+	key := s.createdKey()
+	at := strconv.FormatInt(micros(after.CreatedAt), 10)
+	var eq, gt *redis.ZSliceCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		start := "-inf"
+		if after.ID != "" {
+			eq = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, ByScore: true, Start: at, Stop: at})
+			start = "(" + at
+		}
+		gt = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, ByScore: true, Start: start, Stop: "+inf", Count: int64(n)})
+		return nil
+	})
+	if err != nil {
+		return nil, store.RunKey{}, false, fail(ctx, "runs page", err)
+	}
+	var zs []redis.Z
+	if eq != nil {
+		for _, z := range eq.Val() {
+			if id, _ := z.Member.(string); id > after.ID {
+				zs = append(zs, z)
+			}
+		}
+	}
+	more := gt.Val()
+	zs = append(zs, more...)
+	done := len(more) < n && len(zs) <= n
+	zs = zs[:min(n, len(zs))]
+	ids := make([]string, len(zs))
+	var last store.RunKey
+	for i, z := range zs {
+		ids[i], _ = z.Member.(string)
+		last = store.RunKey{CreatedAt: time.UnixMicro(int64(z.Score)), ID: ids[i]}
+	}
+	return ids, last, done, nil
 }
 
 // DeleteRun removes the run and all its state, or returns ErrRunNotFound or
@@ -443,7 +542,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	}
 	var h store.TokenHash
 	copy(h[:], tok)
-	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h)}, id); err != nil {
+	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h), s.createdKey()}, id); err != nil {
 		return fail(ctx, "delete run", err)
 	}
 	return nil
@@ -466,6 +565,28 @@ func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 		return 0, store.ErrRunNotFound
 	}
 	return n, nil
+}
+
+// Begin takes a call from the run's rate bucket and the next output
+// number in one script, and returns the run as it then stands, its Seq the
+// number taken; ErrRunNotFound, a *store.RateLimitError with nothing
+// taken, or ErrStoreUnavailable. The bucket lives in the run's hash, so
+// every replica on the Redis shares it; it is refilled by the calling
+// store's clock, and a clock behind the last call's refills nothing.
+func (s *Store) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
+	k := s.keys(id)
+	per := strconv.FormatFloat(max(rate.PerSecond, 0), 'g', -1, 64)
+	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result}, s.nowUS(), per, rate.Burst)
+	if err != nil {
+		return store.Run{}, fail(ctx, "begin", err)
+	}
+	if a, ok := asSlice(v); ok && len(a) == 2 {
+		if n, _ := status(a[0]); n == -2 {
+			us, _ := status(a[1])
+			return store.Run{}, &store.RateLimitError{RetryAfter: time.Duration(max(us, 1)) * time.Microsecond}
+		}
+	}
+	return decodeRunReply(id, v)
 }
 
 // maxSwaps bounds Observe's compare-and-set attempts; each failed attempt
@@ -630,32 +751,13 @@ const (
 // tokens in order (see Store.Mint). It returns ErrRunNotFound,
 // ErrHandleLimit with nothing registered, or ErrStoreUnavailable.
 func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	// Per referent: the dedupe key (the digest of the first-attempt
-	// preimage, as Memory keys it), the record and its ReferentBytes
-	// (computed here, so both stores count alike); candidates follow.
-	digests := make([][sha256.Size]byte, len(refs))
-	identities := make([][]byte, len(refs))
-	recs := make([][]byte, len(refs))
-	var buf []byte
-	for i := range refs {
-		identities[i] = store.Identity(refs[i])
-		buf = append(append(append(buf[:0], id...), 0), identities[i]...)
-		digests[i] = sha256.Sum256(buf)
-		recs[i] = encodeReferent(refs[i])
-	}
+	m := newMintArgs(id, refs)
 	k := s.keys(id)
 	keys := []string{k.run, k.handles, k.order}
 	for cands := s.candidates; ; cands *= 4 {
 		args := make([]any, 0, 4+len(refs)*(3+cands))
 		args = append(args, s.nowUS(), lim.Handles, lim.Bytes, cands)
-		for i := range refs {
-			first := store.SuffixOf(&digests[i])
-			args = append(args, digests[i][:], recs[i], store.ReferentBytes(refs[i]), first[:])
-			for attempt := 1; attempt < cands; attempt++ {
-				suf := store.TokenSuffix(id, identities[i], attempt)
-				args = append(args, string(suf[:]))
-			}
-		}
+		args = m.append(args, cands)
 		v, err := s.eval(ctx, true, scriptMint, keys, args...)
 		if err != nil {
 			return nil, fail(ctx, "mint", err)
@@ -685,6 +787,158 @@ func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim 
 		}
 		return toks, nil
 	}
+}
+
+// mintArgs are what the mint scripts are sent of each referent: the
+// dedupe key (the digest of the first-attempt preimage, as Memory keys
+// it), the record and its ReferentBytes (computed here, so both stores
+// count alike); candidates follow.
+type mintArgs struct {
+	id         string
+	refs       []store.Referent
+	digests    [][sha256.Size]byte
+	identities [][]byte
+	recs       [][]byte
+}
+
+func newMintArgs(id string, refs []store.Referent) *mintArgs {
+	m := &mintArgs{id: id, refs: refs, digests: make([][sha256.Size]byte, len(refs)),
+		identities: make([][]byte, len(refs)), recs: make([][]byte, len(refs))}
+	var buf []byte
+	for i := range refs {
+		m.identities[i] = store.Identity(refs[i])
+		buf = append(append(append(buf[:0], id...), 0), m.identities[i]...)
+		m.digests[i] = sha256.Sum256(buf)
+		m.recs[i] = encodeReferent(refs[i])
+	}
+	return m
+}
+
+// append adds each referent's arguments with cands candidates (MintToken
+// attempts 0..cands-1) to args.
+func (m *mintArgs) append(args []any, cands int) []any {
+	for i := range m.refs {
+		first := store.SuffixOf(&m.digests[i])
+		args = append(args, m.digests[i][:], m.recs[i], store.ReferentBytes(m.refs[i]), first[:])
+		for attempt := 1; attempt < cands; attempt++ {
+			suf := store.TokenSuffix(m.id, m.identities[i], attempt)
+			args = append(args, string(suf[:]))
+		}
+	}
+	return args
+}
+
+// Finish mints f.Refs, sets the model-context label and appends the call
+// record in one script (scriptFinish), and returns the tokens; it returns
+// ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing written,
+// or ErrStoreUnavailable. The label's join is computed here, first on
+// f.Base, and the script writes it only if the label is still the one
+// joined into; otherwise it writes nothing and the join is made again on
+// the label it returns.
+func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	parts := encodeCallParts(f.Call, true)
+	if len(parts) != len(f.Refs)+1 {
+		return nil, store.ErrFinishShape
+	}
+	m := newMintArgs(id, f.Refs)
+	k := s.keys(id)
+	keys := []string{k.run, k.handles, k.order, k.calls}
+	observe, base := "0", f.Base
+	var cur []byte // the label as last read; nil before any read
+	if len(base) > 0 {
+		cur = encodeConf(base)
+	}
+	if f.Observed != nil {
+		observe = "1"
+	}
+	cands := s.candidates
+	for attempt := 0; ; attempt++ {
+		var old, next []byte
+		if f.Observed != nil {
+			joined := ifc.JoinModelContext(base, f.Observed)
+			if s.maxClauses > 0 && len(joined) > s.maxClauses {
+				// Past the cap on the label as guessed: refused only if it
+				// is the label indeed.
+				v, err := s.eval(ctx, false, scriptLabel, []string{k.run}, s.nowUS())
+				if err != nil {
+					return nil, fail(ctx, "finish", err)
+				}
+				if n, ok := status(v); ok && n == -1 {
+					return nil, store.ErrRunNotFound
+				}
+				got, _ := v.(string)
+				if got == string(cur) {
+					return nil, store.ErrLabelLimit
+				}
+				if base, err = decodeLabel(got); err != nil {
+					return nil, corrupt("finish", err)
+				}
+				cur = []byte(got)
+				continue
+			}
+			old = cur
+			if len(joined) > 0 {
+				next = encodeConf(joined)
+			}
+		}
+		args := make([]any, 0, 8+len(parts)+len(f.Refs)*(3+cands))
+		args = append(args, s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, len(parts))
+		for _, p := range parts {
+			args = append(args, p)
+		}
+		args = m.append(args, cands)
+		v, err := s.eval(ctx, true, scriptFinish, keys, args...)
+		if err != nil {
+			return nil, fail(ctx, "finish", err)
+		}
+		if n, ok := status(v); ok {
+			switch {
+			case n == -1:
+				return nil, store.ErrRunNotFound
+			case n == 2:
+				return nil, store.ErrHandleLimit
+			case n == 3 && cands < maxCandidates:
+				cands *= 4
+				continue
+			}
+			return nil, corrupt("finish", errReply)
+		}
+		a, ok := asSlice(v)
+		if !ok {
+			return nil, corrupt("finish", errReply)
+		}
+		if n, _ := status(a[0]); n == 4 && len(a) == 2 {
+			got, _ := a[1].(string)
+			if attempt == maxSwaps {
+				return nil, fmt.Errorf("store: redis finish: %w: label changed %d times in a row", store.ErrStoreUnavailable, maxSwaps)
+			}
+			if base, err = decodeLabel(got); err != nil {
+				return nil, corrupt("finish", err)
+			}
+			cur = []byte(got)
+			continue
+		}
+		if len(a) != 1+len(f.Refs) {
+			return nil, corrupt("finish", errReply)
+		}
+		toks := make([]string, len(f.Refs))
+		for i := range toks {
+			suf, _ := a[1+i].(string)
+			if len(suf) != store.TokenWidth {
+				return nil, corrupt("finish", errReply)
+			}
+			toks[i] = store.ValueTokenPrefix + suf
+		}
+		return toks, nil
+	}
+}
+
+// decodeLabel reads a stored model-context label; "" is the empty one.
+func decodeLabel(rec string) (ifc.Confidentiality, error) {
+	if rec == "" {
+		return nil, nil
+	}
+	return decodeConf([]byte(rec))
 }
 
 // Handles returns the run's referents in minting order, or ErrRunNotFound

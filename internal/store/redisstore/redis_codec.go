@@ -299,7 +299,14 @@ func decodeReferent(rec []byte, token string) (store.Referent, error) {
 	return r, d.done()
 }
 
-func encodeCall(c store.Call) []byte {
+func encodeCall(c store.Call) []byte { return encodeCallParts(c, false)[0] }
+
+// encodeCallParts is encodeCall, cut, when cut is set, where the token
+// suffix of each admitted entry goes: parts[0], the first admitted entry's
+// suffix, parts[1], ... is the record (each Handle a token of
+// store.TokenWidth characters, whatever the entry held).
+func encodeCallParts(c store.Call, cut bool) [][]byte {
+	var parts [][]byte
 	e := newEncoder()
 	e.str(c.OutputID)
 	e.str(c.Tool)
@@ -327,13 +334,20 @@ func encodeCall(c store.Call) []byte {
 			e.strs(alts)
 		}
 		e.strs(x.Label.Integrity)
-		e.str(x.Handle)
+		if cut && x.Status == "admitted" {
+			e.uvarint(uint64(len(store.ValueTokenPrefix) + store.TokenWidth))
+			e.b = append(e.b, store.ValueTokenPrefix...)
+			parts = append(parts, e.b)
+			e.b = nil
+		} else {
+			e.str(x.Handle)
+		}
 		e.bool(x.Truncated)
 	}
 	if c.TraceID != "" { // a record without it reads as before
 		e.str(c.TraceID)
 	}
-	return e.b
+	return append(parts, e.b)
 }
 
 func decodeCall(rec []byte) (store.Call, error) {

@@ -71,19 +71,25 @@ func runScript(body string) *luaScript  { return newScript(luaLive + body) }
 func readScript(body string) *luaScript { return flagged(readsOnly, luaLive+body) }
 
 // scriptReserve takes the run id and the token hash in the index.
-// KEYS: runs (zset id -> expus, +inf for never), tok (string -> id).
-// ARGV: id, now_us, score, maxRuns, pxat ("" for none).
-// Expired ids leave the zset first. Returns 0 (reserved), 1 (a live run
+// KEYS: runs (zset id -> expus, +inf for never), tok (string -> id),
+// created (zset id -> created_us, the order of RunsPage).
+// ARGV: id, now_us, score, maxRuns, pxat ("" for none), created_us.
+// Expired ids leave both zsets first. Returns 0 (reserved), 1 (a live run
 // has the id or the token hash), 2 (maxRuns live runs).
 var scriptReserve = newScript(`
-local runs, tok = KEYS[1], KEYS[2]
+local runs, tok, created = KEYS[1], KEYS[2], KEYS[3]
 local id, now, score, max, pxat = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local gone = redis.call('ZRANGEBYSCORE', runs, '-inf', now)
+for i = 1, #gone, 1000 do
+  redis.call('ZREM', created, unpack(gone, i, math.min(i + 999, #gone)))
+end
 redis.call('ZREMRANGEBYSCORE', runs, '-inf', now)
 if redis.call('ZSCORE', runs, id) then return 1 end
 local owner = redis.call('GET', tok)
 if owner and redis.call('ZSCORE', runs, owner) then return 1 end
 if max > 0 and redis.call('ZCARD', runs) >= max then return 2 end
 redis.call('ZADD', runs, score, id)
+redis.call('ZADD', created, ARGV[6], id)
 if pxat == '' then
   redis.call('SET', tok, id)
 else
@@ -93,9 +99,11 @@ return 0
 `)
 
 // scriptRelease drops a run from the index.
-// KEYS: runs, tok. ARGV: id. The token key goes only if it names the id.
+// KEYS: runs, tok, created. ARGV: id. The token key goes only if it names
+// the id.
 var scriptRelease = flagged(freesData, `
 redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 0
 `)

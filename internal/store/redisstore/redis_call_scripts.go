@@ -1,0 +1,102 @@
+package redisstore
+
+// scriptBegin starts an output: it takes a call from the run's rate bucket
+// (store.Rate.Take in Lua, on the hash fields rl, the calls held, and rlt,
+// when in microseconds) and the next output number, and reads the run as
+// scriptGet does. KEYS: run, calls, order, result. ARGV: now_us, rate (calls
+// a second; <= 0 no limit), burst. Returns scriptGet's reply, or
+// {-2, microseconds until the bucket holds a call} with nothing written.
+var scriptBegin = runScript(`
+local run = KEYS[1]
+local now = tonumber(ARGV[1])
+if not live(run, now) then return -1 end
+local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
+if rate > 0 then
+  local b = redis.call('HMGET', run, 'rl', 'rlt')
+  local tokens, at = burst, now
+  if b[1] and b[2] then
+    tokens, at = tonumber(b[1]), tonumber(b[2])
+    if now > at then
+      tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
+      at = now
+    end
+  end
+  if tokens < 1 then return {-2, math.ceil((1 - tokens) * 1e6 / rate)} end
+  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at))
+end
+redis.call('HINCRBY', run, 'seq', 1)
+return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
+  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
+`)
+
+// scriptFinish ends a tool output in one step: it mints as scriptMint
+// does, sets the model-context label if it is still the one the caller
+// joined into (compare and set), and appends the call record with the
+// minted tokens written into it. Every refusal comes before any write.
+// KEYS: run, handles, order, calls.
+// ARGV: now_us, max handles, max bytes, k, observe ('1' or '0'), old label,
+// new label ("" = empty), n (the record's parts), the n parts of the
+// record (the token suffix of the i-th referent goes between parts i and
+// i+1), then per referent: digest, record, its bytes, k candidates.
+// Returns {0, suffix...}, 2 (handle limits; nothing written), 3 (out of
+// candidates; nothing written) or {4, label} (the label is no longer the
+// old one: nothing written, join again on it).
+var scriptFinish = runScript(`
+local run, handles, order, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if not live(run, ARGV[1]) then return -1 end
+local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local observe, old, new = ARGV[5] == '1', ARGV[6], ARGV[7]
+local nparts = tonumber(ARGV[8])
+if observe then
+  local cur = redis.call('HGET', run, 'mc') or ''
+  if cur ~= old then return {4, cur} end
+end
+local stride = 3 + k
+local out = {0}
+local fresh, taken, newRefs = {}, {}, {}
+local bytes = 0
+for base = 9 + nparts, #ARGV, stride do
+  local digest = ARGV[base]
+  local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
+  if not tok then
+    for c = base + 3, base + 2 + k do
+      local cand = ARGV[c]
+      if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
+        tok = cand
+        break
+      end
+    end
+    if not tok then return 3 end
+    fresh[digest], taken[tok] = tok, true
+    newRefs[#newRefs + 1] = {digest, ARGV[base + 1], tok}
+    bytes = bytes + tonumber(ARGV[base + 2])
+  end
+  out[#out + 1] = tok
+end
+if #newRefs > 0 then
+  if max > 0 and redis.call('LLEN', order) + #newRefs > max then return 2 end
+  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
+  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
+  for _, r in ipairs(newRefs) do
+    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
+    redis.call('RPUSH', order, r[3])
+  end
+  redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
+  expireAt(run, handles)
+  expireAt(run, order)
+end
+if observe and new ~= old then
+  if new == '' then
+    redis.call('HDEL', run, 'mc')
+  else
+    redis.call('HSET', run, 'mc', new)
+  end
+end
+local rec = {ARGV[9]}
+for i = 2, #out do
+  rec[#rec + 1] = out[i]
+  rec[#rec + 1] = ARGV[8 + i]
+end
+if redis.call('RPUSH', calls, table.concat(rec)) == 1 then expireAt(run, calls) end
+return out
+`)
