@@ -80,6 +80,7 @@ type config struct {
 	ownCost, bare      bool
 	page               bool
 	memory, memClients int
+	mcp                bool
 }
 
 type multi []string
@@ -109,6 +110,7 @@ func main() {
 	flag.BoolVar(&c.numbers, "numbers", false, "with --page: the page is megabytes of small numbers and objects (benchdata.PageOfNumbers), a payload built to be costly to keep")
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
+	flag.BoolVar(&c.mcp, "mcp", false, "measure the MCP face against REST instead (mcp.go): CPU per request and p50 of ping, tools/list, describe_handle and loom_search, then loom_search throughput")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -205,6 +207,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	if c.memory > 0 {
 		return memory(ctx, c, tg, call, w)
+	}
+	if c.mcp {
+		return mcpMode(ctx, c, tg, client, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
 	// The sides measured side by side: direct, then the bare server when
