@@ -13,9 +13,12 @@
 #   6. the MCP face through the official TypeScript MCP SDK
 #      (@modelcontextprotocol/sdk), which also checks each result against
 #      the tool's outputSchema;
-#   7. the node test again through Prism (proxy mode, --errors) in front of
+#   7. the MCP face through an agent SDK from npm (the OpenAI Agents SDK,
+#      @openai/agents-core, whose MCP client speaks 2026-07-28): its own
+#      tool path, and what the model reads when the run has ended;
+#   8. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
-#   8. every command of the README and docs/ (scripts/doc-commands.sh), each
+#   9. every command of the README and docs/ (scripts/doc-commands.sh), each
 #      document against a fresh gateway of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +57,9 @@ npm run --silent test:direct
 
 step "MCP face through the official TypeScript MCP SDK against --demo"
 npm run --silent test:mcp
+
+step "MCP face through the OpenAI Agents SDK against --demo"
+npm run --silent test:agents
 
 step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
