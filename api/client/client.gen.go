@@ -317,6 +317,7 @@ const (
 	CommandFailed         ProblemCode = "command_failed"
 	Contested             ProblemCode = "contested"
 	HandleLimitReached    ProblemCode = "handle_limit_reached"
+	HostNotAllowed        ProblemCode = "host_not_allowed"
 	HostRefused           ProblemCode = "host_refused"
 	InternalError         ProblemCode = "internal_error"
 	InvalidInput          ProblemCode = "invalid_input"
@@ -331,6 +332,7 @@ const (
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
 	RouteNotFound         ProblemCode = "route_not_found"
+	RunEnded              ProblemCode = "run_ended"
 	RunExists             ProblemCode = "run_exists"
 	RunLimitReached       ProblemCode = "run_limit_reached"
 	RunNotFound           ProblemCode = "run_not_found"
@@ -357,6 +359,8 @@ func (e ProblemCode) Valid() bool {
 	case Contested:
 		return true
 	case HandleLimitReached:
+		return true
+	case HostNotAllowed:
 		return true
 	case HostRefused:
 		return true
@@ -385,6 +389,8 @@ func (e ProblemCode) Valid() bool {
 	case ResultNotFound:
 		return true
 	case RouteNotFound:
+		return true
+	case RunEnded:
 		return true
 	case RunExists:
 		return true

@@ -154,6 +154,7 @@ const (
 	CommandFailed         ProblemCode = "command_failed"
 	Contested             ProblemCode = "contested"
 	HandleLimitReached    ProblemCode = "handle_limit_reached"
+	HostNotAllowed        ProblemCode = "host_not_allowed"
 	HostRefused           ProblemCode = "host_refused"
 	InternalError         ProblemCode = "internal_error"
 	InvalidInput          ProblemCode = "invalid_input"
@@ -168,6 +169,7 @@ const (
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
 	RouteNotFound         ProblemCode = "route_not_found"
+	RunEnded              ProblemCode = "run_ended"
 	RunExists             ProblemCode = "run_exists"
 	RunLimitReached       ProblemCode = "run_limit_reached"
 	RunNotFound           ProblemCode = "run_not_found"
@@ -194,6 +196,8 @@ func (e ProblemCode) Valid() bool {
 	case Contested:
 		return true
 	case HandleLimitReached:
+		return true
+	case HostNotAllowed:
 		return true
 	case HostRefused:
 		return true
@@ -222,6 +226,8 @@ func (e ProblemCode) Valid() bool {
 	case ResultNotFound:
 		return true
 	case RouteNotFound:
+		return true
+	case RunEnded:
 		return true
 	case RunExists:
 		return true
@@ -1667,60 +1673,61 @@ var swaggerSpec = []string{
 	"Lw2nEgNMH212uLVdKoijDXbCiG6LTzAOrCkfxdEm4V0I6ejufyPZIwrUazrixA4Vozo1UBPRj3E0dLB0",
 	"KYhGtkXAeryjH0WiLeqRyWqI50dTwSKOGsJ4mBGjvdH4L00c9ClOef7pPvSG0tvtX7TKNXvaue+VZp0S",
 	"B1OSeWMWh/SWyJhfwPHuXGhjnTl4Zg5PSXC1qiwQO8zRKNAyTFfymWElt0u3Fjn39EtXkiLclLuixP4W",
-	"MGQGA1dvlpcqySu7VFr84Thbi4WQG3yqK9mAis9d4Ek2TJXbziv8Tc7QonIi0v5I1TFj69XhDvV7s1D9",
-	"7DyVGVWxZhp4unTixvN86yUReuttAXapss0TuWrYzIoCVGXbb1AOuSbJq6SpylJpC9msgEzwIMuVXEKe",
-	"zXzNI46uK7P2J9mGVKaQ5/SbjK/k+czlsBANRcFlNptz4Ua0k5BRKF/NfOa3LfAFzzEig2xW8nWuOG3l",
-	"EhizSvJbLnJ+TbAZqzR03vVJa6gybvtJzpCjagWZAit99jKkdBFiskBDtiUcMdtgfzRkKyoBHNROH/qH",
-	"3LYN+kaumPbu9YoIjftIqfNLUGgIfgeLEzwhG1eG4J3KNsDu94H3OxpHLW75JmiEEofAZCrRBTwcsr96",
-	"7JBX6w9CvgK6S3QiMjZ7+fUtl7xHwv8v5rkfSmXv9Pl72IL3hgFqPgeJ5tJxaDcQ8J5+7dYzT/Cza6qp",
-	"1eW0toeDmwzZWXBOXZSA/DE+fsmu1xajJKUR17DAiB9FAbenjTxsVIz7ZnwcxoPMyA3mloaBTHOF/q7n",
-	"tQPu4BFzx3bC1FAd7ggx6gaBB6upPWU/1zSw0xht65Rfz98iEuoj+mI+DneiGrRMD6R9dfIAQysdT3av",
-	"z+jXQfKW1b8RMmubyizkX/oU5tNzLRv17LCLVqsojn6vQK97N3pqisaqG5C91Pi85I1bN3ZY2pnG6R6z",
-	"H/+GQsv+imzA+f5JjzpL1qMan04kDSmI0j5pzufhNeCvOXkDxUPJsfNKuqx3DxbhrhQazH9SNa9Oa/eU",
-	"7foZdgNPoWMr8GFzxh3Y6esaO/N9YhNGlgzV74Ypi1kyROs+S6g0NUhidl1Z0uLJEN9NZTIcJoznqKcO",
-	"OLnrtd6WiqW5wF8pl2jmswn79fwd02BUXiEQU6mhULeUwjgcsgsyJWQCQxbB8DUzyvkcZKy4VfqZYRoW",
-	"Vc71VMJdqcGgR2hi9oN6ZmK25LdAtS2lbvgSeHZ4ypL3v3y4YEdo749ux0e6kibxiRrKpCgDzK6U6wVK",
-	"OoYxQauSHBHKE+eotMz2+PglJfvr5x1WfDgjIz4+ftlvxc8r2Z/3RFD3T3pW8kNVFLyvRWCbhcwubglr",
-	"7G7W6WkQcQ53fzrUBXOhqHgNc6XBxXLAs0F471piTqnbzPkOUkn4hDoeLkDevW9k3IoDna74T1IJ/4Fa",
-	"qpVx72ko4cYZr/42gi9fAeztcPjsat8uxdpwSJs0DZf3nTCAFHsxaTDYRlefyHngWo4QRiszA1xTgEtP",
-	"JV/ALBMmRWe581JIU+JK7XcoWPULUCU5hPSU8hxkxvUsR30TXrqD1DO0move6BidMEgrLez6A6LWF2eU",
-	"sRfBdPX3JjOyVewgGQyoVZkeB7hLcnha55mbkIHmIIggXQr74vX72KdIaUAlxR0zKr0BCoiJ0MSFwDUh",
-	"qNWn6znpARDRFDoIfQ/19brXaOyx1T0V1OYqdD7zlITEN1u324VZwYW0XEjQyCSVzh/oK462uoHPUXlS",
-	"jPpOqYJpsFrALc8pqWa4zK7VHca1C5QEZ17pd4NWDO60LyWAWCxtaxFi5hiDedzzGnyGx4X4TncjQ7OV",
-	"FhbD5htYQzaV12sfV3eb0WmWz64Zh14KxZxlcIh0BCBAp7JLfyePhlbx7G5wrhmyN7eg10yrFRp8wkKl",
-	"pWHCTGUB3FSaUMCFNDakD9EWbbbjdG2TsCwHfutKeFPpyTBhobHJOQoY7fc1+nHf6ucOFJOjFPqgQrtx",
-	"q1twOJVT+YbyN6Sqk11N8onT+a9Ovvn2sNvlneA66J1cLGHtk0Yp13rd5KTYgbEZaEpw2CUGzXeQunZy",
-	"yvZPpcPkD28uWhUGnhvlMyOG/fjm7DsPwng8Yq+Gz4fHhxPC6g9vLp6ZqXQhp+t2BJ6RLykVRdouAWYw",
-	"3A98QFu4XIBdKsQbgjaVdUe/5TdQ734y+oYl2xnMxGNCsuQM3yR+Z+eq5SIF6brFvACelTxdwuB4ONoS",
-	"udVqNeT0eaj04sjPNUfv3r5+89cPb2hOE+N3RDlqNbJG4+HIjVQlSF6KaBI9H46Gz129Ykkq82gJPLfL",
-	"P6LJx/s46igZ/LyAHZ3MubglHjYxU3kGxqfl6EaAIb9NgGEHPm+I/GfI5tckpVsP6Gue41YblzaOR6MH",
-	"Lmz0XNRw8F7WruFxyxO87OiyoZ91NOcp2KOV0jdoX1q+WHQ8On4xGB8PRscX4+PJaDQZjf7VMcDdIc+b",
-	"IbWv8rzjmvhqSq83stU1sQe4jUNS36fxbshuk02W+Or+6v4JF2ooFOi5//EAAwydfZiHZoW+HWpSt+6Y",
-	"NPacyNiy5JdX91dxZEIsQDzT7I5H5ws6Oc4h3JTK9HDt66C7yRSQBkfLYEh9tjU/OzBLtZJMyRR8OEjK",
-	"eiqDdhaGJYNBwe8GG9RLUIX46K2nN/LU6V9VWQaCkrGhkOQbHMEZEeAZxg1OlTsF0pWbureuqZL8WWXr",
-	"p8lMX4/dXrKyJx9/Bpt2O92evxiN9mbbjbbD+65r7fvoNpTN+GmI20MRbJ+beDl6/vvx4NvV3/9Wjtd/",
-	"GWVvXhbn39xdyFfX79IT8+P8pz9+5T/c/iLew883/4yeIqkh7bRDWJHFVtx4/yX79wupg8fJ2raIblqa",
-	"o4+Er3sntDnYngz1d/S+Kb2Sg5PnJL1o7uGUKrHUmDHPyYl0Fpsldb0v2bZAbtkgSR2uONntogvDFpQT",
-	"+Hfj0YG3C4/xbvvs3Eu/0ClLvOpKQtFhnvNFo6wopudSzAFN+MOJkW0c/gC2F4FPtOHedI9apltWef7F",
-	"bfPoM2zz3jrtSXa2TpbtlN6Glv9+nsN4bjfHtW8CX/Zv3wwJTdFXuyT+qE7l9XIyXXBC/DJXXnyGkYkV",
-	"c57amAmZ5lUWClZJOk8T9pvyxWMXYTr30wCYIfuHt7zhDh6ViKk1IKEZ1DZId+CE8aoDstNaPgpfBeML",
-	"KtoKiwEDjqbId6HVyrDVUuRAGgmVBPoohm4z8JCBpljTFaCbMrysL+Fxc+N6yByM/yUTZhXJoNvF3Rlc",
-	"UbtdvzP92qd8NqjUxeqHG1GGC3/PjIcioCXAckA1ZPLsDp2yddrUJalpMKHlNFxJBAayrssiYlxJdkHF",
-	"ZnfNgn3n+JaNOpfCx9SqTjfCXc2tvhJO20RtSao5f/TYXcTtK8UEP7esUOEOZfsKZMMhwsa1J4af/GkD",
-	"hlrssecxwoXv5hh1p/748Tb9qy+kWC/blyuP67uUW7cnPzEiqePO8cYdx5Nx6wrjZXMtOUrny8nt5Nub",
-	"34+LqFUY3N5/DwCuOt3jpKc7xV1f0w018wYTyCjta8uIlllo24G7FCBzfT9hZn2TDAnTXHccta76jdrt",
-	"EM5OTFrGYTLuXC7bMmpjb7HqLemSnbtKt+E4t67ReUPW3JwbI4D+/u94f/85XJHeYYyQmVC8N+P+ugcj",
-	"6Een7Pq0rYEc0q8QKbZKPh7or2DQWuWKfpNGioVScNq3PTRZPNcngriaVwgxcjAaOlYIadHSKZ2B7lf9",
-	"P9ZZ/s/TFvUBLkP7RdN18aCU7hM67iWj4XGD1X0I1dUadaHfSFGWiPDoLyK9UfM5K9QtZGhAL5aVNhmn",
-	"i0khaXZmc27YjR8qlQWDqnZvMWndEdkhKCH3ipH81+T19r5fgd9bdyu3/ilm/+V3JW0o00QJbfTsTCtz",
-	"Tg77wBeMgqSsliJdhhCHjLCfnXO04JWkJ8gYuWuW38C2LJ1lWatP+nMSLJ8oKy4j68Lk/Zhxq697r6zH",
-	"yUPoXnFDKP8ayYKf0Gnn0rUnopl7ZjwUQoaC8za1908rHOm6RLw7XgajctQXpFBiX+WWdEEhdAHFPiSm",
-	"RqCN+lMAechORichguahOCUM1acsyP7o2cH3uZq71ah16S4k4qsB+R+D8ZdX3jsUda2SH9G1XxyeVqPY",
-	"l1mwMS51w99/50LebCD2flMRdw/cY4f2F+1Oa96u/ACN+Zo2xjOz3/nLWhlfrBqueZH7qhRGwOtQotoU",
-	"7o3C8I5RPT0HDw30fQgPDOn2QTw2MPRGPDaO0t8PDXI9FA+N8D0TDwzxkto/okjLHV9qLdr3MbTBbPFT",
-	"0+/g2QmDzd60RLcpoFMVnRwdjY+/HY6Go+F48nL0chRtx/fdSv0BdXBc030CFL3X752X7ds+3LjDBzcZ",
-	"k1/iObvPZnQBDi0AFGukXFMB1LZ7OoatxMbCtcfubFNpVr2or9rR34U5o7PkWoIxrRVJ8voX7ML5zLCf",
-	"X79nqPli1/FeF8T7IEV+2F72R/JR6M+GMoGQxKwAq0VqahDDn99hYAP5vLWkKg3K+v8GAAD//w==",
+	"MGQGA1dvlpcqySu7VFr84Thbi4WQG3xKqbHuK13JBnr/DGjc8Hf3bCQ6pspt5xX+Jl9pUTkJan+k4pmx",
+	"9U5wh+q/Wah+do7MjIpcMw08XTpp5Hm+9ZL4YOttAXapss3TuWLZzIoCVGXbb1BMuSbBrKSpylJpC9ms",
+	"gEzwIOqVXEKezXxJJI6uK7P2J9mGVKaQ5/SbbLPk+cyluBANRcFlNptzkTeE8LY2CtWtmU8Mt/VBwXMM",
+	"2CCblXydK05bufzGrJL8loucXxNsxioNnXd9whyKkNtulLPzqHlBpsBKn9wMGV+EmAzUkG3JTsw2pAPt",
+	"3IoqBAe1T4juI7dte7+RSqa9e50mQuM+QuzcFpQpgt/B4uRSyMbTIXinsg2w+33g3ZLGj4tbrgvaqMQh",
+	"MJlK9BAPh+yvHjvk9PqDkCuB3hSdiGzRXm5/y2PvUQD/F9PgD2W6d4YEPWzBe6MENZ+DRGvqOLQbJ/hA",
+	"oPb6mSf42TWV3OpqW9sBwk2G7Cz4ri6IQP4YH79k12uLQZTSiGtYFLiK5Te4PW3kYaNa3Tfj4zAeZEZe",
+	"Mrc0DGSaK3SHPa8dcAePmDu2E6aG6nBHBFL3DzxYbO2pCrqegp22alun/Hr+FpFQH9HX+nG4E9WgZXog",
+	"7SujBxha2Xoyi30+QR1DbzkFN0JmbUuahfRMn8J8eipmo9wddtFqFcXR7xXode9GT83gWHUDspcan5fb",
+	"cevGDks7szzdY/bj31Dk2V+wDTjfPydSJ9F6VOPTiaQhBVHaJ835PLwG/DUnb6B4KHd2XkmXFO/BItyV",
+	"QoP5Tyr21VnvnqpeP8Nu4Ck0dAU+bM64Azt9TWVnvo1swsiSofrdMGUxS4Zo3WcJVa4GScyuK0taPBni",
+	"u6lMhsOE8Rz11AEnb77W21KxNBf4K+USzXw2Yb+ev2MajMorBGIqNRTqljIch0N2QaaETGBIMhi+ZkY5",
+	"n4OMFbdKPzNMw6LKuZ5KuCs1GPQITcx+UM9MzJb8Fqj0pdQNXwLPDk9Z8v6XDxfsCO390e34SFfSJD6P",
+	"Q4kWZYDZlXKtQknHMCZoVZIjQnniHJWW2R4fv6RaQP28w4oPZ2TEx8cv+634eSX706II6v450Up+qIqC",
+	"93UQbLOQ2cUtYY3dvTw9/SPO4e7PlrpYL9Qcr2GuNLhQD3g2CO9dx8wpNaM530EqCZ9Q5sMFyLv3fY5b",
+	"YaLTFf9JKuE/UEu1EvI9/SbcOOPV32Xw5QuEvQ0Qn10M3KVYGw5pk6bh8r4TBpBiLyYNBtvo6hM5D1zL",
+	"EcJoZWaAawpw6ankC5hlwqToLHdeCmlKXKn9DgWrfgGqJIeQnlKeg8y4nuWob8JLd5B6hlZz0RsdoxMG",
+	"aaWFXX9A1PrajTL2Ipiu/tZlRraKHSSDAXUy0+MAd0kOT+s0dBMy0BwEEaTLcF+8fh/7DCoNqKS4Y0al",
+	"N0ABMRGauBC4JgS12ng9Jz0AIppCB6Fvsb5e9xqNPba6p3rbXIXGaJ6SkPhe7HY3MSu4kJYLCRqZpNL5",
+	"A23H0Vaz8DkqT4pR3ylVMA1WC7jlOeXcDJfZtbrDuHaBkuDMK/1u0IrBnfaVBhCLpW0tQswcYzCPe16D",
+	"z/C4EN/pbmRottLCYth8A2vIpvJ67ePqbq86zfLJN+PQS6GYswwOkY4ABOhUdunv5NHQKp7dDc41Q/bm",
+	"FvSaabVCg09YqLQ0TJipLICbShMKuJDGhuwi2qLNbp2ubRKW5cBvXYVvKj0ZJiz0PTlHAaP9vj5A7jsB",
+	"3YFicpRCm1ToRm41Ew6ncirfUP6GVHWyq4c+cTr/1ck33x52m8ATXAe9k4slrH3SKOVar5ucFDswNgNN",
+	"CQ67xKD5DlLXbU7FgKl0mPzhzUWrAMFzo3xmxLAf35x950EYj0fs1fD58PhwQlj94c3FMzOVLuR0zZDA",
+	"M/IlpaJI2yXADIb7gQ9oC5cLsEuFeEPQprJu+Lf8BurdT0bfsGQ7g5l4TEiWnOGbxO/sXLVcpCBdM5kX",
+	"wLOSp0sYHA9HWyK3Wq2GnD4PlV4c+bnm6N3b12/++uENzWli/I4oR60+12g8HLmRqgTJSxFNoufD0fC5",
+	"K2csSWUeLYHndvlHNPl4H0cdJYOfF7Cj0TkXt8TDJmYqz8D4tBxdGDDktwkw7MDnDZH/DNn8mqR0KQJ9",
+	"zXPcauNOx/Fo9MB9jp57HA7ey9o1PG55gpcdXTb0s47mPAV7tFL6Bu1LyxeLjkfHLwbj48Ho+GJ8PBmN",
+	"JqPRvzoGuDvkeTOk9lWed1wTX2zp9Ua2mir2ALdxSOrrNt4N2W2yyRJf3V/dP+G+DYUCPddDHmCAobMP",
+	"89DL0LdDTerWFZTGnhMZW5b88ur+Ko5MiAWIZ5rd8eh8QSfHOYSbUpkern0ddDeZAtLgaBkMqc+25mcH",
+	"ZqlWkimZgg8HSVlPZdDOwrBkMCj43WCDegmqEB+99bROnjr9qyrLQFAyNtSZfP8jOCMCPMO4walyp0C6",
+	"clO33jVVkj+rbP00melrwdtLVvbk489g024j3PMXo9HebLvRlXjfda19m92Gshk/DXF7KILtcxMvR89/",
+	"Px58u/r738rx+i+j7M3L4vybuwv56vpdemJ+nP/0x6/8h9tfxHv4+eaf0VMkNaSddggrstiKG++/ZP9+",
+	"IXXwOFnbFtFNS3P0kfB174Q2B9uTof6O3jeVWXJw8pykF809nFKhlvo25jk5kc5is6Su9yXbFsgtGySp",
+	"wxUnu110YdiCcgL/bjw68HbhMd5tn5176Rc6ZYlXXUkoOsxzvmiUFcX0XIo5oAl/ODGyjcMfwPYi8Ik2",
+	"3JvuUct0yyrPv7htHn2Gbd5bpz3JztbJsp3S29Dy389zGM/t5rj2ReHL/u2bIaFn+mqXxB/VqbxeTqb7",
+	"T4hf5sqLzzAysWLOUxszIdO8ykLBKknnacJ+U7547CJM534aADNk//CWN1zRoxIxtQYkNIO6CumKnDBe",
+	"dUB2WstH4atgfEFFW2ExYMDRFPkutFoZtlqKHEgjoZJAH8XQZQceMtAUa7oCdFOGl/UdPW5uXIuZg/G/",
+	"ZMKsIhl0u7grhSvqxut3pl/7lM8GlbpY/XAjynAf8JnxUAS0BFgOqIZMnt2hU7ZOm7okNQ0mtJyGG4vA",
+	"QNZ1WUSMK8kuqNjsbmGw7xzfslHnzviYOtnpwrirudU3xmmbqC1JNeePHruquH3jmODnlhUqXLFs35Bs",
+	"OETYuPbE8JM/bcBQiz32PEa4D94co27kHz/exX/1hRTrZfvu5XF91XLrcuUnRiR13DneuAJ5Mm7dcLxs",
+	"bi1H6Xw5uZ18e/P7cRG1CoPb++8BwFWnuZz0dKe462u6oWbeYAIZpX2rGdEyC207cJcCuAaremZ90QwJ",
+	"09yGHLVuAo7a7RDOTkxaxmEy7tw92zJqY2+x6i3pDp67abfhOLdu2XlD1lysGyOA/nrweH//Odyg3mGM",
+	"kJlQvDfj/roHI+hHp+z6tK2BHNKvECm2Sj4e6K9g0Frlin6TRoqFUnDatz00WTzXJ4K4mlcIMXIwGjpW",
+	"CGnR0imdge5X/T/WWf7P0xb1AS5D+0XTdfGglO4TOu4lo+Fxg9V9CNXVGnWh30hRlojw6C8ivVHzOSvU",
+	"LWRoQC+WlTYZp3tLIWl2ZnNu2I0fKpUFg6p2bzFpXSHZISgh94qR/Nfk9fa+X4HfW1cvt/5IZv/ldyVt",
+	"KNNECW307Ewrc04O+8AXjIKkrJYiXYYQh4ywn51ztOCVpCfIGLlrlt/AtiydZVmrjfpzEiyfKCsuI+vC",
+	"5P2Ycavte6+sx8lD6F5xQyj/GsmCn9Bp59K1J6KZe2Y8FEKGgvM2tfdPKxzpukS8O14Go3LUF6RQYl/l",
+	"lnR/IXQBxT4kpkagjfpTAHnITkYnIYLmoTglDNWnLMj+6NnB97mau9WodenuK+KrAfkfg/GXV947FHWt",
+	"kh/RtV8cnlaj2JdZsDEudcPff+dC3mwg9n5TEXcP3GOH9hftTmvervwAjfmaNsYzs9/5y1oZX6warnmR",
+	"+6oURsDrUKLaFO6NwvCOUT09Bw8N9H0IDwzp9kE8NjD0Rjw2jtLfDw1yPRQPjfA9Ew8M8ZLaP6JIyx1f",
+	"ai3a9zG0wWzxU9Pv4NkJg83etES3KaBTFZ0cHY2Pvx2OhqPhePJy9HIUbcf33Ur9AXVwXNN9AhS91++d",
+	"l+3bPty4wwc3GZNf4jm7z2Z0AQ4tABRrpFxTAdS2ezqGrcTGwrXH7mxTaVa9qG/i0b+JOaOz5FqCMa0V",
+	"SfL6F+zC+cywn1+/Z6j5YtfxXhfE+yBFfthe9kfyUei/iDKBkMSsAKtFamoQw3/jYWAD+by1pCoNyvr/",
+	"BgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,8 @@ var (
 	errRequestTooLarge  = errors.New("handlers: request too large")
 	errUnsupportedMedia = errors.New("handlers: unsupported media type")
 	errRequestTimeout   = errors.New("handlers: request body timed out")
+	errHostNotAllowed   = errors.New("handlers: host not allowed")
+	errOriginNotAllowed = errors.New("handlers: origin not allowed")
 )
 
 // faceCode is the code of a condition only the HTTP face raises.
@@ -40,6 +42,10 @@ func faceCode(err error) (problem.Code, bool) {
 		return agent.UnsupportedMediaType, true
 	case errors.Is(err, errRequestTimeout):
 		return agent.RequestTimeout, true
+	case errors.Is(err, errHostNotAllowed):
+		return agent.HostNotAllowed, true
+	case errors.Is(err, errOriginNotAllowed):
+		return agent.OriginNotAllowed, true
 	}
 	return "", false
 }

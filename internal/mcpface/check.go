@@ -44,7 +44,8 @@ func (e *refusal) Error() string { return "mcpface: refused: " + string(e.proble
 
 func refuse(code problem.Code) *refusal { return &refusal{problem.New(code)} }
 
-// Check refuses what the transport would, as the problem the REST face
+// Check refuses what the transport would (the listener has applied its
+// Host and Origin rule), as the problem the REST face
 // answers with the same code: a method other than POST (405, Allow:
 // POST), a body that is not JSON (415), an Accept that does not take
 // both application/json and text/event-stream (400), an
@@ -54,11 +55,6 @@ func refuse(code problem.Code) *refusal { return &refusal{problem.New(code)} }
 // is in memory (the listener read and checked it); Check leaves it to be
 // read again. Any other error is an invalid input to render.
 func (f *Face) Check(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(f.cfg.AllowOrigins, o) {
-		// A browser page must not drive a run's token (DNS rebinding):
-		// no origin is allowed unless the operator names it.
-		return refuse(agent.OriginNotAllowed)
-	}
 	if r.Method != http.MethodPost {
 		p := problem.New(agent.MethodNotAllowed)
 		p.Allow = []string{http.MethodPost}

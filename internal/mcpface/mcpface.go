@@ -39,9 +39,6 @@ type Config struct {
 	Check   *validate.Checker // the agent listener's validator
 	Defs    *tooldef.Set
 	Version string
-	// AllowOrigins are the browser origins that may call; a request with
-	// any other Origin header answers 403. Empty: none.
-	AllowOrigins []string
 	// MaxRequestBytes caps a request body (the REST routes' cap).
 	MaxRequestBytes int64
 }

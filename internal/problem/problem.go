@@ -40,7 +40,7 @@ type Entry struct {
 var entries = []Entry{
 	{agent.InvalidInput, Info{400, "Invalid input", "The request does not match what the operation takes.", "the contract or the argument builder refuses the input (or a run id `.` or `..`); no process starts"}},
 	{agent.Unauthorized, Info{401, "Unauthorized", "A valid bearer token is required.", "no run token, or one that opens no run; wrong host token"}},
-	{agent.OriginNotAllowed, Info{403, "Origin not allowed", "This origin may not call the MCP face.", "a request to a run's MCP endpoint with a browser `Origin` that `--mcp-allow-origin` does not name"}},
+	{agent.OriginNotAllowed, Info{403, "Origin not allowed", "This origin may not call the agent listener.", "a request to the agent listener (either face) with a browser `Origin` that `--mcp-allow-origin` does not name"}},
 	{agent.RunNotFound, Info{404, "Run not found", "No such run.", "another run's token, or an unknown run on the host API"}},
 	{agent.RouteNotFound, Info{404, "Not found", "No such route.", "no such route"}},
 	{agent.NotConfigured, Info{404, "Tool not configured", "This tool is not offered for this run.", "the tool is not offered (no config, `--allow-tool`, or the run's `tools`)"}},
@@ -54,8 +54,10 @@ var entries = []Entry{
 	{agent.HandleLimitReached, Info{409, "Handle limit reached", "The run's handles would pass its cap on handles or on their bytes.", "the call's new handles would pass `--max-handles-per-run` handles or `--max-handle-bytes-per-run` bytes; nothing of the call is minted"}},
 	{agent.CallLimitReached, Info{409, "Call limit reached", "The run's call log holds the maximum number of calls.", "the run's call log holds `--max-calls-per-run` calls; no `outputId`, no process, nothing in the call log; it has an `audit` record (without `outputId`) and counts in `loom_gateway_tool_calls_total`"}},
 	{agent.LabelLimitReached, Info{409, "Label limit reached", "The run's model-context label would pass its cap on clauses.", "the run's model-context label would hold more than `--max-label-clauses` clauses: a tool call (with its `outputId`; nothing minted, no row answered, the label unchanged), an observation, or a new run's starting label"}},
+	{agent.RunEnded, Info{410, "Run ended", "This run has ended (deleted or expired); its token opens nothing any more, and retrying will not help.", "the token of a run that was deleted or has expired, on that run's path (or outside any run's), until the run's lifetime again (at least 10 minutes) after it would have expired; on MCP, a tool result with `isError` or a JSON-RPC error carrying this text"}},
 	{agent.RequestTooLarge, Info{413, "Request too large", "The request body is larger than the gateway accepts.", "body over `--max-request-bytes`"}},
 	{agent.UnsupportedMediaType, Info{415, "Unsupported media type", "The request body must be application/json.", "a `Content-Type` other than `application/json` (or JSON in a charset other than UTF-8), checked before the body, or a body without one"}},
+	{agent.HostNotAllowed, Info{421, "Host not allowed", "This gateway does not answer for the host the request names.", "a `Host` that `--allowed-hosts` does not name (without the flag, every host is answered)"}},
 	{agent.UnheldHandle, Info{422, "Unheld handle", "The result names a handle this run does not hold.", "the result names a token the run does not hold"}},
 	{agent.Busy, Info{429, "Busy", "The gateway or this run has as many loom calls in flight as it may; retry after Retry-After seconds.", "no loom process slot within `--busy-wait`, or the run already has `--max-concurrent-per-run` calls in flight (with `Retry-After`)"}},
 	{agent.RunLimitReached, Info{429, "Run limit reached", "The gateway holds the maximum number of runs.", "`--max-runs` live runs"}},
@@ -169,7 +171,9 @@ func Write(w http.ResponseWriter, p Problem) {
 	}
 	switch p.Status {
 	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
+		if h.Get("WWW-Authenticate") == "" { // the face may have said more (RFC 6750 3.1)
+			h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
+		}
 	case http.StatusMethodNotAllowed:
 		h.Set("Allow", strings.Join(p.Allow, ", ")) // RFC 9110 15.5.6: a 405 lists the route's methods
 	case http.StatusRequestTimeout:

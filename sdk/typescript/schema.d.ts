@@ -764,7 +764,7 @@ export interface components {
             /** @description A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent. */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
+            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "host_not_allowed" | "run_not_found" | "run_ended" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
             outputId?: string;
             /** @description loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped. */
             hostCode?: string;
