@@ -86,6 +86,13 @@ func TestRunEnded(t *testing.T) {
 			t.Errorf("%s, MCP tools/list: %d %s", name, resp.StatusCode, body)
 		}
 	}
+	// Under the stateless revision the result has its result type (agent
+	// SDKs refuse a result without one).
+	call := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas"}}}`
+	if resp, body := mcpPost(t, g, deleted.ID, deleted.Token, call, map[string]string{"MCP-Protocol-Version": "2026-07-28"}); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, `"result":{"resultType":"complete",`) || !strings.Contains(body, `"isError":true`) {
+		t.Errorf("2026-07-28 tools/call: %d %s", resp.StatusCode, body)
+	}
 	// The SDK's client, connected before the delete, hands the model the
 	// text.
 	res, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_search", Arguments: map[string]any{"query": "atlas"}})

@@ -37,11 +37,16 @@ func (f *Face) ServeEnded(w http.ResponseWriter, r *http.Request) {
 	}
 	var out []byte
 	if m.Method == "tools/call" {
+		res, _ := json.Marshal(result(p.JSON(), true))
+		if stateless(r, m.Params) && len(res) > 1 {
+			// 2026-07-28 requires a result type of every result.
+			res = append([]byte(`{"resultType":"complete",`), res[1:]...)
+		}
 		out, _ = json.Marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
-			Result  any             `json:"result"`
-		}{"2.0", m.ID, result(p.JSON(), true)})
+			Result  json.RawMessage `json:"result"`
+		}{"2.0", m.ID, res})
 	} else {
 		out, _ = json.Marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`
@@ -53,6 +58,23 @@ func (f *Face) ServeEnded(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+}
+
+// stateless reports whether a request speaks the stateless revision
+// (2026-07-28 or later): by its MCP-Protocol-Version header or by the
+// protocol version in its params' _meta.
+func stateless(r *http.Request, params json.RawMessage) bool {
+	v := r.Header.Get("MCP-Protocol-Version")
+	if v == "" {
+		var p struct {
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(params, &p)
+		v = p.Meta.Version
+	}
+	return v >= revisions[0]
 }
 
 func (f *Face) maxBytes() int64 {

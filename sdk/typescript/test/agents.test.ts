@@ -72,4 +72,21 @@ describe("loom-gateway's MCP face through the OpenAI Agents SDK", () => {
       await server.close();
     }
   });
+
+  test("a run that ended: the model reads that it is over and that retrying will not help", async () => {
+    const { runId, token } = await newRun();
+    const server = await connect(runId, token);
+    try {
+      const tools = await functionTools(server);
+      const host = createHostClient(gw.hostURL, gw.hostToken);
+      const deleted = await host.DELETE("/host/v1/runs/{runId}", { params: { path: { runId } } });
+      assert.equal(deleted.response.status, 204);
+      const out = read(await tools.get("loom_search")!.invoke(new RunContext(), JSON.stringify({ query: "atlas" })));
+      assert.match(out, /run_ended/, out);
+      assert.match(out, /retrying will not help/, out);
+      assert.doesNotMatch(out, /try again/i, out);
+    } finally {
+      await server.close();
+    }
+  });
 });
