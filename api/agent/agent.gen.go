@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -386,8 +387,32 @@ func (e ToolResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListToolsParamsDialect.
+const (
+	Anthropic ListToolsParamsDialect = "anthropic"
+	Gemini    ListToolsParamsDialect = "gemini"
+	Openai    ListToolsParamsDialect = "openai"
+)
+
+// Valid indicates whether the value is a known member of the ListToolsParamsDialect enum.
+func (e ListToolsParamsDialect) Valid() bool {
+	switch e {
+	case Anthropic:
+		return true
+	case Gemini:
+		return true
+	case Openai:
+		return true
+	default:
+		return false
+	}
+}
+
 // AnyValue Any JSON value except null.
 type AnyValue = json.RawMessage
+
+// At The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type At = string
 
 // CalendarListInput defines model for CalendarListInput.
 type CalendarListInput = json.RawMessage
@@ -557,11 +582,20 @@ type ResultWrittenStatus string
 // those two with `invalid_input` at `/runId`.
 type RunId = string
 
-// SearchInput defines model for SearchInput.
+// SearchInput A search needs a `query`, a `person`, or both.
 type SearchInput = json.RawMessage
+
+// Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Since = string
+
+// Sources The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`.
+type Sources = string
 
 // Text Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
 type Text = string
+
+// TimeZone The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`.
+type TimeZone = string
 
 // ToolDefinition defines model for ToolDefinition.
 type ToolDefinition struct {
@@ -573,6 +607,9 @@ type ToolDefinition struct {
 
 	// Name The tool's name, the last segment of its route.
 	Name string `json:"name"`
+
+	// Strict With dialect openai, true; pass it as the function's `strict`.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // ToolId defines model for ToolId.
@@ -602,6 +639,18 @@ type ToolResultKind string
 
 // ToolResultStatus defines model for ToolResult.Status.
 type ToolResultStatus string
+
+// Until The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Until = string
+
+// ListToolsParams defines parameters for ListTools.
+type ListToolsParams struct {
+	// Dialect The provider whose reading of JSON Schema the input schemas follow.
+	Dialect *ListToolsParamsDialect `form:"dialect,omitempty" json:"dialect,omitempty"`
+}
+
+// ListToolsParamsDialect defines parameters for ListTools.
+type ListToolsParamsDialect string
 
 // DescribeHandleJSONRequestBody defines body for DescribeHandle for application/json ContentType.
 type DescribeHandleJSONRequestBody = DescribeHandleInput
@@ -667,7 +716,7 @@ type ServerInterface interface {
 	WriteResult(w http.ResponseWriter, r *http.Request, runId RunId)
 	// ListTools Tool definitions for a model
 	// (GET /v1/runs/{runId}/tools)
-	ListTools(w http.ResponseWriter, r *http.Request, runId RunId)
+	ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -736,7 +785,7 @@ func (_ Unimplemented) WriteResult(w http.ResponseWriter, r *http.Request, runId
 
 // ListTools Tool definitions for a model
 // (GET /v1/runs/{runId}/tools)
-func (_ Unimplemented) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (_ Unimplemented) ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1024,8 +1073,24 @@ func (siw *ServerInterfaceWrapper) ListTools(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListToolsParams
+
+	// ------------- Optional query parameter "dialect" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dialect", r.URL.Query(), &params.Dialect, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "dialect"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "dialect", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListTools(w, r, runId)
+		siw.Handler.ListTools(w, r, runId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1590,7 +1655,8 @@ func (response WriteResultdefaultApplicationProblemPlusJSONResponse) VisitWriteR
 }
 
 type ListToolsRequestObject struct {
-	RunId RunId `json:"runId"`
+	RunId  RunId `json:"runId"`
+	Params ListToolsParams
 }
 
 type ListToolsResponseObject interface {
@@ -2035,10 +2101,11 @@ func (sh *strictHandler) WriteResult(w http.ResponseWriter, r *http.Request, run
 }
 
 // ListTools operation middleware
-func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams) {
 	var request ListToolsRequestObject
 
 	request.RunId = runId
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListTools(ctx, request.(ListToolsRequestObject))
@@ -2065,117 +2132,127 @@ func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7F3rc9s4kv9XunhbZbuOkmXnMRnly3qTzG72ZmZzjue2ZiOfCJGQxDUJcADQssbn//2qu8GXRNmy55UP",
-	"+RRJJsBGd+OHfiK3QazzQiupnA3Gt0EhjMilk4a+nZfqfYIfEmljkxYu1SoYBxdLCUtt3SC1tpQJmFJB",
-	"mgyDMJA3Ii8yGYwDU6rBV0EYpDigEG4ZhIESuf/T+yQIAyN/KlMjk2DsTCnDwMZLmQt83Z+MnAfj4D+O",
-	"G+KO+a/2mGm6u7vDCWyhlZVE6wejZ5nM8WOslZPK4UdRFFkaCyT8uOAn/vPfFldx2xCLIxKkLFXXIkuT",
-	"aaqK0gVhkEgn0syvGMmV1kGipQWlHeTCxUtwSwn4QiNihywodKqcNME4OM7SPHV+odI6ZGUwOvn72/8+",
-	"+fH0X8+CMLBOuNIG4+ejURi41BHn3jMRUBHh1gX+vHSusOPj40zrfLAQTq7EepjI62pZ9rhL/d2+DK0Y",
-	"RyztCvpMgTRGmxCEhfNv3sDXz198Bf6FwNyxsErdEgQgnQkgJ4f48guts3Npy8zdI5IeUYgkT51DrTgJ",
-	"A6mcSVG+n26DpVAJMSieL8fX46+ufjrNgzDIxExm/hXzNJHKpSJL3ToYf/rUYdrQv+R4LmLpjlfaXAWX",
-	"l6ihTi4Mj7i88xN+1KWJSVn1qiWohrowuBZZSRRblRaFdME4+K80vtLzOeT6WibgNFwsS2MTsUbFqOR7",
-	"5jJh4co/qrSTNri7C28DI4XV6g2rYjyPp7FMs1QtpvImljKhl9aEINOXMkuCu0tk07XMdEHU/FRKsw7G",
-	"wU+lME6abA1FJpRK1QKlcpUq1EIrhYlpS2qX0jrPJXIayf5W6xy8vCC1UCpnSutkAvLGSaNEBolwApek",
-	"K1GNwkCXrihZx2nvj5HnU37R+KRNur5CbphSxYIGz0VmZdisaHyyt+62lKxHfXHXOq2zAwuGHnoN8lqa",
-	"NRi9gkqSrL6ps0CCB22goqTSbBZMpdo1cQQ7Z2r9P5UibG6eNfz94z++B1IUQCEWDlSZZci6m8FCD/zW",
-	"xl0wPBer76S1YiFRTm9EJlUizLepde9pP9PWSFKcXGQfjC6kcbQ1PPuK1k+3gchoT/gXzLTOpFA48dzo",
-	"/CGuvhWOiHB6vyfvapDSs3/L2O2xPFSvm6etzD2oFPKG4M9IQYeXVGUejD8Fq6U0MggDEbv0Gvf7ZU23",
-	"dcZvEJuqWO77hlK5NNvv4bv2efeJabt8NN+I39uahhtSwsqgQiv48ccffxx8993g7VtUtFzcfCvVwi2D",
-	"8ckoDPJUtb8WwuGeDsbB/34aDb6+vH1+N+APp82HPwWbjEJC6ZgZzAUhPALJVEwTrzlvib6Z/Bth9lPE",
-	"7PSVpKOhRf/pi5fdBWzJb4PLPMkWm5HA1MaZtjL5tjo+NlnKaJBUz+EJKJzO6ZizoFVGoN4leusIug1S",
-	"J3Pb+bClcv4HYYxY931vHVD7T7PBiU3K2rP28eedcmbdh2kNbuLZvIZD4lMIrVMzZMQLgU/sI4RU0YCq",
-	"VhIOm7PuaJuN1Ul/21ZPPvU/nT57/uLlV6++FrM4kfPF8t9XuSp+MtZdr27WP1/evujR1ruWlXAvmnWV",
-	"YtMWaJCEjQI+aftApH2SN6N2HOn4M71niqAwnYs0k0k/NvkTtJmyZY7Ux2ffyNZp23co1KbMfdypT7pN",
-	"3fJk9akR7/+3bR263RD2ldIr1U/WE4XWWCK3faKZS+Mt0Q1CyDRqeJvouMzxyctd+vR4xbD1iIesGvJx",
-	"unwmAus5ujT0Mb+G0PtBsmZXNSL0Mumbk6D8G+Gt+g30W+o05o/bdhipmCVvKZf5TBpw4kraEFZLqfDn",
-	"NQgjYS5XcCgUIEOPQkQOHDFPZZZYEAqYEh5LD5aKiOVHCEv2B9raVdtGfzLc/N/RkCcqcNnrinw9px9n",
-	"OlnD4SSYBDD31NJPeFzAaqkz2SwD/d9qnJ+s9reH8BddqoQPGnzAe1kHFiJPRwSpHQY74eYhrWpEd87P",
-	"bypCxY56wvsV4Lx+a5d5/1yuaQFkH8BKoPE9L61MQoJ+PQcB8/RGJnCtYzErM2HW44mKvCSnJMkIDnGO",
-	"jriVBlvGSy+A1xB5hYsgS62zE0UjlLSQ+iFHIUTVCiM4FJXsUgt5am2qFkfhREVayameT1tPekItugsi",
-	"88MsjqseooF4qmZp7BDRWUeR7pWuB7ilcBALpbSDmYRFeo3KrhfSLaWhKVZGq8UU2RyFEKF3MCVTKsv0",
-	"Sib4m9N6apfauOpLptUimqjDjMwgC6mCHy6+GZy8JA8FSoXODCrj3EgJaGcjH3TpaJFCLWSEb8bXpGpa",
-	"MTGEyJ+20zy1FNsgimq7LvIrdkZn03gpjIhRKUOIMikSZEEibGtMpvVVWdCopGSXX06v5BqfqEIVpZu/",
-	"qkaguevFTjso5SiLVnKiGj8KlyLzwq2n+FClJoU0FFDwmiL8HlQJKBTlStiJslIRI5CFiZQFKQT7ZkqS",
-	"f4u/4nZfCkIk8FEWr0vDCUJjhfQdbW0Hs8JgQ53wiN/SEzywa8mjH74heAJjL3f/GcUe0OlWy5Ed+JYU",
-	"g9qir4Xon/G2OdHSlSCeJC0B1s+z/IIw6EiPLMdGeP5piuOEQSMYTzNytPcg/CAWEk9ufS3NU9yDzcMa",
-	"/V16xvtR/pMliTm2eOkDju890ClWN74N5trk6GOigfzyOTtQaY5veTFi/4m/Nc4HWdLSPMUPRjZcCLOQ",
-	"T3KFHY18kv/phz7eA/0gdfE0j84HpvbzrO1SFB3LypZ5LgyKMRamz8jdWOCmDbb3+pow8p7WzTfaQCf0",
-	"ClqBN2FCwhGO5/oJGLHmqbGOjYADe/Sa4Nro0kkCgTmaAjQNmFIdWCiEW/JcTuuMDQRTKsjFGmLBEaX9",
-	"7Z54wzHZDHuXSpRuqU36M+OZSRep2kCnpbZu4ydTqoZ6/10qdnI21kaAacvMdX7Cz+SoLkrGzfYfKSJp",
-	"Xf0meYOHfjNR/Z29xyltaHSp4iVjsMiyrR/Z79r8NZduqZPN1XEQf+rSXOrStX9BcMb9RKyzZVFo42Qy",
-	"zWWSigrgS4XO2dS7tmEwK+3ar2SbUhXLLKPPZJEpkU0pDk9syHOhajfRC8JbWEEVmpxeS2NT3TkFcpEh",
-	"tslkWoh1pgW9yrujpRLXIs3EjGizThvZ+a0PMavkyLbxzNYdnrdSxRLwTEWVew0K7SlKHZFZMoStvRPC",
-	"xu5A62alTVLvG5kl6DQI17byeGJX+Rn07l5Tmdi4zyZmYxX3FNHPtPC+TFVj3xK9E9UmmD8femO0sd7D",
-	"lsGKlknEDIwmCv2CoyF877lDro5fCBmQaEPTisgCqff5fsZ+HwCgBKroRJcPmdbocqBHRcYkWettFQOh",
-	"7EqaEAph8atWFAtjNy6lhIEAMlt4gsMTdJ9ePodMol1iQ0jSBRqo2sAkmA7Hg0lw9BqEWoNGo5hHpRYS",
-	"o4tCJhshzJfPuzHLs8G/xODn0eBrnOny9iR8+bw/AHRvUGCnI9ijFqLXN9TzuVRoQ7GGdr1D7/7Vvh54",
-	"gZ/NUKq1B9wxe/ElQzirPBZ2HVE/Tk5fwWzt0HWmuJqVixxnceIKX08v8rQVwjp4cXJaPS9VQr6RcPSY",
-	"VHGm0QnyunYomJ50zmqX2pqqox1+Z53XvL0vWrVpJ9W5sJ1n1Tam/HD+HplQL9HnIPFx3qoVyvRQumn7",
-	"MCIzDTWd/ljs83k/GD1Pn2b0zI20y77o1uNtRc5zPYWIXxbe49F9fGGK/slph22LqQqg7dCBLFVXO/60",
-	"HejUVw+bfLUgmxdXb+mlvr+44cyXM4yBkAu32wZ0hRANEc2nEe7AaBCFMCsd7dpoiL9NVDQcRiAyCnUL",
-	"st7qfao0xFmKn2KhENaTMfxw/i0YaXVWIhETZWSurymOcTSEC4IOgrwqlGDFGqzmM4bASThtKMu5KDNh",
-	"JkreFEZatABsCH/VBzaEpbiW+HJ068RSiuToNUQf/vHxAo4R34+vT45NqWzkozUUTtFWgltpzoNGHSCM",
-	"EEWiY6rliPhgameaTl9tZmp6UXs4JdA+OX3Vj9ofKX38FJ3fw587fcifC4NCmj0ia5XT8igPxwh11Qkd",
-	"y1iqeE0mnDbylycnOU5s933c/fzbZD0fiXI0bvscriJZQzhzkKMB+WI02g57hbS9OMIBdYTDhuQo0c5x",
-	"wjivz4Now7ioHPzd+UUua3kr56lK+9MZSTfXsRka9UcvenFgpCuNsmQMsg2gobRodIZ1LndOZ3yuE5n1",
-	"HsG0Fz/WtRL9G4TLq3bWRrDTKiwUmUgVmzc8JRyejk5Hg5PToxBQ2Phsliq2yrYAlcu7bne/CB9gAz9D",
-	"y6RCRD2n8gtyER8+vekt3dV02dCH9T6j0tpureoUPCXwWyEWcpr4oFTnx1TZgrW3+Y0y+NUPFBSpvsW+",
-	"dmOapbYeE3PFQz2CTYreXY7EfotDt5SLnP9OFvihNFJLVR9KEfPku7jXlHJtlGPU5Vp9B3ldv7UnyZx2",
-	"7vFY2hVO9yn5Fu2bgcJa5CjEYUva9L0RNH31Mq7FW0l26CXbCPU+eVY1Vj3Wrr6Pefe6LHuaSA+mfpuq",
-	"q9u+eOaORGFtavmcpF9i2JuQbpbZpqZRjm2Vw/XJuDSpW9Om9mUB2rqLKqfZX5EKlMGEw2gwoAJV+jpA",
-	"yURHr+vcTeNx0RgUplScFrp48yH0aQd6oFTpDVgdX0mKJ5CeEgelMKQ2repMOtVLdQ+JaFkyhb5ydrbu",
-	"tcH2eNUdgf9cV8WVIqbN6Uts20WikItUOZEqaVBipcnuqSYNtorozqVIBuTiU2Gg4TpBkdHRZIVKZvpG",
-	"JiAWuJHZWqXPDVvRNzY+PSfTxdK1JiHQCSFKfMGQD5BxhISinIQ7dB5KE8KVXMtkomZrH5boliDTKB+7",
-	"tMxe8mQ5iMqMZAEQoRPVlX9spHCSD2SPBBbH2iG8q+sGM88FOrpTO1G5FLY0xAKRKuuq4OyBhY2qG/Dh",
-	"NpjJuTZ40EMmxTWnxSfKi2HcU5rYlCFxWRKt09fX8IJC8jvuq1ycqIl6R+EvyrRHu0qjIzisSn2PurW9",
-	"Ec6Dxv7FUq59zC0WxqybkB4cWpdIQ/Eht7QhyBsZcxExZdAmijn513cXraydyKz2gSULf3t39taTcHIy",
-	"gq+Hz4anR2Pi6l/fXRzYiWL0ISagI0MGntIUqGDzwopc1npAr+BQiltq5BuSNlF1HbcTV7J++/PRC4i2",
-	"A8CR54SC6Ax/ifyb2fPJ0lgqK1sb8KwQ8VIOToejrS23Wq2Ggv481GZx7Mfa42/fv3n3/cd3NKYJkXS2",
-	"chAGPrAbjIOT4Yif1IVUokiDcfBsOBo+4xzgkiDzeClF5pZo2t+FQQdken46viV37m6zEeBT/6HdPFIV",
-	"5V/umvE4Fllmf4N5eQv8FjPrmZXmmpTnt5jeNPbUkyf2gh+uRZ55caLFsq7EvfnODZCll2vb426dy0Ib",
-	"ZznMLiDi2rvIn10EMAStKcEjUE2VBafHBFZoE4QM9+TnEAQzO2VC3k1dbc3VSwy41W8HXGg5UVRpWYXF",
-	"69g+7mSmo0qC1Rt5qbMqPm0nKqIE/RgoPOBDFDXkUJ16t0qV9s1TRFEHQv+ik/Xjmh18iVanpWHv4ve+",
-	"Itu7rtGGRvFmo8zpaPQ4In2FHhvYv3q7xVbfwIaWjp8F3ao938JQl+ft6NiovrYdvaYo7mkc3y5n3NF1",
-	"0PqlSgWw2cH21bwqoOt7WS2sVmdOWOe/G62tDQA0DcXCUhnEwhcs3gxw6w26lLVG1lu6siGqvUzpp9BX",
-	"KgkLEdEdjdFmpvwM53hIJ0LauByi4Co8zpl5CIAuAhRGJ2VMCFBbd76Yel4n9PD4tFU+D2fyajqEHygy",
-	"Ak5DvJTxVWP+eGMqTh2aVqlrA4RfVC9CQBsfuK9jCzF7/PndoFkqCxGZh9UIMi1hMGCzykedBnOj8+g4",
-	"Ggycjqhy33LMeDAQWRaNiYloaRbSgLymxX93j43JNuXriaobdfqwDo33dlPJH4F23HsSnI5OXw5OTgej",
-	"k4B7TOpfnp3svxe3O2T2x777t127qegX71ZymipawXN+v+2KDzeqRJqAToxbSakgIi3iRDLq0SEr0mYP",
-	"CLx9y/WnEeqWx6L8Neuikilu6ZA8uwMLfqmwSlWiV3DodCLWuOO+HkEi1hY4bzCEc+/+oKZyG0BLVxtX",
-	"KbXQ4xzxntztHY3Ryq5dIJwn1rm0MBPx1WazVscPOtyyVOqEIfqAenX0Gl0ivQIx09eSOze9R7bxiiVX",
-	"GWw5Ub6ksEGlc71id6rpkkuEE4DS4QCClebAApVUjLnOmV0mpdHHdKaMHadpCBPRheL6gtyTLUViIUvJ",
-	"RWmPgLy0nHSaSZhrdlPuhTEfrNoLwPhZoJap/6sapiokY2cMvTBJ9OE54UFrOFERZSm8alKuIIJFlUOq",
-	"poq4g6YX2Caqi2zwMLA1cbjfG9O4yazpKauTNC2Yuxi9Go9G49HoX4+At3aH3GeMbDXn98O0c1SX1r4Q",
-	"+YxzoTzPGCJk6JgVLyLbgj7WYxBUDnXB8d9sDZFwEQhwaS652htHN1rGE/isC41fCgRRiUYBbvz2XDW2",
-	"bmvw0Rdc+1xxrZu22QfdcARUIzyowWAQaxWnVnp4i4XSKo1FBr6WGBcyUVxNDB/Egg1XfPSbNJPwRsxS",
-	"JX3dWHMo4oNd3bk/Yujlhkyj4k6dy674hhPFW3hTPt3u7B1I2a67/iPg0jtvrfJsn6g/He1/YcFW7fjn",
-	"i49IK7QY/gjLD5WC1eywpYHgFRB12B75gxj9H++4teBMz0kXkeW7TDYir8YeLgqn8Gjb35qnlbfGf3ea",
-	"iv/w360UKZqa3RzpF+D8rIGzynjujZuVoCflaPQsZpWgz3IXkqKSHdiJqozKlrW4j2P7sPmHL3jfytz+",
-	"3kE834YRfPCodkxXfByLmS7dME+CRyFbux3kM8e1huf7wdr7CiMUK4WPMs3WEDEPo7pajrbL9vF+FOJm",
-	"8EXKXsvQxstrvPLRIMMdTSAg02rRcwp/AaLPDIiq2zr2QyFyO3dCUAt48EB660PFYH26wU7Ur49A575Y",
-	"5Av8/E7w4xn+SMeTFNmbRk8EoS9I8tkiCVdq7QUj9KjHEKrc7YOQlhdIpcC4sCreNVEEIBENjphWSq5w",
-	"5yzJWOYizUIQUCxR4VSZz6QJIfK5LeqO5pnHUQjRwuiyGEfc2RFxr+Uxk/i9yCVTWO/syJvqFYRN1C/C",
-	"sKrK7XdHsOrKMpGIP/ufh7HOg7oNlHs+98exVo/qZ4xhFb/39Am1voKyqHpdUBdn61rFQCSJkdZuq1oF",
-	"HePQDxujdrGiQZr4LqKHVM1rWuVFUgsOzYYqhltCG/Drew2tFlYDdd9mU3XH+4M7Hqj6SSNS+EVp6qny",
-	"Ny98QdrPFml9weteUMvPdpHVS98MkE0yAZadW3eTCb+OdeZp/UNSntT/RTnmx9zI2fSbfcYAVrP1abH/",
-	"Si2E5dJS7nxN3WuIiG1jwMVGIOyV5bJLp8FI+hu6etRo+wUhPleE8DU3+wAEPwqftoyxy27xBF3KQub6",
-	"PM1wi3JM3vTGNpepG8L3Uia2NtG0AW9tRb9KTJ4vefLyo9yAWfeV3sIviNh/bBoWfmfs8pH5F+F9d8pW",
-	"jWzt/rWq8Swg49ffcLsv+LVb/j5f7Kulsh/08ePtDUqzcOSe7g2j2mmvp0dkxbE5dFgpLJdxzLRbdoL8",
-	"vBF8K4HnfBT6jGhdyeEzmmGdzqyf+FkryViAcuR5vCjJpou1ka8hIl2IIBYFG3/L1NldSYUlNbBV+5X3",
-	"9oGFqoWnDtXxRQlVgqHO0rbSGXwFitNFGn/B+c8Q5/O42FFq3Cpv7gX/j0g3qxLtHFoKUkBC5dFDOAPu",
-	"Y6rvI5A3InYZNX8Q4m7I5RB9GQXR7ST4c5aqq0kw5r/cRf4quSOYSZaJAHwC1U9MVFVMCnmqkNeezSze",
-	"11zxTBNZZFWa0AUEloKLvh1uzdd44DLEmvjNl1rcV6o8p+vT8W90UeBEUZeLr5TpXBgTIS+oe4juNyP7",
-	"mHnUc2r8E2fxcPcHHBvNvehVCW73wvYGSS+WErq3ofdcnH6398nRviBhr5Pj5HELa91ncFJfX3DSvdj8",
-	"kcRWdyfsKCOump+E3+jJr1E/TOrRMm+29t3ep9qDM4WgVSzHEJFORHQ5TPdW9EM8/DyP4XZSkYkbdxIM",
-	"h8NJEMKksijw108Tr070x8u7oyG8QSoYgGdrKErnC4HtZpVz2OAH3YMSC2/IhWzJebDx9/sQgWOQIl4y",
-	"ANT1xpsAQhzQqwMLlYrgdt2srO7ufX/LQrP7K2Efdjb+UejPIitjjacksbyqYO5cfTWENyLLqKlMWLcD",
-	"sesOYn9xXH+vtm2orm4Y48smfB/SgQWuVtYr0osobNftRTRFFFaxnpxP5AUURvpLGN1Squ2mv4miiite",
-	"VRQy6/1h2a6o72mOr1pIJuq+bnal4R+FVGcf3nNH45Vc091SRyGdh4jWE7WkA1NXMx9YmJeKjsYBMgI1",
-	"5OzDe+Y2pxipxh3RH0+klu9DCu/7O+9xkRrnZqKEWTDGVNfAznSy7nUNUusuSJi/BOIf3Ray/3/LQKXO",
-	"u3CN9ITU5NdANHwdJHWnu20rxjaY3bXbi4lhTdPup0vkC3UqeWZ2ie92tnZa+8bHxyenXw1Hw9HwZPxq",
-	"9GoU3IWbw7vtpocUEJ1RoBSPvDcfWBF87zI/d3TvS05Ijn6Bfbu5S3BlRNOGRnMxlc1dgr5Bpf5vephd",
-	"24u42Oyb5qZfVk8ywDjKsxRGSWtbM+KoHRN26Tyw8N2bDzAXsQz51qu6q7OPUjRDt6f9G7U+hr4UgGLj",
-	"uXQmjW1NYvX/9iByyGzemlIXNri7vPv/AAAA//8=",
+	"7F3rd9u2kv9XcLj3HNtnKVlyHk3lL9c3SXtzt49s4m5PG3lFiIQkXJMAC4CWVa//9z0zA/Ah0bbivvIh",
+	"nyxRADiYGfwwM5iBb6JUF6VWQjkbTW6ikhteCCcMfntXqTcZfMiETY0sndQqmkTnK8FW2rqBtLYSGTOV",
+	"YjIbRnEkrnlR5iKaRKZSgy+iOJLQoeRuFcWR4oX/6U0WxZERv1TSiCyaOFOJOLLpShQcXvc3IxbRJPqP",
+	"44a4Y/rVHhNNt7e3MIAttbICaX1r9DwXBXxMtXJCOfjIyzKXKQfCj0tq8Z//tjCLm4ZY6JEBZVJd8Vxm",
+	"M6nKykVxlAnHZe5nDOQK61imhWVKO1Zwl66YWwkGLzQ8dcCCUkvlhIkm0XEuC+n8RIV1wMpoNP7Xq/8e",
+	"/3Ty85MojqzjrrLR5OloFEdOOuTcGyKCBSLcpoTHK+dKOzk+zrUuBkvuxJpvhpm4CtOyx13qb/dlaGAc",
+	"srQr6DPFhDHaxIxb9u6rl+zLp8++YP6FjLhj2Vq6FeMM6MwYcHIILz/XOn8nbJW7e0TSIwqeFdI50Ipx",
+	"HAnljAT5friJVlxlyKB0sZpcTb64/OWkiOIo53OR+1csZCaUkzyXbhNNPnzoMG3oX3K84Klwx2ttLqOL",
+	"C9BQJ5aGelzc+gHf68qkqKx63RJUQ10cXfG8QoqtkmUpXDSJ/kuml3qxYIW+Ehlzmp2vKmMzvgHFCPI9",
+	"czm37NI3VdoJG93exjeREdxq9ZJUMV2ks1TIXKrlTFynQmT40poQYPpK5Fl0ewFsuhK5LpGaXyphNtEk",
+	"+qXixgmTb1iZc6WkWoJULqUCLbSCmxSXpHYS5/lOAKeB7G+0LpiXF5OWVcqZyjqRMXHthFE8Zxl3HKak",
+	"g6hGcaQrV1ak47j2J8DzGb1oMm6Tri+BG6ZSKcfOC55bETczmoz31t2WkvWoL6xap3V+YJnBRqdMXAmz",
+	"YUavWZAkqa90lqHgmTYsUBI0mwQTVLsmDmHnTG3+JyjC9uLZsH+9//47horCQIilY6rKc2Dd9WCpB35p",
+	"wyoYvuPrb4W1fClATmeuH3YLXYBYnAaiMgQf4Ktg3E0YV+zN++/Zi+ejMYhIDJwsRMwW2jCv++xkdPJ8",
+	"MHoyGI3PR19ORqPJaPTzkJ05Vmjr2LPRiKUrDlAmjI2Z0gRtOu88LvgGAdA6bhwxKRkkMKuCX38j1NKt",
+	"oskzwLRCqvB9XCOZdcZr40ueC5Vx84207g2iFgJAJmHGPH9rdCmMQwDwSlK2Ht1EPMeV78eda50LrmDg",
+	"hdHFQ7rzijtktdP7tbytJ6Dn/xape1iIL2ERXT9uZu4hos4Q4kELEEBVVUSTD9F6JYyI4oinTl4Bpl30",
+	"sN1KlYqHxn+PjW7jqFJO5g+1/gEb0aYcdvUPRN3FR/MN+b27nlCn2drAslXsp59++mnw7beDV6+2FG+8",
+	"pXejGOwPQK5oEv3vh9Hgy4ubp7cD+nDSfPhbtM0qIBQ308GC4z4GcDnjs8xrziukby7+iTvTY8Ts9KXA",
+	"DbBF/8mz5w8snC0u0yA7bAYCpU1zbUX2Tdgkt1lKmJeFdrDPc6cL3Mwt0yrHratL9M5GexNJJwrb+bCj",
+	"dP4BN4Zv+r63tuH9h9nixDZl7VH7+PNaObPpQ+5mdwALZMMOkU8xa9kGMeF6zMguOYKNgzdbh1aCHTY7",
+	"+tEuG4M9c9NWT7JtPpw8efrs+RcvvuTzNBOL5erfl4UqfzHWXa2vN79e3Dzr0dbbli10L5p1lWLb4mmw",
+	"hEwfsif6YKRtrzS97jBc4DG+ZwagMFtwmYusH528ndAM2TK6aiOhr2fLpujbFGqD7V5YDfv5tm55svrU",
+	"iNb/q7YO3WwJ+1Lpteon65FCa+ytmz7RLITx9vYWIWgANrzNdFqBSdHL0Ecqhq17PGS7oSfX5TMSWI/R",
+	"paGP+TWE3g+SNbtCj9jLpG9MhPKvuPddttBvpWVKH3fNM1Qxi2ZZIYq5MMzxS2Fjtl4JBY83jBvBFmLN",
+	"DrliwNCjGJADeiykyDMLVhxRQn2xYaWQWGqCWLI/0NYO6S76o3nqfwebEqmAaW8C+XqBD+c627DDaTSN",
+	"0JqsH8F2wdYrnYtmGuDlh35+sDqqMGT/0JXKaKOBBt6XPLAs8XQkTNphdCfcPKRVjejeUfttRQjsqAe8",
+	"XwHe1W/tMu/H1QYngPYBW3NwMRaVFVmM0K8XjLOFvBYZu9Ipn1c5N5vJVCVekjOUZMIOYYyOuJVmtkpX",
+	"XgCnLPEKl7BcWmenCnsoYZn0XY5iloQZJuyQB9lJywpprVTLo3iqEq3ETC9mrZaeUAtOEc99Nwv9QiPs",
+	"CLtqLlMHiE46CnSvdd3BrbhjKVfgE8wFW8orUHa9FG4lDA6xNlotZ8DmJGYJ+EAzNKXyXK9FBs+c1jO7",
+	"0saFL7lWy2SqDnM0gyyTiv1w/tVg/Bz9MFYpcNlAGRdGCAZ2NvBBVw4nydVSJPBmeI1Us8DEmCV+t50V",
+	"0mIEBymq7brEzxicnlnt9ECbXPAMWJBx2+qTa31ZldgrqyiwIWaXYgMtQkCmcosXoQeYu17suIIkxZK0",
+	"ElPVeIswFVGUbjODRkFNSmEwbOI1hfs1qDKmQJRrbqfKCoWMABZmQpSoEOSBKoFePDyF5b7iiEjMx5K8",
+	"Lg2nAI0B6Tva2g7ZxdGWOsEWv6MnsGHXko/iaFvwCMZe7v4ziD3C3a2WI4UpWlKMaou+FqJv421zpKUr",
+	"QdhJWgKs25P8ojjqSA8tx0Z4vjVGq+KoEYynGTjauxG+5UsBO7e+EuYx7sH2Zg3+LrbxfpT/ZFFijixe",
+	"/AD9ezd0jEhObqKFNgX4mGAgP39KDpQs4C3Bb6dvjfOBlrQwj/GDgQ3n3CzFo1xhhz0ftCbEtdv1jKjr",
+	"x3ugb4UuH+fR+fDbPsTGkV3xsmNZ2aoouAExptz0GblbE9y2wfaeXxMs39O6+Uob1gkwM62YN2FixBGK",
+	"WvsBCLEW0lhHRsCBPTpFuDa6cgJBYAGmAA7DTKUOLCu5W9FYTuucDARTKYw3pZziZvvbPemWY7Id3K8U",
+	"r9xKG/kr4ZmRS6m20Gmlrdt6ZCrVUO+/C0VOztbcEDBtlbvOI/iMjuqyItxs/4hxV+vqN4lr2PSbgerv",
+	"5D3OcEGDS5WuCIN5nu88JL9r+2kh3Epn27Ojo4qZk4XQlWs/AXCG9YSss1VZauNENitEJnkA+EqBczbz",
+	"rm0czSu78TPZpVSlIs/xM1pkiuczPG1ANhQFV7Wb6AXhLawoBGBnV8JYqTu7QMFzwDaRzUq+yTXHV3l3",
+	"tFL8isucz5E267QRnWd9iBmOgHaNZ7LuYL8VKhUM9lRQuVOmwJ7CAzI0S4ZsZ+3EbGt1gHWz1iar143I",
+	"M3AauGtbeTSwC34GvrvXVEY27rOIyViFNYX0Ey20LqVq7Fukd6raBNPnQ2+MNtZ73DJYwTJJiIHJVIFf",
+	"cDRk33nuoKvjJ4IGJNjQOCO0QOp1vp+x3wcAIIEQnejyIdcaXA7wqNCYRGu9rWKMK7sWJmYlt/BVK4yF",
+	"kRsn8ViEMzRbaIDDMbhPz5+yXDiKkWdyCQaqNmwazYaTwTQ6OmVcbZgGo5h6Scsyo8tSZFshzOdPuzHL",
+	"s8HPfPDraPAljHRxM46fP+0PAN0bFLjTEexRC97rG+rFQiiwoUhDu96hd/9qX495gZ/NQaq1B9wxe+El",
+	"Q3YWPBZyHUE/xicv2HzjwHXGuJoVSzr44JfwenyRp63k1rFn45PQXqgMfSPusJlQaa7BCfK6dsiJHrkg",
+	"tZO2puroDr+zPr29uS9atW0n1Sd+d+5Vu5jyw7s3wIR6iv6kFZrTUg0o00Pptu1DiEw01HT6bbHP531r",
+	"9EI+zuhZGGFXfdGtj7cV6TTvMUT8tvAe9e7jC1H0Ix077FpMIYB2hw7kUl3e8dNuoFNfPmzy1YJsXhze",
+	"0kt9fwrHmU/amDBELlhuW9AVs2QIaD5LYAUmgyRm88rhqk2G8GyqkuEwYTzHUDdH661ep0qzNJfwKeUK",
+	"YD2bsB/efcOMsDqvgIipMqLQVxjHOBqyc4QOhLwQSrB8w6ymPQbBiTtt8Cx3WeXcTJW4Lo2wYAHYmH2t",
+	"D2zMVvxKwMvBreMrwbOjU5a8/f79OTsGfD++Gh+bStnER2swnKKtYG6t/UFmBwgTQJHkGDNWEtqY2idN",
+	"Jy+2T2p6UXs4Q9Aen7zoR+33eEi+n85vi5EO2JkSAvfTBD2CBAA8KYWxWiWIoHPtVrtHEHu4gycPuYNx",
+	"RO/Z1+f5KAfJcHXZiTyLVKh0gxagNuJ3ON2kOPODlsZ73wwA7dcHqZeF+Fmrx5yefgxawq8BGQZcbQZ6",
+	"0fiEtVguQMECS3Yj1nSG7zdysPrZWqpMrzHlB1NBjOC4oe7mF4BiPZhnAI0+rayD943Ie/hBPwIo0tKK",
+	"GTojAyvAsnEii9FMwQi2RN8V94cDyxLqOyOETroMKbjE3BL4G6c+7+Gv4wEusF1DMIRSu4TtxF3/BPrC",
+	"EuoVEurpr7DvgPpZPFPBfBipSEvPvjtrNQJ5daXxugIcPP6HMLlUIJazQhiZ8uPvxHr2kzaXf6FktM5f",
+	"iYVUsv8kMeseM26fSnir12mdMyNcZZRFP4zMb80qC/5eXKdRLNC8LnQm8l7rF7fB93UyVv/eRPmbdyZf",
+	"UbyIW1bmXCryLGhIdngyOhkNxidHMQOAhLa5VOQQ7dgylD96c/eLSNAw/xycgmCM6AXmd2F0pneS8Cnt",
+	"WQ8/ghgzyXOROqZLobiMGUz2FB1D9DLIfVhUKoVOCAM4WtJ6U9sebttyOKEu47oc77Po/Llpa1dsZdqB",
+	"LQjfSr4Us8yHnjsPpbIl7S3NM8zTCQ8w9Bm+BaSa5dLWfVLKa6p7kOPQuxkDsd9A1x09xhBfJ9fjocPi",
+	"1qp4KBGEBr+Le01a6lbSVZ162meu17moe5JMySU9cYl2tuZ962mH9u3jgFrkIMRhS9r4vRE0fvUyrsVb",
+	"70Feso1Q75NnyBft8Wn1fcy7NzCxpyP0YIJHk0F603dqcUc6QO1Q+cwDP8W4N+2kmWabmkY5+lTuh2AC",
+	"7uKWUNkfZ3s96dheT8bn4xd/se0FshZpZaTbIMD5RCht3XnI4uivNGCYs8EOk8EACw/w6wC0NDk6rU+r",
+	"mxgT9gHFFooOws9fvo39QSs2qJS8ZlanlwIjqLhmUZsEN7iEWln36IhU6h4SwZcmCn1FxHzT63Xu8apb",
+	"3HMXOiTNc9qXfOlEO/kfTEnluFTCgPZWJr+nSiDaSY5+J3g2wKCm1zTM/+Y5qpLlKpvra7BylwBq5J/j",
+	"54aterEQxickCLlcudYgCMAxSzKfIumPBCgmjOc6iMFohggTs0uxEdlUzTc+ENstLcFe/rTGEnsxdkfH",
+	"RsRIEgASOlVd+adGkJmIYW1ERQt97ZC9rvPBc88FtJiknapCcFsZZAGXyrpwHHVg2VaeIfMHDGwuFtqA",
+	"fcVywa8oEWiqvBgmPSnnTeIlJWLiPH1GIU0oxkjLfRnpUzVVrzHgj3ZwclfJS8IOQwnHUbdmI4FxkuFU",
+	"na/Exp8ypNyYTXOIwQ6ty4TBiLhb2ZiJa5FScQjmDEwVcfLr1+etPAWeW+1D6Zb98/XZK0/CeDxiXw6f",
+	"DE+OJsjVr1+fH9ipIiRGJqwEzwIgzXW2IavO8kLUeoCvoOCxW2ngG5A2VXV9juOXon7709EzluweeSWe",
+	"E4olZ/Ak8W+mWE8uU6GsaC3As5KnKzE4GY52ltx6vR5y/HmozfLY97XH37x5+fq796+xTxMU7izlKI78",
+	"UVY0icbDEbVEg7OU0SR6MhwNn1DWwwoh83gleO5Wv0aTm9s46oBMz6PjGwxg3W4XeH3oN2CaJqHY6uKu",
+	"EY9Tnuf2DxiXlsAfMbKeW2GuUHn+iOFNY1s+emAv+OGGF7kXJxgCmyDu7XdugSy+XNsef+adKLVxlg4W",
+	"OUso2zjxexcCDEKrRHhkmEVqmdMTBCuwj2KCe3QvEYKJnSJDp7KuoqEQCwFueHZAqeVThbnl4SCwPs2E",
+	"lUx0hGP/eiGvdB5O5OxUJZiSNGEYEPVB2RpysP6om5eP6+YxoqiPfv6hs83HFbH5pNROqdreRU19ZQW3",
+	"XQMWHITtAsiT0ejjiPQ5yeRs/O5ldDv1YFtaOnkSdfOUfWlanZB8RyVe+Np2eps04MdxfDeB+45qstaT",
+	"2m5Hs4Psq0VIGe57WS2sVsVlXGf8NFpbGwBgGvKlxcSvpU/Rvh7A0ht0KWv1rJd0sCHCWsYD99jnZnLL",
+	"EqQ7mYDNjCfSdKqNOhHjwqXIEOUdU5aAhwDWRYDS6KxKEQFq686XjyzqFAbYPm3IYICRvJoO2Q8YkGJO",
+	"s3Ql0svG/PHGVCodmFbStQHCT6oXIVgbH6hebwcxe2Ibd4NmpSxL0DwMPdC0ZIMBmVXeHRosjC6S42Qw",
+	"cDrxgUk8JRsMeJ4nE2QiWJqlMExc4eS/vcfGJJvydKrqAsw+rAPjvV1G91egHVXbRehpjk8Go3FEVXX1",
+	"kyfj/dfibk3g/th3/7JrF4v+5tWKTlOglXnO77dcoXGjSqgJ4MS4tRCKJahFlDoDenRIirRb9UYJ9wmo",
+	"loei4pRUUQkJKzpGx+7AMj9TH1xgh05nfAML7ssRy/jGMjooHbJ33vsBRaW6p5aqNp6StKzHN6Ilebdz",
+	"hCGM2gOCcVJdCMvmPL3crsHtuEGHO4ZKnSEBLqBeH52CR6TXjM/1laCCfO+Qbb1iRWlVOz6Uz6FuQOmd",
+	"XpM31RQ/Z9xxBsKh+IEV5sAyzCGbUGEHeUxKg4vpTIXhYEtQih4UJVQVnmwM7OQSPZR2D1ZUlk7Z54It",
+	"NHkp96KYj9vthV/UlmGV6P+FGtEAZJNWOTGepnAbMGs4VQmeq3rNxFPNhC3DoXkYKqGSwV5cm6ousLGH",
+	"ca0JSf7ZkEZ1tU0ZbX2s3EK581GIp30EurVLgj9hYKs5vx+kvQvF6H5d8GJOyR80zoQlwNAJKV6CpgV+",
+	"rPsAqBzqkkLh+YYl3CWMY1CUylugd6NlNIA/68L+Kw4YKsAmgIXfHquG1l0NPvqMa58qrnVPsPZBN+jB",
+	"Qg8PamwwSLVKpRUe3lKutJIpz5kvnoCJTBWVT7C3fEl2KzT9SuaCveRzqYRPlG02RWjY1Z37A4ZebsA0",
+	"zGbXheiKbzhVtIS35dO9dOMOpGwXmvwVcOl9t1Y9ik8tOhntfw/NTrHMp4uPQCtrMfwjDD9QClKzw5YG",
+	"Mq+AoMP2yG/E4P54v60FZ3qBuggsv8tkQ/Jq7KEqGIyOtt2thQzOGv3uNB1qO8ye654Wg6nZPS7+DJyf",
+	"NHCGw9+9cTMIelqNRk9SUgn8LO5CUlCyAztVwahsWYv7+LUPm3/wgjetQ+w/O4bn686itx7VjvHmpmM+",
+	"15UbFln0UcjWrn/7xHGt4fl+sPYmYIQipfBBpvmGJcTDpE4PxuWyu70fxbAYfFWG1zKw8Yoar3wwyFAJ",
+	"J+Ms12rZswt/BqJPDIjCBUX7oRC6nXdCUAt4YEN65SPFPmeTcTtVvz8CvfN5M5/h50+CH8/wj3Q8UZG9",
+	"afRIEPqMJJ8sklDS2l4wgk09hmAqfB+EtLxAzJKHiYV411QhgPhKCqIVz1boqgCUscA0bsZZucIE46qY",
+	"CxOzxB9t4XUQNPIkiVmyNLoqJwmVsiVUXH5MJH7HC0EU1is78aZ6gLCp+k0YFhL+/nQECzdR8oz/3T8e",
+	"prqI6rp3KnLfH8daRfmfMIYFfu/pE2p9yaoyFPeBLs43tYoxnmVGWLuragE6JrHvNgHtIkVjMvNlkw+p",
+	"mte04EVizSGOBioGS0Ib5ud3ylo1+4bVhepN0h2tDyrxuqISCqXDpLShkgq8auYz0n6ySOtzf/eCWmrb",
+	"RVYvfTMANomMkezcpnuY8PtYZ57Wv+TEEwte8Yj5Yy5abgpsP2EAq9n6uNh/UIuQw0yl/tKdsgTZNsEK",
+	"ioRxe2kp6xJvs8XfwNXDmwU+I8SnihA+5WYfgPC1qR92jLGLbu4E3kKF5vpC5rBEKSZvemObK+mG7Dss",
+	"dw0mmjZ1sevvEpOnW+28/PBswGz6Mm/Zb4jYv29qN/5k7PKR+WfxfVeFh9LbdsVtKJuM0Pj1F5fvC37t",
+	"GudPF/tqqewHfdS8vUBxFIrc40WJmDrt9fQIrTgyhw6Dwh7V5dmdID8tBF9J4DmPVd2tMhF26E804/o4",
+	"s27xq1aCsADkSON4UaJNl2ojTlmCupCwlJdk/K2ks3cdKqywbDCsV1rbB5aFaqY6VEc3w4QDhvqUtnWc",
+	"QXc+OV3K9DPOf4I4X6TlHZnGrezmXvB/D3STKuHKwakABShU6j1kZ4wKguoLWMQ1T12OtR+IuFtyOQRf",
+	"RrHkZhr9PZfqchpN6JfbxN+decTmgmTCGbQA9eNTFXJJWSEV8NqzmcR7SgnPOJAFVskMb1yxGFz0lYEb",
+	"urcIpsE3yG+6xee+TOUF/lcM+A1vRp0qLHLxmTKdG7IS4AUWD+GFjmgfE496do0fYRQPd3/BttH8u4uQ",
+	"gdv9PxwNkp6vBOv+k4ue/4dxu/fO0b4RZq+dY/xxE2td4DKu72sZd/9fxUcSGy6LuSOLONQ+cb/Qs98j",
+	"fRjVo2Xe7Ky7vXe1B0eKmVapmLAEdSLB27C6/+zisF2PeDMNZMLCnUbD4XAaxWwaLAp4+mHq1Ql/vLg9",
+	"GrKXQAUB8HzDysr5PGC7neQcN/iBJdkp94ZcTJacBxt/oRkSOGGCpysCgDrdeBtAkAN6fWBZUBFYrtuJ",
+	"1d2176+VaVZ/EPZhZ+EfxX4vsiLVsEsiy0MCc+euvyF7yfMca8q4dXcgdl1M7W/K7K+Qtw3V4UpFul3H",
+	"lyEdWEbJynqNepHE7by9BIdI4hDrKWhHXrLSCH/rrFsJtVvzN1WYcUWzSmJivd8s2wn1PVcShAqSqbrv",
+	"DgGl2felUGdv31BB46XY4GV6RzHuh4DWU7XCDVOHkQ9sXbM/AEaAhpy9fUPcpiNGTHHHuz6mKmn5Pqjw",
+	"vrzzHhepcW6mipslYUy4L2Cus82Q4f0Cib9gIHCGZkqAAm8iz0iqqQrp9lcyE3QREp6GTljClVsZsKf8",
+	"VcEeSw5s3OEUt1N1FpoeWJphZYXffyRdoYz3HCTsEHn6hgBApq7m11R5hk38v9Px91dTJWPsH/or3QJY",
+	"x3ivuTdw6ZxOVTneuxiHKxN8ZOAUb8XDn+srpv35L8Xu89yXIYVK2LDqoAtMYSkKqWAKX+OHlqynKhNp",
+	"zmlbtZST7zYlXaxGPMeaw766/KMhw/s1wLDwd0K0b6pyfGNZdzWFooZeJ1Bad47L9pGbedy3zIN2APjY",
+	"5rxcLzp60Fxc7vctbxEOwz9sC3cI+apHP92ovQvWdxIHfYriiPge+dJF2XeZ2cWjqpb2/29QmIl/176L",
+	"OIYw9nvsuPA6WGn+UgrbBq7dzfa2Xf2OYm5qyj9cAF+wkM6rQJf4buF1p/J0cnw8PvliOBqOhuPJi9GL",
+	"UY9idKuhDzFgP8dAPphkL98SUPnSemp3dO9LxmhK+gn2qWGX4ODk4YYD7owUzeW+vn6q1jViV792dyZC",
+	"Nem0qNBBoCjkihslrG2NCL3uGLBL54Fl3758yxY8FTFdQ1kXHfdRCm7S7rD/xMrc2C89PLspBMCbrUkM",
+	"/y4QdjaRL1pD6tJGtxe3/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

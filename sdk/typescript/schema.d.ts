@@ -218,7 +218,14 @@ export interface paths {
          *     input as plain JSON Schema (no OpenAPI-only keywords), ready to
          *     hand to a model's function-calling API. Calling a tool named
          *     `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-         *     arguments as the body.
+         *     arguments as the body. With `dialect`, each input schema is given in
+         *     that provider's reading: `anthropic` (the default's, JSON Schema as
+         *     Anthropic's tool use takes it), `openai` (OpenAI's strict function
+         *     calling: every object closed, every member required, an optional
+         *     one nullable, `strict: true`; drop null members before the call,
+         *     the gateway refuses null), `gemini` (Gemini's function
+         *     declarations: one type per schema, no additionalProperties). What a
+         *     dialect cannot say stays the gateway's to check.
          */
         get: operations["listTools"];
         put?: never;
@@ -515,12 +522,23 @@ export interface components {
         ToolId: "loom_search" | "loom_page_discover" | "loom_page_inspect" | "loom_page_read" | "loom_people" | "loom_calendar_list" | "loom_context" | "loom_profile";
         /** @description Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`. */
         Text: string;
+        /** @description The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        Since: string;
+        /** @description The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        Until: string;
+        /** @description The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        At: string;
+        /** @description The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`. */
+        TimeZone: string;
+        /** @description The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`. */
+        Sources: string;
+        /** @description A search needs a `query`, a `person`, or both. */
         SearchInput: {
             query?: components["schemas"]["Text"];
-            sources?: components["schemas"]["Text"];
-            since?: components["schemas"]["Text"];
-            until?: components["schemas"]["Text"];
-            tz?: components["schemas"]["Text"];
+            sources?: components["schemas"]["Sources"];
+            since?: components["schemas"]["Since"];
+            until?: components["schemas"]["Until"];
+            tz?: components["schemas"]["TimeZone"];
             person?: components["schemas"]["Text"];
             /** Format: int64 */
             limit?: number;
@@ -551,9 +569,9 @@ export interface components {
         ContextInput: {
             /** @enum {string} */
             read: "where" | "activity";
-            at?: components["schemas"]["Text"];
-            since?: components["schemas"]["Text"];
-            until?: components["schemas"]["Text"];
+            at?: components["schemas"]["At"];
+            since?: components["schemas"]["Since"];
+            until?: components["schemas"]["Until"];
         };
         ProfileInput: {
             fresh?: boolean;
@@ -792,6 +810,8 @@ export interface components {
             inputSchema: {
                 [key: string]: unknown;
             };
+            /** @description With dialect openai, true; pass it as the function's `strict`. */
+            strict?: boolean;
         };
         InputFault: {
             /** @description A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is. */
@@ -1188,7 +1208,10 @@ export interface operations {
     };
     listTools: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The provider whose reading of JSON Schema the input schemas follow. */
+                dialect?: "anthropic" | "gemini" | "openai";
+            };
             header?: never;
             path: {
                 /**
