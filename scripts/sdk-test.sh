@@ -18,7 +18,10 @@
 #      tool path, and what the model reads when the run has ended;
 #   8. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
-#   9. every command of the README and docs/ (scripts/doc-commands.sh), each
+#   9. the official MCP conformance suite against --demo
+#      (scripts/conformance.sh: Node 22 from the npm registry, the
+#      scenarios that do not apply listed with their reasons);
+#  10. every command of the README and docs/ (scripts/doc-commands.sh), each
 #      document against a fresh gateway of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +68,9 @@ step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
 
 cd "$root"
+step "the MCP conformance suite against --demo"
+scripts/conformance.sh "$tmp/gateway"
+
 step "every command of the README and docs/"
 scripts/doc-commands.sh "$tmp/gateway"
 
