@@ -16,7 +16,10 @@
 #   7. the MCP face through an agent SDK from npm (the OpenAI Agents SDK,
 #      @openai/agents-core, whose MCP client speaks 2026-07-28): its own
 #      tool path, and what the model reads when the run has ended;
-#   8. the node test again through Prism (proxy mode, --errors) in front of
+#   8. a sandbox-shaped round trip: the agent side in a network namespace
+#      of its own, reaching the gateway by a veth address over REST and by
+#      a host name over MCP (skipped, saying why, without root or ip netns);
+#   8b. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
 #   9. the official MCP conformance suite against --demo
 #      (scripts/conformance.sh: Node 22 from the npm registry, the
@@ -63,6 +66,9 @@ npm run --silent test:mcp
 
 step "MCP face through the OpenAI Agents SDK against --demo"
 npm run --silent test:agents
+
+step "an agent in its own network namespace (REST by address, MCP by host name)"
+npm run --silent test:sandbox
 
 step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
