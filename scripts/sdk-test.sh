@@ -13,9 +13,18 @@
 #   6. the MCP face through the official TypeScript MCP SDK
 #      (@modelcontextprotocol/sdk), which also checks each result against
 #      the tool's outputSchema;
-#   7. the node test again through Prism (proxy mode, --errors) in front of
+#   7. the MCP face through an agent SDK from npm (the OpenAI Agents SDK,
+#      @openai/agents-core, whose MCP client speaks 2026-07-28): its own
+#      tool path, and what the model reads when the run has ended;
+#   8. a sandbox-shaped round trip: the agent side in a network namespace
+#      of its own, reaching the gateway by a veth address over REST and by
+#      a host name over MCP (skipped, saying why, without root or ip netns);
+#   8b. the node test again through Prism (proxy mode, --errors) in front of
 #      both listeners: any contract violation Prism reports fails;
-#   8. every command of the README and docs/ (scripts/doc-commands.sh), each
+#   9. the official MCP conformance suite against --demo
+#      (scripts/conformance.sh: Node 22 from the npm registry, the
+#      scenarios that do not apply listed with their reasons);
+#  10. every command of the README and docs/ (scripts/doc-commands.sh), each
 #      document against a fresh gateway of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,10 +64,19 @@ npm run --silent test:direct
 step "MCP face through the official TypeScript MCP SDK against --demo"
 npm run --silent test:mcp
 
+step "MCP face through the OpenAI Agents SDK against --demo"
+npm run --silent test:agents
+
+step "an agent in its own network namespace (REST by address, MCP by host name)"
+npm run --silent test:sandbox
+
 step "TypeScript client against --demo through Prism (proxy --errors)"
 npm run --silent test:prism
 
 cd "$root"
+step "the MCP conformance suite against --demo"
+scripts/conformance.sh "$tmp/gateway"
+
 step "every command of the README and docs/"
 scripts/doc-commands.sh "$tmp/gateway"
 

@@ -169,8 +169,9 @@ func TestFaultsLeaveNoProcess(t *testing.T) {
 		}
 		g.noLoomProcesses(t, "case=deleted")
 		g.noLoomProcesses(t, "grandchild-deleted.pid")
-		// The deleted run's token opens nothing; another run is served.
-		r.fails(t, "loom_search", `{"query":"case=after"}`, http.StatusUnauthorized, "unauthorized")
+		// The deleted run's token opens nothing (and is told its run
+		// ended); another run is served.
+		r.fails(t, "loom_search", `{"query":"case=after"}`, http.StatusGone, "run_ended")
 		next(t, g.newRun(t, client.CreateRunInput{}))
 	})
 }

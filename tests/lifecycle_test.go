@@ -191,7 +191,7 @@ func TestRunLifecycle(t *testing.T) {
 			}
 		}
 		a.Agent = g.agentClient(t, a.Token)
-		a.fails(t, "loom_search", validBody["loom_search"], http.StatusUnauthorized, "unauthorized")
+		a.fails(t, "loom_search", validBody["loom_search"], http.StatusGone, "run_ended")
 		if s := b.summary(t); s.RunId != b.ID {
 			t.Errorf("the other run is gone too")
 		}
@@ -226,7 +226,7 @@ func TestRunLifecycle(t *testing.T) {
 				t.Errorf("expired run %s still listed", r.ID)
 			}
 		}
-		r.fails(t, "loom_search", validBody["loom_search"], http.StatusUnauthorized, "unauthorized")
+		r.fails(t, "loom_search", validBody["loom_search"], http.StatusGone, "run_ended")
 		// Its id is free again.
 		g.newRun(t, client.CreateRunInput{RunId: &r.ID})
 	})

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -188,6 +189,7 @@ const (
 	CommandFailed         ProblemCode = "command_failed"
 	Contested             ProblemCode = "contested"
 	HandleLimitReached    ProblemCode = "handle_limit_reached"
+	HostNotAllowed        ProblemCode = "host_not_allowed"
 	HostRefused           ProblemCode = "host_refused"
 	InternalError         ProblemCode = "internal_error"
 	InvalidInput          ProblemCode = "invalid_input"
@@ -203,6 +205,7 @@ const (
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
 	RouteNotFound         ProblemCode = "route_not_found"
+	RunEnded              ProblemCode = "run_ended"
 	RunExists             ProblemCode = "run_exists"
 	RunLimitReached       ProblemCode = "run_limit_reached"
 	RunNotFound           ProblemCode = "run_not_found"
@@ -229,6 +232,8 @@ func (e ProblemCode) Valid() bool {
 	case Contested:
 		return true
 	case HandleLimitReached:
+		return true
+	case HostNotAllowed:
 		return true
 	case HostRefused:
 		return true
@@ -259,6 +264,8 @@ func (e ProblemCode) Valid() bool {
 	case ResultNotFound:
 		return true
 	case RouteNotFound:
+		return true
+	case RunEnded:
 		return true
 	case RunExists:
 		return true
@@ -383,8 +390,32 @@ func (e ToolResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListToolsParamsDialect.
+const (
+	Anthropic ListToolsParamsDialect = "anthropic"
+	Gemini    ListToolsParamsDialect = "gemini"
+	Openai    ListToolsParamsDialect = "openai"
+)
+
+// Valid indicates whether the value is a known member of the ListToolsParamsDialect enum.
+func (e ListToolsParamsDialect) Valid() bool {
+	switch e {
+	case Anthropic:
+		return true
+	case Gemini:
+		return true
+	case Openai:
+		return true
+	default:
+		return false
+	}
+}
+
 // AnyValue Any JSON value except null.
 type AnyValue = json.RawMessage
+
+// At The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type At = string
 
 // CalendarListInput defines model for CalendarListInput.
 type CalendarListInput = json.RawMessage
@@ -557,11 +588,20 @@ type ResultWrittenStatus string
 // those two with `invalid_input` at `/runId`.
 type RunId = string
 
-// SearchInput defines model for SearchInput.
+// SearchInput A search needs a `query`, a `person`, or both.
 type SearchInput = json.RawMessage
+
+// Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Since = string
+
+// Sources The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`.
+type Sources = string
 
 // Text Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
 type Text = string
+
+// TimeZone The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`.
+type TimeZone = string
 
 // ToolDefinition defines model for ToolDefinition.
 type ToolDefinition struct {
@@ -573,6 +613,9 @@ type ToolDefinition struct {
 
 	// Name The tool's name, the last segment of its route.
 	Name string `json:"name"`
+
+	// Strict With dialect openai, true; pass it as the function's `strict`.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // ToolId defines model for ToolId.
@@ -602,6 +645,18 @@ type ToolResultKind string
 
 // ToolResultStatus defines model for ToolResult.Status.
 type ToolResultStatus string
+
+// Until The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Until = string
+
+// ListToolsParams defines parameters for ListTools.
+type ListToolsParams struct {
+	// Dialect The provider whose reading of JSON Schema the input schemas follow.
+	Dialect *ListToolsParamsDialect `form:"dialect,omitempty" json:"dialect,omitempty"`
+}
+
+// ListToolsParamsDialect defines parameters for ListTools.
+type ListToolsParamsDialect string
 
 // DescribeHandleJSONRequestBody defines body for DescribeHandle for application/json ContentType.
 type DescribeHandleJSONRequestBody = DescribeHandleInput
@@ -667,7 +722,7 @@ type ServerInterface interface {
 	WriteResult(w http.ResponseWriter, r *http.Request, runId RunId)
 	// ListTools Tool definitions for a model
 	// (GET /v1/runs/{runId}/tools)
-	ListTools(w http.ResponseWriter, r *http.Request, runId RunId)
+	ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -736,7 +791,7 @@ func (_ Unimplemented) WriteResult(w http.ResponseWriter, r *http.Request, runId
 
 // ListTools Tool definitions for a model
 // (GET /v1/runs/{runId}/tools)
-func (_ Unimplemented) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (_ Unimplemented) ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1024,8 +1079,24 @@ func (siw *ServerInterfaceWrapper) ListTools(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListToolsParams
+
+	// ------------- Optional query parameter "dialect" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dialect", r.URL.Query(), &params.Dialect, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "dialect"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "dialect", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListTools(w, r, runId)
+		siw.Handler.ListTools(w, r, runId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1590,7 +1661,8 @@ func (response WriteResultdefaultApplicationProblemPlusJSONResponse) VisitWriteR
 }
 
 type ListToolsRequestObject struct {
-	RunId RunId `json:"runId"`
+	RunId  RunId `json:"runId"`
+	Params ListToolsParams
 }
 
 type ListToolsResponseObject interface {
@@ -2035,10 +2107,11 @@ func (sh *strictHandler) WriteResult(w http.ResponseWriter, r *http.Request, run
 }
 
 // ListTools operation middleware
-func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId RunId) {
+func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId RunId, params ListToolsParams) {
 	var request ListToolsRequestObject
 
 	request.RunId = runId
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListTools(ctx, request.(ListToolsRequestObject))
@@ -2065,118 +2138,128 @@ func (sh *strictHandler) ListTools(w http.ResponseWriter, r *http.Request, runId
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7F3rc9s4kv9XunhbZbuOkmXnMRnly3qTzG72ZmZzjue2ZiOfCJGQxDUJcADQssbn//2qu8GXRNmy55UP",
-	"+RRJJsBGP37obnQjt0Gs80IrqZwNxrdBIYzIpZOGvp2X6n2CHxJpY5MWLtUqGAcXSwlLbd0gtbaUCZhS",
-	"QZoMgzCQNyIvMhmMA1OqwVdBGKQ4oBBuGYSBErn/0/skCAMjfypTI5Ng7Ewpw8DGS5kLfN2fjJwH4+A/",
-	"jhvijvmv9phpuru7wwlsoZWVROsHo2eZzPFjrJWTyuFHURRZGgsk/LjgJ/7z3xZXcdsQiyMSpCxV1yJL",
-	"k2mqitIFYZBIJ9LMrxjJldZBoqUFpR3kwsVLcEsJ+EIjYocsKHSqnDTBODjO0jx1fqHSOmRlMDr5+9v/",
-	"Pvnx9F/PgjCwTrjSBuPno1EYuNQR594zEVAR4dYF/rx0rrDj4+NM63ywEE6uxHqYyOtqWfa4S/3dvgyt",
-	"GEcs7Qr6TIE0RpsQhIXzb97A189ffAX+hcDcsbBK3RIEIJ0JICeH+PILrbNzacvM3SOSHlGIJE+dQ604",
-	"CQOpnElRvp9ug6VQCTEoni/H1+Ovrn46zYMwyMRMZv4V8zSRyqUiS906GH/61GHa0L/keC5i6Y5X2lwF",
-	"l5eooU4uDI+4vPMTftSliUlZ9aolqIa6MLgWWUkUW5UWhXTBOPivNL7S8znk+lom4DRcLEtjE7FGxajk",
-	"e+YyYeHKP6q0kza4uwtvAyOF1eoNq2I8j6exTLNULabyJpYyoZfWhCDTlzJLgrtLZNO1zHRB1PxUSrMO",
-	"xsFPpTBOmmwNRSaUStUCpXKVKtRCK4WJySS1S2md5xI5jWR/q3UOXl6QWiiVM6V1MgF546RRIoNEOIFL",
-	"0pWoRmGgS1eUrONk+2Pk+ZRfND5pk66vkBumVLGgwXORWRk2Kxqf7K27LSXrUV+0Wqd1dmDB0EOvQV5L",
-	"swajV1BJktU3dRZI8KANVJRUms2CqVS7Jo5g50yt/6dShE3jWcPfP/7jeyBFARRi4UCVWYasuxks9MCb",
-	"NlrB8FysvpPWioVEOb0RmVSJMN+m1r0neybTSFKcXGQfjC6kcWQann1F66fbQGRkE/4FM60zKRROPDc6",
-	"f4irb4UjIpze78m7GqT07N8ydnssD9Xr5mkrcw8qhbwh+DNS0OYlVZkH40/BaimNDMJAxC69Rnu/rOm2",
-	"zngDsamK5b5vKJVLs/0evmvvd5+YtstH8434va1paJASVgYVWsGPP/744+C77wZv36Ki5eLmW6kWbhmM",
-	"T0ZhkKeq/bUQDm06GAf/+2k0+Pry9vndgD+cNh/+FGwyCgmlbWYwF4TwCCRTMU285rwl+mbyb4TZTxGz",
-	"01eStoYW/acvXnYXsCW/DS7zJFtsRgJTG2fayuTbavvYZCmjQVI9hzugcDqnbc6CVhmBepforS3oNkid",
-	"zG3nw5bK+R+EMWLd9721Qe0/zQYnNilrz9rHn3fKmXUfpjW4iXvzGg6JTyG0ds2QES8E3rGPEFJFA6pa",
-	"SThs9rqjbTZWO/1tWz151/90+uz5i5dfvfpazOJEzhfLf1/lqvjJWHe9uln/fHn7okdb71pewr1o1lWK",
-	"TV+gQRJ2Cnin7QOR9k7ejNqxpePP9J4pgsJ0LtJMJv3Y5HfQZsqWO1Jvn30jW7tt36ZQuzL3cafe6TZ1",
-	"y5PVp0Zs/2/bOnS7IewrpVeqn6wnCq3xRG77RDOXxnuiG4SQa9TwNtFxmeOTl7v06fGKYesRD3k1FON0",
-	"+UwE1nN0aehjfg2h94Nkza5qROhl0jcnQfk3wnv1G+i31GnMH7f9MFIxS9FSLvOZNODElbQhrJZS4c9r",
-	"EEbCXK7gUChAhh6FiBw4Yp7KLLEgFDAlPJYeLBURy48QluwPtHWoto3+5Lj5v6MjT1TgstcV+XpOP850",
-	"sobDSTAJYO6ppZ9wu4DVUmeyWQbGv9U4P1kdbw/hL7pUCW80+ICPsg4sRJ6OCFI7DHbCzUNa1YjunJ/f",
-	"VISKHfWE9yvAef3WLvP+uVzTAsg/gJVA53teWpmEBP16DgLm6Y1M4FrHYlZmwqzHExV5SU5JkhEc4hwd",
-	"cSsNtoyXXgCvIfIKF0GWWmcnikYoaSH1Q45CiKoVRnAoKtmlFvLU2lQtjsKJirSSUz2ftp70hFoMF0Tm",
-	"h1kcVz1EA3FXzdLYIaKzjiLdK10PcEvhIBZKaQczCYv0GpVdL6RbSkNTrIxWiymyOQohwuhgSq5UlumV",
-	"TPA3p/XULrVx1ZdMq0U0UYcZuUEWUgU/XHwzOHlJEQqUCoMZVMa5kRLQz0Y+6NLRIoVayAjfjK9J1bRi",
-	"YgiR322neWopt0EU1X5d5FfsjM6m8VIYEaNShhBlUiTIgkTY1phM66uyoFFJySG/nF7JNT5RpSpKN39V",
-	"jUB314udLCjlLItWcqKaOAqXIvPCraf4UKUmhTSUUPCaIrwNqgQUinIl7ERZqYgRyMJEyoIUgmMzJSm+",
-	"xV/R3JeCEAl8lsXr0nCC0FghfUdb28msMNhQJ9zit/QEN+xa8hiHbwiewNjL3X9GsQe0u9Vy5AC+JcWg",
-	"9uhrIfpnvG9OtHQliDtJS4D18yy/IAw60iPPsRGef5ryOGHQCMbTjBzt3Qg/iIXEnVtfS/OU8GBzs8Z4",
-	"l57xcZT/ZElijj1e+oDjezd0ytWNb4O5NjnGmOggv3zOAVSa41tejDh+4m9N8EGetDRPiYORDRfCLOST",
-	"QmFHI58Uf/qhj49AP0hdPC2i84mp/SJruxRFx7OyZZ4Lg2KMhelzcjcWuOmD7b2+Jo28p3fzjTbQSb2C",
-	"VuBdmJBwhPO5fgJGrHlqrGMn4MAevSa4Nrp0kkBgjq4ATQOmVAcWCuGWPJfTOmMHwZQKcrGGWHBGaX+/",
-	"J94ITDbT3qUSpVtqk/7MeGbSRao20MmUqiEVv3eJJ0S0ZeY6P+FnikQXJQNj+4+UcrSunl3e4K7eTFR/",
-	"5/BwShaLMVO8ZJAVWbb1IwdWm7/m0i11srkiztJPXZpLXbr2L4i+aDDEG1sWhTZOJtNcJqmoELxUGH1N",
-	"fewaBrPSorYaxE16f72wbcJVLLOMPpMHpkQ2pbw7cSXPharDwjBYaouDyaMKqlTk9Foam+oO6uciQyyT",
-	"ybQQ60wLepUPP0slrkWaiRmRap02svNbH0JWhyHbzjJ7c7i/ShVLwD0UVew1KPSf6KiI3JAhbNlKCBvW",
-	"gN7MSpukthOZJRgkCNf26nhiV8UV9O5e15jYuI/RsnOKNkT0My1sh6lq/Fmid6LaBPPnQ+98Nt562HJQ",
-	"0ROJmIHRRGEccDSE7z13KLTxCyGHEX1mWhF5HLVd7+fc9xk8SqDKRnT5kGmNIQZGUOQ8knfeVjEQyq6k",
-	"CaEQFr9qRbkvDttSOiAQQG4KT3B4guHSy+eQSfRDbAhJukCHVBuYBNPheDAJjl6DUGvQ6ATzqNRCYnRR",
-	"yGQjZfnyeTdHeTb4lxj8PBp8jTNd3p6EL5/3J3zuTQLsDPx61EL0xoJ6PpcKfSbW0G406MO9OrYDL/Cz",
-	"GUq1jng7bi6+ZAhnVYTCoSLqx8npK5itHYbKlEezcpHjLE5c4evpRZ62QlgHL05Oq+elSigWEo4ekyrO",
-	"NAY9XtcOBdOTzlntUltTdbQjzqzPMXszK86sz+Y7+YqASIbQhkS2fytjjbQ6DSuRYqg010bSzobkioVI",
-	"VVgFxtE5vmhAb4pgKUUiDVixto0NFpmIJe7B3735AHGW4iqNFMQNWtp9Xlw7z7b9N3+Kt3OX3UbHH87f",
-	"ozhrYfnTU3ycQafCyx6eb3ptvNUwDTWdfkPvi9Y/GD1Pn+auzY20y7683OO9XD6hewoRvywxyaP7+MIU",
-	"/ZMPTLZ9vSr1t0MHslRd7fjTdopWXz3srNaCbF5cvaWX+v6yjDNfiDEGwmAEjg0QDiEa4r40jRBLokEU",
-	"wqx0hD/REH+bqGg4jEBklKQX5HfWiKN0ZUuxULhBJWP44fxbMNLqrEQiJsrIXF9LtjO4IBAk8K6SIFas",
-	"wWq2VIJZ4bSh89lFmQkzUfKmMNKiL2ND+Ks+sCEsxbXEl2NAKtDej15D9OEfHy/gGHeq4+uTY1MqG/k8",
-	"EyWCtJXgVppPcKMOpEeIh9ExVaFEvMW2z8hOX22eMfXuP8MpbT8np6/695+PdPD9FJ3fIxI9fSgSDYNC",
-	"mj1yglW49ajYzAh11Ul6y1iqeE3OqDbylx+rcobb7vu4+/m3Oa99JMrRuO2dr8rBDeHMQY6u8IvRaDth",
-	"F5J5cW4G6tyMDSnEI8txwjivz4Now02qUhO7T0a5IOetnKcq7T+ISbqnNJtJXe9EYPwJRrrSKEu7OXsz",
-	"GkqL7nNYn0LPyVvJdSKzXmeCbPFjXeXRbyBcGLazqoPDbWFxw08VO2o8JRyejk5Hg5PToxBQ2Phslir2",
-	"L7cAlQvTbne/CB9gVyVDH6tCRD2nwhGKfR/evekt3dV02dCH9f4sqGVurboa3CXwWyEWcpr4dFrnx1TZ",
-	"grW3+Y1qD6ofKJ1TfYt91ck0S209JuZajXoEuxS9Vo7EfotDt5SL0had8+uHDsBaqvrQ4TZPvot7TRHa",
-	"RiFJXWjWt5HXlWd7kswH5j2xV7s26z4l36J9M8VZixyFOGxJm743gqavXsa1eCvJDr1kG6HeJ8+qOqzH",
-	"29X3Me/e4GtPF+nBQ+umXuy2LxO744izdrX8aapfYth7lN4ss01NoxzbKofrk3FpUrcmo/YFDdq6i+o0",
-	"tr+WFujsFQ6jwYBKa+nrACUTHb2uT52a2JHGoDCl4gOtizcfQn9gQg+UKr0Bq+MrSZkR0lPioBSG1KZV",
-	"V0q7eqnuIRE9S6bQ1/zO1r0+2B6vuiPwn+uqLFTEZJy+OLhd3gq5SJUTqZIGJVaa7J462GCr/O9cimRA",
-	"yQoqaTRc4Sgy2pqsUMlM38gExAINmb1V+tywFaN84w8WZbpYutYkBDohRIkvdfKZP871UH6WcIf2Q2lC",
-	"uJJrmUzUbO0TLN3iaRrls66W2UsxOad/mZEsACJ0orryj40UTvKG7JHA4lg7hHd1xWPmuUBbd2onKpfC",
-	"loZYIFJlXZVWPrCwUS8EPnFYReapg0yKaz7QnygvhnFPUWVTQMUFVbROXxnECwop7riv5nKiJuodJfKo",
-	"RiDaVdQdwWFVpHzUrUqOcB509i+Wcu2zh7EwZt0kJ+HQukQaynS5pQ1B3siYy5/p7G+imJN/fXfROm8U",
-	"mdU+RWbhb+/O3noSTk5G8PXw2fD0aExc/eu7iwM7UYw+xAROXLDfN9PJ2mdCRC5rPaBXcFLILTXyDUmb",
-	"qLoC3YkrWb/9+egFRNuZ7chzQkF0hr9UKROOfLI0lsrKlgGeFSJeysHpcLRlcqvVaijoz0NtFsd+rD3+",
-	"9v2bd99/fEdjmhRJx5SDMPAp6mAcnAxH/KQupBJFGoyDZ8PR8BmfXi4JMo+XUmRuia79XRh0QKbnp+Nb",
-	"CufuNlsYPvVv2s0jVTvB5a4Zj2ORZfY3mJdN4LeYWc+sNNekPL/F9Kbxp548sRf8cC3yzIsTPZZ1Je7N",
-	"d26ALL1c255w61wW2jjLBwYCIq4ajPzeRQBD0JoSPAJVg1lwekxghT5ByHBPcQ5BMLNTJhTd1HXiXHfF",
-	"gFv9dsAlohNFNaJVgr8+pUBLZjqq47vakJc6qzLtdqIiKi0YA6UHfIqihhyqsO/W15LdPEUUdUr3LzpZ",
-	"P65NwxeXdZox9i7b7ysPvus6begUb7b4nI5GjyPS1xayg/2rN4psdTxsaOn4WdCtN/TNF3Vh4Y5ek+pr",
-	"O9BryvmexvHtQswd/RKtX6pDDXY72L+aV6V/fS+rhdXqKQrrk/tGa2sHAF1DsbBUwLHwpZY3AzS9QZey",
-	"1sjapCsforJlOkgLfY2VsBAR3dEYfWY6aeLTKtKJkAyXUxRcP8infx4CoIsAhdFJGRMC1N6dLwOf10eT",
-	"uH3a6mQSZ/JqOoQfKDMCTkO8lPFV4/5UxxypQ9cqdW2A8IvqRQho4wN3pGwhZk88vxs0S2UhIvewGkGu",
-	"JQwG7Fb5rNNgbnQeHUeDgdMR9RxYzhkPBiLLojExET3NQhqQ17T47+7xMdmnfD1RdYtRH9ah895uh/kj",
-	"0I67ZoLT0enLwcnpYHQScHdM/cuzk/1tcbu3Z3/su9/s2u1Qv9haKWiqaAXP+f3MFR9uVIk0AYMYt5JS",
-	"QURaxEfiqEeHrEib3Svw9i1XzkaoWx6L8tesi0qmaNIhRXYHFvxSYZWqRK/g0OlErNHivh5BItYW+Nxg",
-	"COc+/EFN5QaGlq42oVJqoSc4YpvcHR2N0cuuQyCcJ9a5tDAT8dVmm1knDjrc8lTqA0OMAfXq6DWGRHoF",
-	"YqavJfec+ohs4xVLrpfYCqJ8MWSDSud6xeFU09+XCCcApcMJBCvNgQUqDhlzhTaHTEpjjOlMGTs+piFM",
-	"xBCKKyVyTzYduGYphSjtEZCXlg+dZhLmmsOUe2HMJ6v2AjB+FqjZ6/+qVq8KyTgYwyhMEn24T3jQGk5U",
-	"RKcUXjXprCCCRXWGVE0Vce9PL7BNVBfZ4GFga/JwvzemcXtc0w1XH9K0YO5i9Go8Go1Ho389At7avX2f",
-	"MbLVnN8P085RXVp2IfIZn4XyPGOIkKFjVryIfAv6WI9BUDnUBed/szVEwkUgwKW55Dp1HN1oGU/gT11o",
-	"/FIgiEp0CtDw23PV2LqtwUdfcO1zxbXusc0+6IYjoBrhQQ0Gg1irOLXSw1sslFZpLDLwVdC4kIniOmj4",
-	"IBbsuOKj36SZhDdilirpK+CaTREf7OrO/RlDLzdkGpWl6lx2xTecKDbhTfl0+8p3IGW7YvyPgEsfvLUK",
-	"y/1B/elo/6sWtqreP198RFqhxfBHeH6oFKxmhy0NBK+AqMP2yG/EGP/4wK0FZ3pOuogs3+WyEXk19nA5",
-	"O6VH2/HWPK2iNf6701TGiP9uHZGiq9k9I/0CnJ81cFYnnnvjZiXoSTkaPYtZJeiz3IWkqGQHdqIqp7Ll",
-	"Le4T2D7s/uEL3rdObn/vJJ5vIAk+eFQ7pstJjsVMl26YJ8GjkK3dyPKZ41rD8/1g7X2FEYqVwmeZZmuI",
-	"mIdRXS1H5rK9vR+FaAy+3NprGfp4eY1XPhtkuBcLBGRaLXp24S9A9JkBUXXPyH4oRGHnTghqAQ9uSG99",
-	"qhisP26wE/XrI9C5Lxb5Aj+/E/x4hj8y8CRF9q7RE0HoC5J8tkjClVp7wQg96jGEKnf7IKQVBVIpMC6s",
-	"yndNFAFIRIMjppUOV7jnl2Qsc5FmIQgolqhwqsxn0oQQ+bMt6uvmmcdRCNHC6LIYR9yjEnGX6DGT+L3I",
-	"JVNYW3bkXfUKwibqF2FYVeX2uyNYddmaSMSf/c/DWOdB3cDK3ar741iru/YzxrCK33vGhFpfQVlUvS6o",
-	"i7N1rWIgksRIa7dVrYKOceiHjVG7WNEgTXw/1EOq5jWtiiKpBYdmQxVDk9AG/PpeQ6v51kDdkNpU3bF9",
-	"cMcDVT9pRAq/KE3dYf7OiC9I+9kirS943Qtq+dkusnrpmwGySSbAsnPr7mHCr+OdeVr/kCNP6v+iM+bH",
-	"3CXa9Jt9xgBWs/Vpuf9KLYTl0lLu4U3da4iIbWPAxUYg7JXlskunwUj6G4Z61DL8BSE+V4TwNTf7AAQ/",
-	"Cp+2nLHLbvEEXSdD7vo8zdBEOSdvenOby9QN4XspE1u7aNqA97aiXyUnz9dTefnR2YBZ95Xewi/I2H9s",
-	"GhZ+Z+zymfkX4X234VaNbO3+tarxLCDn19/Nuy/4tVv+Pl/sq6WyH/Tx420DpVk4c083nlHttNfTI/Li",
-	"2B06rBSWyzhm2i07SX42BN9K4Dkfhf5EtK7k8CeaYX2cWT/xs1Yy9A3l6orn8aIkny7WRr6GiHQhglgU",
-	"7PwtU2d3HSosqYGtsle27QMLVQtPnarjKx+qA4b6lLZ1nMGXtzhdpPEXnP8McT6Pix2lxq3y5l7w/4h0",
-	"syqR5dBSkAISKo8ewhlwH1N9s4K8EbHLqPmDEHdDLocYyyiIbifBn7NUXU2CMf/lLvKX4B3BTLJMBOAT",
-	"qH5ioqpiUshThbz2bGbxvuaKZ5rIIqvShC4gsJRc9O1wa76QBJch1sRvvp7jvlLlOV38jn+jKw4nirpc",
-	"fKVM5yacCHlB3UN0Mxv5x8yjnl3jnziLh7s/YNtobnSvSnC7V803SHqxlNC9x73nyve7vXeO9gUJe+0c",
-	"J49bWOs+g5P6+oKT7pXsjyS2ujthRxlx1fwkvKEnv0b9MKlHy73Zsru9d7UHZwpBq1iOISKdiOiam+59",
-	"7oe4+Xkew+2kIhMNdxIMh8NJEMKk8ijw108Tr070x8u7oyG8QSoYgGdrKErnC4HtZpVz2OAH3egSC+/I",
-	"hezJebDxNxURgWOQIl4yANT1xpsAQhzQqwMLlYqguW5WVndt39+y0Fh/JezDjuEfhX4v4stduA+urmDu",
-	"3Ok1hDciy6ipTFi3A7HrDmJ/5V1/r7ZtqK7uRuPLJnwf0oEFrlbWK9KLKGzX7UU0RRRWuZ6cd+QFFEb6",
-	"6yPdUqrtpr+JooorXlUUMuv9ZtmuqO9pjq9aSCbqvm52peEfhVRnH95zR+OVXNMtWUch7YeI1hO1pA1T",
-	"VzMfWJiXirbGQXWVztmH98xtPmKkGndEf9yRWrEPKbzv77wnRGqCm4kSZsEYU93TM9PJujc0SK27IGH+",
-	"Eoh/dFvI/v+hBJU678I10hNSk18D0fB1kNSd7ratGNtgdtduLyaGNU27ny6RL9Sp5JnZJb7b2dpp7Rsf",
-	"H5+cfjUcDUfDk/Gr0atRcBduDu+2mx5SQnRGiVLc8t58YEXwvcv83NG9LzkhOfoF9llzl+DKiSaDRncx",
-	"lc0tiL5Bpf4Phphd24u42Oyb5qZfVk9ywDjLsxRGSWtbM+KoHRN26TywdOfUXMQy5Pu76q7OPkrRDd2e",
-	"9m/U+hj6UgDKjefSmTS2NYnV/ziEyCGzeWtKXdjg7vLu/wMAAP//",
+	"7H1bc9u48udXQXH/VbZrKVlyLpORX/4+SeacnJ1L1vHs1EzkFSESknBMAhwAtKzx+rtvdTfAi0TbiueW",
+	"hzxZogCw0d34obvRDd9GqS5KrYRyNprcRiU3vBBOGPx2Xql3GXzIhE2NLJ3UKppEFyvBVtq6gbS2Ehkz",
+	"lWIyG0ZxJG54UeYimkSmUoOvojiS0KHkbhXFkeKF/+ldFsWREb9W0ogsmjhTiTiy6UoUHF73X0Ysokn0",
+	"P44b4o7pV3tMNN3d3cEAttTKCqT1vdHzXBTwMdXKCeXgIy/LXKYcCD8uqcX//I+FWdw2xEKPDCiT6prn",
+	"MptJVVYuiqNMOC5zP2MgV1jHMi0sU9qxgrt0xdxKMHih4akDFpRaKidMNImOc1lI5ycqrANWRqPxv9/8",
+	"7/HPJ788i+LIOu4qG02ej0Zx5KRDzr0jIlggwm1KeLxyrrST4+Nc62Kw5E6s+WaYieswLXvcpf5uX4YG",
+	"xiFLu4I+U0wYo03MuGXn37xmXz9/8RXzL2TEHcvW0q0YZ0BnxoCTQ3j5hdb5ubBV7h4QSY8oeFZI50Ar",
+	"xnEklDMS5PvxNlpxlSGD0sVqcj356urXkyKKo5zPRe5fsZCZUE7yXLpNNPn4scO0oX/J8YKnwh2vtbmK",
+	"Li9BQ51YGupxeecH/KArk6Ky6nVLUA11cXTN8woptkqWpXDRJPpfMr3SiwUr9LXImNPsYlUZm/ENKEaQ",
+	"75nLuWVXvqnSTtjo7i6+jYzgVqvXpIrpIp2lQuZSLWfiJhUiw5fWhADTVyLPortLYNO1yHWJ1PxaCbOJ",
+	"JtGvFTdOmHzDypwrJdUSpHIlFWihFdykuCS1kzjPcwGcBrK/1bpgXl5MWlYpZyrrRMbEjRNG8Zxl3HGY",
+	"kg6iGsWRrlxZkY7j2p8Az2f0osm4Tbq+Am6YSqUcOy94bkXczGgy3lt3W0rWo76wap3W+YFlBhudMnEt",
+	"zIYZvWZBkqS+0lmGgmfasEBJ0GwSTFDtmjiEnTO1+T9BEbYXz4b9+8MP3zNUFAZCLB1TVZ4D624GSz3w",
+	"SxtWwfCcr78T1vKlADmduX7YLXQBYnEaiMoQfICvgnE3YVyxdx9+YK9ejsYgIjFwshAxW2jDvO6zk9HJ",
+	"y8Ho2WA0vhh9PRmNJqPRL0N25lihrWMvRiOWrjhAmTA2ZkoTtOm887jgGwRA67hxxKRkkMCsCn7zrVBL",
+	"t4omLwDTCqnC93GNZNYZr42veS5Uxs230rp3iFoIAJmEGfP8vdGlMA4BwCtJ2Xp0G/EcV74fd651LriC",
+	"gRdGF4/pzhvukNVO79fyrp6Anv9HpO5xIb6GRXTztJm5x4g6Q4gHLUAAVVURTT5G65UwIoojnjp5DZh2",
+	"2cN2K1UqHhv/Aza6i6NKOZk/1vpHbESbctjVPxJ1l5/MN+T37npCnWZrA8tWsZ9//vnnwXffDd682VK8",
+	"8ZbejWKwPwC5okn0fz+OBl9f3j6/G9CHk+bDf0XbrAJCcTMdLDjuYwCXMz7LvOa8Qfrm4l+4Mz1FzE5f",
+	"CdwAW/SfvHj5yMLZ4jINssNmIFDaNNdWZN+GTXKbpYR5WWgH+zx3usDN3DKtcty6ukTvbLS3kXSisJ0P",
+	"O0rnH3Bj+Kbve2sb3n+YLU5sU9YetY8/b5Uzmz7kbnYHsEA27BD5FLOWbRATrseM7JIj2Dh4s3VoJdhh",
+	"s6Mf7bIx2DO3bfUk2+bjybPnL15+9eprPk8zsViu/nNVqPJXY931+mbz2+Xtix5tvWvZQg+iWVcpti2e",
+	"BkvI9CF7og9G2vZK0+sewwUe43tmAAqzBZe5yPrRydsJzZAto6s2Evp6tmyKvk2hNtgehNWwn2/rlier",
+	"T41o/b9p69DtlrCvlF6rfrKeKLTG3rrtE81CGG9vbxGCBmDD20ynFZgUvQx9omLYusdjtht6cl0+I4H1",
+	"GF0a+phfQ+jDIFmzK/SIvUz6xkQo/4Z732UL/VZapvRx1zxDFbNolhWimAvDHL8SNmbrlVDweMO4EWwh",
+	"1uyQKwYMPYoBOaDHQoo8s2DFESXUFxtWComlJogl+wNt7ZDuoj+ap/53sCmRCpj2JpCvF/hwrrMNO5xG",
+	"0wityfoRbBdsvdK5aKYBXn7o5werowpD9g9dqYw2GmjgfckDyxJPR8KkHUb3ws1jWtWI7pzabytCYEc9",
+	"4MMKcF6/tcu8n1YbnADaB2zNwcVYVFZkMUK/XjDOFvJGZOxap3xe5dxsJlOVeEnOUJIJO4QxOuJWmtkq",
+	"XXkBnLLEK1zCcmmdnSrsoYRl0nc5ilkSZpiwQx5kJy0rpLVSLY/iqUq0EjO9mLVaekItOEU8990s9AuN",
+	"sCPsqrlMHSA66SjQvdZ1B7fijqVcgU8wF2wpr0HZ9VK4lTA4xNpotZwBm5OYJeADzdCUynO9Fhk8c1rP",
+	"7EobF77kWi2TqTrM0QyyTCr248U3g/FL9MNYpcBlA2VcGCEY2NnAB105nCRXS5HAm+E1Us0CE2OW+N12",
+	"VkiLERykqLbrEj9jcHpmtdMDbXLBM2BBxm2rT671VVVir6yiwIaYXYkNtAgBmcotXoUeYO56seMKkhRL",
+	"0kpMVeMtwlREUbrNDBoFNSmFwbCJ1xTu16DKmAJRrrmdKisUMgJYmAlRokKQB6oEevHwFJb7iiMiMR9L",
+	"8ro0nAI0BqTvaGs7ZBdHW+oEW/yOnsCGXUs+iqNtwSMYe7n7zyD2CHe3Wo4UpmhJMaot+lqIvo23zZGW",
+	"rgRhJ2kJsG5P8oviqCM9tBwb4fnWGK2Ko0YwnmbgaO9G+J4vBezc+lqYp7gH25s1+LvYxvtR/pNFiTmy",
+	"ePED9O/d0DEiObmNFtoU4GOCgfzyOTlQsoC3BL+dvjXOB1rSwjzFDwY2XHCzFE9yhR32fNSaEDdu1zOi",
+	"rp/ugb4XunyaR+fDb/sQG0d2xcuOZWWrouAGxJhy02fkbk1w2wbbe35NsHxP6+YbbVgnwMy0Yt6EiRFH",
+	"KGrtByDEWkhjHRkBB/boFOHa6MoJBIEFmAI4DDOVOrCs5G5FYzmtczIQTKUw3pRyipvtb/ekW47JdnC/",
+	"UrxyK23kb4RnRi6l2kKnlbZu65GpVEO9/y4UOTlbc0PAtFXuOo/gMzqqy4pws/0jxl2tq98kbmDTbwaq",
+	"v5P3OMMFDS5VuiIM5nm+85D8ru2nhXArnW3Pjo4qZk4WQleu/QTAGdYTss5WZamNE9msEJnkAeArBc7Z",
+	"zLu2cTSvLCizAVjF99cT2yVcpSLP8TMaaIrnMzx8QK4UBVe11+jl4g2uKMRjZ9fCWKk7m0LBc4A6kc1K",
+	"vsk1x1d577RS/JrLnM+RVOu0EZ1nfQAaToR2bWky9mD7FSoVDLZY0MBTpsC8wvMytFKGbGcpxWxrsYCx",
+	"s9Ymq5eRyDPwIbhrG300sAtuB76713JGNu6zpsl2hSWG9BMttEylasxdpHeq2gTT50NvmzbGfNyyX8FQ",
+	"SYiByVSBm3A0ZN977qDn4yeC9iSY1DgjNEjqZb+f7d+HByCBEKzo8iHXGjwQcLDQtkTjva1ijCu7FiZm",
+	"JbfwVSsMjZFXJ/GUhDO0YmiAwzF4Uy+fs1w4Cplncgn2qjZsGs2Gk8E0OjplXG2YBhuZeknLMqPLUmRb",
+	"Ec2Xz7shzLPBL3zw22jwNYx0eTuOXz7vjwc9GCO41y/sUQve6yrqxUIoMKlIQ7vOovcGa9ePeYGfzUGq",
+	"tUPcsYLhJUN2FhwY8iRBP8Ynr9h848CTxjCbFUs6B+FX8Hp8kaet5NaxF+OT0F6oDF0l7rCZUGmuwSfy",
+	"unbIiR65ILWTtqbq6B43tD7M7Q28OLM5W9zLVwBEXAhtSKT1b0WqgVan2ZpL8KQW2gjc+IBcvuRSxcFv",
+	"Ts7hRQN8U8JWgmfCMMs3tlmDZc5TAVv0d6/fszSXMEsjOHIDp/aQkdcOw+3+5o8y792Ed9Hxx/N3IM5a",
+	"WP4IGZoT6AS87OH5tlFHWw3RUNPp9/s+Z/690Qv5NGtuYYRd9YXtPt0IpmPKpxDx++KW1LuPL0TRT3Se",
+	"smsKhsjgPTqQS3V1z0+7EVx99bgtWwuyeXF4Sy/1/bkpZz4bZcIQgwE4tkA4ZskQ9qVZAliSDJKYzSuH",
+	"+JMM4dlUJcNhwniOMXyOZmmNOEqHtZRyBRtUNmE/nn/LjLA6r4CIqTKi0NeC1hm7QBBE8A4xEss3zGpa",
+	"qQiz3GmDh9TLKudmqsRNaYQFW8bG7J/6wMZsxa8FvBz8VQ7r/eiUJe9/+HDBjmGnOr4eH5tK2cSHoTBO",
+	"pK1gbq39CW0H0hPAw+QYU3ES2mLbR2gnr7aPoHr3n+EMt5/xyav+/ecDnv7vp/PbYqTMAaaEQMsgQVcn",
+	"ga0oKYWxWiW4F8y1W+2erezh55485ufGEb1nX2fukzw/w9VVJ6QuUqHSDdqy2og/4NiWAuiP2kwffDMA",
+	"tN8epV4W4hetnnIs/CloCb8GZBhwtRnoRePs1mK5BAULLNkNxVNygjdJwJ1ha6kyvcYtFHNcwma4mzgB",
+	"ivVoAgU0+rzSKT40Iu/hB/0IoEhLK2boVg2sABsNzRAwuDA0L9Epx/3hwLKE+s4IoZMuQwouMWkG/sap",
+	"T+j4+3iAC2zX9Aox4i5hOwHlv4C+sIR6hYR6+hvsO6B+Fg+LMNFHKtLSs+/PWo1AXl1pvK0AB4//IUwu",
+	"FYjlrBBGpvz4e7Ge/azN1d8oGa3zN2Ihlew/Is2656fbxy3efnda58wIVxll0ZAmR0KzyoLnGtf5IQt0",
+	"FAqdibzXjsdt8EOdZda/N1Fi6r1ZZRQI4xZsbanIR6Ih2eHJ6GQ0GJ8cxQwAEtrmUpFrt2PLUGLs7f0v",
+	"IkHD/HNwb4IxoheYuIZhp95Jwqe0Zz38BGLMJM9F6pguheIyZjDZU3Rx0V8iR2NRqRQ6IQzgaEnrTW17",
+	"uG3L4YS6jOtyvM+i8wfCrV2xlUIItiB8K/lSzDIfU+88lMqWtLc0zzABKTzAmG74FpBqlktb90kpYavu",
+	"QY5D72YMxH4LXXf0GGOXnSSWx07BW6visQwXGvw+7jX5tlvZZHVObZ+5XifZ7kkyZc30RFjaaagPracd",
+	"2rfPOWqRgxCHLWnj90bQ+NXLuBZvvQd5yTZCfUieIRG2x6fVDzHvwRDLno7Qo5krTWrsbd9xzD15DrVD",
+	"5VMq/BTj3nyaZpptahrl6FO5H4MJuItbQmV/nu31rGN7PRtfjF/9zbYXyFqklZFugwDnM7y0dRchPaW/",
+	"hIJhMgo7TAYDrKjArwPQ0uTotD6Gb6Jl2AcUWyg64b94/T72J8jYoFLyhlmdXgmMBeOaRW0S3OASapUT",
+	"oCNSqQdIBF+aKPSlHvNNr9e5x6vucM9d6FANwGlf8jUh7aoGMCWV41IJA9pbmfyB8odoJ+v7XPBsgOFZ",
+	"r2mY2M5zVCXLVTbXN2DlLgHUyD/Hzw1b9WIhjM+0EHK5cq1BEIBjlmQ+99OfdVB0Gw+sEIPRDBEmZldi",
+	"I7Kpmm98SLlbM4O9/DGUJfZiFJLOw4iRJAAkdKq68k+NIDMRA/SIihb62iF7Wye6554LaDFJO1WF4LYy",
+	"yAIulXXhnO3Asq0ESuaPSkIsUjqWC35NGU5T5cUw6cmlbzJKKcMU5+lTJWlCMUZaHkq1n6qpeotHF2gH",
+	"J/fV8iTsMNSmHHWLURIYJxlO1cVKbPx5ScqN2TTHMezQukwYjO27lY2ZuBEpVb1gMsRUESf/+failYDB",
+	"c6v9oYBl/3p79saTMB6P2NfDZ8OTowly9Z9vLw7sVBESIxMoVEuANNfZxsd+eSFqPcBXUBjcrTTwDUib",
+	"qrrwyPErUb/9+egFS3bP8hLPCcWSM3gSgsQU68llKpQVrQV4VvJ0JQYnw9HOkluv10OOPw+1WR77vvb4",
+	"23ev337/4S32aYLCnaUcxZE/lIsm0Xg4opZocJYymkTPhqPhM0rnWCFkHq8Ez93qt2hyexdHHZDpeXR8",
+	"iwGsu+3KtY/9BkzTJFSRXd434nHK89z+CePSEvgzRtZzK8w1Ks+fMbxpbMsnD+wFP9zwIvfiBENgE8S9",
+	"/c4tkMWXa9vjz5yLUhtn6YiUs4TSqBO/dyHAILRKhEeG6bGWOT1BsAL7KCa4R/cSIZjYKTJ0KuvyIAqx",
+	"EOCGZweUMz9VmDQfjjTrc1lYyURHyGeoF/JK5+Fs0U5VgrlWE4YBUR+UrSEHC6u6BQe4bp4iivoQ6x86",
+	"23xadZ7Ptu3U4O1drdVXL3HXNWDBQdiu7DwZjT6NSJ9sTc7GH14fuFPotqWlk2dRNwHb19zVmdb3lBiG",
+	"r22nt8lvfhrHdzPT7ymTaz2p7XY0O8i+WoRc6L6X1cJqlZLGdSpTo7W1AQCmIV9azGhb+tzzmwEsvUGX",
+	"slbPekkHGyKsZUwdiH3SKbcsQbqTCdjMeLZO5/OoEzEuXIoMUUI15Tt4CGBdBCiNzqoUEaC27nxdzKJO",
+	"xoDt04ZcDBjJq+mQ/YgBKeY0S1civWrMn3CwKx2YVtK1AcJPqhchWBsfqBBxBzF7Yhv3g2alLEvQPAw9",
+	"0LRkgwGZVd4dGiyMLpLjZDBwOvGBSTwlGwx4nicTZCJYmqUwTFzj5L97wMYkm/J0qurK0j6sA+O9XR/4",
+	"d6AdlRFG6GmOTwajcUTlgvWTZ+P91+JuseP+2PfwsmtXwf7u1YpOU6CVec7vt1yhcaNKqAngxLi1EIol",
+	"qEWUBAR6dEiKtFvOR5UECaiWh6LilFRRCQkrOkbH7sAyP1MfXGCHTmd8Awvu6xHL+MYyOigdsnPv/YCi",
+	"UkFXS1UbT0la1uMb0ZK83znCEEbtAcE4qS6EZXOeXm0XF3fcoMMdQ6XOkAAXUK+PTsEj0mvG5/pa0E0D",
+	"3iHbesWKEsR2fCifHN6A0rlekzfVVHVn3HEGwqH4gRXmwDLMhptQxQp5TEqDi+lMheFgS1CKHhSlhhWe",
+	"bAzs5BI9lHYPVlSWTtnngi00eSkPopiP2+2FX9SWYfnr/wvFrwHIJq06aTxN4TZg1nCqEjxX9ZqJp5oJ",
+	"W4ZD8zBUQrWQvbg2VV1gY4/jWhOS/KshjQqGm/rg+li5hXIXoxBP+wR0a9c6f8bAVnN+P0g7D1X2fl3w",
+	"Yk7JHzTOhCXA0AkpXoKmBX6s+wCoHOqSQuH5hiXcJYxjUJTqdqB3o2U0gD/rwv4rDhgqwCaAhd8eq4bW",
+	"XQ0++oJrnyuudU+w9kE36MFCDw9qbDBItUqlFR7eUq60kinPma8KgYlMFdWFsPd8SXYrNP1G5oK95nOp",
+	"hE/5bTZFaNjVnYcDhl5uwDRM09eF6IpvOFW0hLfl071N5B6kbFfQ/B1w6X23VqGNTy06Ge1/wc5OFdDn",
+	"i49AK2sx/BMMP1AKUrPDlgYyr4Cgw/bIb8Tg/ni/rQVneoG6CCy/z2RD8mrsofIejI623a2FDM4a/e40",
+	"HWo7zJ7rnhaDqdk9Lv4CnJ81cIbD371xMwh6Wo1Gz1JSCfws7kNSULIDO1XBqGxZi/v4tY+bf/CCd61D",
+	"7L86hucL6qL3HtWO8UqqYz7XlRsWWfRJyNYu7PvMca3h+X6w9i5ghCKl8EGm+YYlxMOkTg/G5bK7vR/F",
+	"sBh8fYnXMrDxihqvfDDIUG0q4yzXatmzC38Bos8MiMLNS/uhELqd90JQC3hgQ3rjI8U+Z5NxO1V/PAKd",
+	"+7yZL/DzF8GPZ/gnOp6oyN40eiIIfUGSzxZJKGltLxjBph5DMBW+D0JaXiBmycPEQrxrqhBAfCUF0Ypn",
+	"K3QHAspYYBo346xcYYJxVcyFiVnij7bwngsaeZLELFkaXZWThIryEqqaPyYSv+eFIArrlZ14Uz1A2FT9",
+	"LgwLCX9/OYKFKzZ5xv/bPx6muojqgn6q3t8fx1q3DXzGGBb4vadPqPUVq8pQ3Ae6ON/UKsZ4lhlh7a6q",
+	"BeiYxL7bBLSLFI3JzBeAPqZqXtOCF4k1hzgaqBgsCW2Yn98pa11GYFhdgd8k3dH6oBKvayqhUDpMShsq",
+	"qcA7dL4g7WeLtD73dy+opbZdZPXSNwNgk8gYyc5tuocJf4x15mn9W048seAVj5g/5QbppsD2Mwawmq1P",
+	"i/0HtQg5zHRpgXSnLEG2TbCCImHcXlnKusRrevE3cPXwjoQvCPG5IoRPudkHIHxt6scdY+yymzuB12uh",
+	"ub6QOSxRismb3tjmSroh+x7LXYOJpk1d7PqHxOTpuj4vPzwbMJu+zFv2OyL2H5rajb8Yu3xk/kX80B3o",
+	"ofS2XXEbyiYjNH79jez7gl+7xvnzxb5aKvtBHzVvL1AchSL3eAMkpk57PT1CK47MocOgsEd1eXYnyE8L",
+	"wVcSeM5jVXerTIQd+hPNuD7OrFv8ppWI/Q0a6orG8aJEmy7VRpyyBHUhYSkvyfhbSWfvO1RYYdlgWK+0",
+	"tg8sC9VMdaiO7rgJBwz1KW3rOIMus3K6lOkXnP8Mcb5Iy3syjVvZzb3g/wHoJlXClYNTAQpQqNR7yM4Y",
+	"FQTVV8mIG566HGs/EHG35HIIvoxiye00+u9cqqtpNKFf7hJ/KegRmwuSCWfQAtSPT1XIJWWFVMBrz2YS",
+	"7yklPONAFlglM7xxxWJw0VcGbugGJpgG3yC/6T6ihzKVF/jvPuA3vPJ1qrDIxWfKdK7+SoAXWDyEN1Wi",
+	"fUw86tk1foJRPNz9DdtG8388QgZu9x+MNEh6sRKs+987ev7Rx93eO0f7Rpi9do7xp02sdYHLuL6vZdz9",
+	"RxyfSGy4LOaeLOJQ+8T9Qs/+iPRhVI+WebOz7vbe1R4dKWZapWLCEtSJBO/16v4Xj8N2PeLtNJAJC3ca",
+	"DYfDaRSzabAo4OnHqVcn/PHy7mjIXgMVBMDzDSsr5/OA7XaSc9zgB5Zkp9wbcjFZch5s/NVsSOCECZ6u",
+	"CADqdONtAEEO6PWBZUFFYLluJ1Z3176/VqZZ/UHYh52FfxT7vYhus6IyuDqBuXOJ4ZC95nmONWXcunsQ",
+	"uy6m9leA9lfI24bqcFck3a7jy5AOLKNkZb1GvUjidt5egkMkcYj1FLQjL1lphL9O162E2q35myrMuKJZ",
+	"JTGx3m+W7YT6nisJQgXJVD10h4DS7IdSqLP376ig8Ups8FrAoxj3Q0DrqVrhhqnDyAe2rtkfhLvDzt6/",
+	"I27TESOmuONdH1OVtHwfVHhf3vmAi9Q4N1PFzZIwJtwXMNfZZsjwfoHEXzAQOEMzJUCBN5FnJNVUhXT7",
+	"a5kJuggJT0MnLOHKrQzYU/4OZI8lBzbucIrbqToLTQ8szbCywu8/ku6GxnsOEnaIPH1HACBTV/NrqjzD",
+	"Jv7/BPmLuamSMfYP/eV0AaxjvLDdG7h0TqeqHG+QjMOVCT4ycIr3++HP9d3Z/vyXYvd57suQQiVsWHXQ",
+	"BaawFIVUMIV/4oeWrKcqE2nOaVu1lJPvNiVdrEY8x5rDvrr8oyHD+zXAsPB3QrRvqnJ8Y1l3NYWihl4n",
+	"UFp3gcv2iZt53LfMg3YA+NjmvFwvOnrQ3Mju9y1vEQ7Df6ILdwj5qkc/3ai9C9aXLQd9iuKI+B750kXZ",
+	"d5nZ5ZOqlvb/N1eYiX/fvos4hjD2R+y48DpYaf5SCtsGrt3N9q5d/Y5ibmrKP14CX7CQzqtAl/hu4XWn",
+	"8nRyfDw++Wo4Go6G48mr0atRj2J0q6EPMWA/x0A+mGSv3xNQ+dJ6anf04EvGaEr6CfapYZfg4OThhgPu",
+	"jBTNrcW+fqrWNWJXv3Z3JkI16bSo0EGgKOSKGyWsbY0Ive4ZsEvngcVLIBc8FTFdqFkXHfdRCm7S7rD/",
+	"wsrc2C89PLspBMCbrUkM/wcRdjaRL1pD6tJGd5d3/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

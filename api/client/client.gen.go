@@ -317,6 +317,7 @@ const (
 	CommandFailed         ProblemCode = "command_failed"
 	Contested             ProblemCode = "contested"
 	HandleLimitReached    ProblemCode = "handle_limit_reached"
+	HostNotAllowed        ProblemCode = "host_not_allowed"
 	HostRefused           ProblemCode = "host_refused"
 	InternalError         ProblemCode = "internal_error"
 	InvalidInput          ProblemCode = "invalid_input"
@@ -332,6 +333,7 @@ const (
 	ResultExists          ProblemCode = "result_exists"
 	ResultNotFound        ProblemCode = "result_not_found"
 	RouteNotFound         ProblemCode = "route_not_found"
+	RunEnded              ProblemCode = "run_ended"
 	RunExists             ProblemCode = "run_exists"
 	RunLimitReached       ProblemCode = "run_limit_reached"
 	RunNotFound           ProblemCode = "run_not_found"
@@ -358,6 +360,8 @@ func (e ProblemCode) Valid() bool {
 	case Contested:
 		return true
 	case HandleLimitReached:
+		return true
+	case HostNotAllowed:
 		return true
 	case HostRefused:
 		return true
@@ -388,6 +392,8 @@ func (e ProblemCode) Valid() bool {
 	case ResultNotFound:
 		return true
 	case RouteNotFound:
+		return true
+	case RunEnded:
 		return true
 	case RunExists:
 		return true
@@ -563,8 +569,32 @@ func (e ToolResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListToolsParamsDialect.
+const (
+	Anthropic ListToolsParamsDialect = "anthropic"
+	Gemini    ListToolsParamsDialect = "gemini"
+	Openai    ListToolsParamsDialect = "openai"
+)
+
+// Valid indicates whether the value is a known member of the ListToolsParamsDialect enum.
+func (e ListToolsParamsDialect) Valid() bool {
+	switch e {
+	case Anthropic:
+		return true
+	case Gemini:
+		return true
+	case Openai:
+		return true
+	default:
+		return false
+	}
+}
+
 // AnyValue Any JSON value except null.
 type AnyValue = json.RawMessage
+
+// At The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type At = string
 
 // Atom A label atom, a string (typically a URI) or an object with a string `type`.
 type Atom = json.RawMessage
@@ -656,15 +686,15 @@ type ConfidentialityLabel struct {
 
 // ContextInput defines model for ContextInput.
 type ContextInput struct {
-	// At Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	At   *Text            `json:"at,omitempty"`
+	// At The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+	At   *At              `json:"at,omitempty"`
 	Read ContextInputRead `json:"read"`
 
-	// Since Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Since *Text `json:"since,omitempty"`
+	// Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+	Since *Since `json:"since,omitempty"`
 
-	// Until Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Until *Text `json:"until,omitempty"`
+	// Until The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+	Until *Until `json:"until,omitempty"`
 }
 
 // ContextInputRead defines model for ContextInput.Read.
@@ -967,7 +997,7 @@ type RunSummary struct {
 	Tools             []ToolId             `json:"tools"`
 }
 
-// SearchInput defines model for SearchInput.
+// SearchInput A search needs a `query`, a `person`, or both.
 type SearchInput struct {
 	Limit *int64 `json:"limit,omitempty"`
 
@@ -978,24 +1008,33 @@ type SearchInput struct {
 	Query *Text            `json:"query,omitempty"`
 	Rank  *SearchInputRank `json:"rank,omitempty"`
 
-	// Since Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Since *Text `json:"since,omitempty"`
+	// Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+	Since *Since `json:"since,omitempty"`
 
-	// Sources Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Sources *Text `json:"sources,omitempty"`
+	// Sources The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`.
+	Sources *Sources `json:"sources,omitempty"`
 
-	// Tz Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Tz *Text `json:"tz,omitempty"`
+	// Tz The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`.
+	Tz *TimeZone `json:"tz,omitempty"`
 
-	// Until Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
-	Until *Text `json:"until,omitempty"`
+	// Until The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+	Until *Until `json:"until,omitempty"`
 }
 
 // SearchInputRank defines model for SearchInput.Rank.
 type SearchInputRank string
 
+// Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Since = string
+
+// Sources The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`.
+type Sources = string
+
 // Text Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`.
 type Text = string
+
+// TimeZone The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`.
+type TimeZone = string
 
 // ToolDefinition defines model for ToolDefinition.
 type ToolDefinition struct {
@@ -1007,6 +1046,9 @@ type ToolDefinition struct {
 
 	// Name The tool's name, the last segment of its route.
 	Name string `json:"name"`
+
+	// Strict With dialect openai, true; pass it as the function's `strict`.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // ToolId defines model for ToolId.
@@ -1037,6 +1079,9 @@ type ToolResultKind string
 // ToolResultStatus defines model for ToolResult.Status.
 type ToolResultStatus string
 
+// Until The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`.
+type Until = string
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// Limit At most this many runs in the page. Default 100.
@@ -1057,6 +1102,15 @@ type ListCallsParams struct {
 
 // McpJSONBody defines parameters for Mcp.
 type McpJSONBody = map[string]interface{}
+
+// ListToolsParams defines parameters for ListTools.
+type ListToolsParams struct {
+	// Dialect The provider whose reading of JSON Schema the input schemas follow.
+	Dialect *ListToolsParamsDialect `form:"dialect,omitempty" json:"dialect,omitempty"`
+}
+
+// ListToolsParamsDialect defines parameters for ListTools.
+type ListToolsParamsDialect string
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunInput
@@ -1538,10 +1592,17 @@ type ClientInterface interface {
 	// input as plain JSON Schema (no OpenAPI-only keywords), ready to
 	// hand to a model's function-calling API. Calling a tool named
 	// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-	// arguments as the body.
+	// arguments as the body. With `dialect`, each input schema is given in
+	// that provider's reading: `anthropic` (the default's, JSON Schema as
+	// Anthropic's tool use takes it), `openai` (OpenAI's strict function
+	// calling: every object closed, every member required, an optional
+	// one nullable, `strict: true`; drop null members before the call,
+	// the gateway refuses null), `gemini` (Gemini's function
+	// declarations: one type per schema, no additionalProperties). What a
+	// dialect cannot say stays the gateway's to check.
 	//
 	// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
-	ListTools(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTools(ctx context.Context, runId RunId, params *ListToolsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Liveness
@@ -2261,11 +2322,18 @@ func (c *Client) WriteResult(ctx context.Context, runId RunId, body WriteResultJ
 // input as plain JSON Schema (no OpenAPI-only keywords), ready to
 // hand to a model's function-calling API. Calling a tool named
 // `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-// arguments as the body.
+// arguments as the body. With `dialect`, each input schema is given in
+// that provider's reading: `anthropic` (the default's, JSON Schema as
+// Anthropic's tool use takes it), `openai` (OpenAI's strict function
+// calling: every object closed, every member required, an optional
+// one nullable, `strict: true`; drop null members before the call,
+// the gateway refuses null), `gemini` (Gemini's function
+// declarations: one type per schema, no additionalProperties). What a
+// dialect cannot say stays the gateway's to check.
 //
 // Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
-func (c *Client) ListTools(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListToolsRequest(c.Server, runId)
+func (c *Client) ListTools(ctx context.Context, runId RunId, params *ListToolsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListToolsRequest(c.Server, runId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3237,7 +3305,7 @@ func NewWriteResultRequestWithBody(server string, runId RunId, contentType strin
 }
 
 // NewListToolsRequest constructs an http.Request for the ListTools method
-func NewListToolsRequest(server string, runId RunId) (*http.Request, error) {
+func NewListToolsRequest(server string, runId RunId, params *ListToolsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3260,6 +3328,33 @@ func NewListToolsRequest(server string, runId RunId) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Dialect != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dialect", *params.Dialect, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3699,12 +3794,19 @@ type ClientWithResponsesInterface interface {
 	// input as plain JSON Schema (no OpenAPI-only keywords), ready to
 	// hand to a model's function-calling API. Calling a tool named
 	// `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-	// arguments as the body.
+	// arguments as the body. With `dialect`, each input schema is given in
+	// that provider's reading: `anthropic` (the default's, JSON Schema as
+	// Anthropic's tool use takes it), `openai` (OpenAI's strict function
+	// calling: every object closed, every member required, an optional
+	// one nullable, `strict: true`; drop null members before the call,
+	// the gateway refuses null), `gemini` (Gemini's function
+	// declarations: one type per schema, no additionalProperties). What a
+	// dialect cannot say stays the gateway's to check.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
-	ListToolsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
+	ListToolsWithResponse(ctx context.Context, runId RunId, params *ListToolsParams, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
 }
 
 type HealthzResponse struct {
@@ -5371,13 +5473,20 @@ func (c *ClientWithResponses) WriteResultWithResponse(ctx context.Context, runId
 // input as plain JSON Schema (no OpenAPI-only keywords), ready to
 // hand to a model's function-calling API. Calling a tool named
 // `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-// arguments as the body.
+// arguments as the body. With `dialect`, each input schema is given in
+// that provider's reading: `anthropic` (the default's, JSON Schema as
+// Anthropic's tool use takes it), `openai` (OpenAI's strict function
+// calling: every object closed, every member required, an optional
+// one nullable, `strict: true`; drop null members before the call,
+// the gateway refuses null), `gemini` (Gemini's function
+// declarations: one type per schema, no additionalProperties). What a
+// dialect cannot say stays the gateway's to check.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/runs/{runId}/tools (the `ListTools` operationId).
-func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*ListToolsResponse, error) {
-	rsp, err := c.ListTools(ctx, runId, reqEditors...)
+func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, runId RunId, params *ListToolsParams, reqEditors ...RequestEditorFn) (*ListToolsResponse, error) {
+	rsp, err := c.ListTools(ctx, runId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

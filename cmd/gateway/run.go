@@ -51,6 +51,7 @@ type options struct {
 	configPath                        string
 	allowTools                        []string
 	mcpAllowOrigins                   []string
+	allowedHosts                      []string
 	maxConfidentiality                string
 	commandTimeout                    time.Duration
 	maxStdoutBytes                    int64
@@ -89,7 +90,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.hostListen, "host-listen", "unix:/tmp/loom-gateway-host.sock", "host listener: `unix:/path` for a unix socket (mode 0600) or host:port for TCP (then a host token is required)")
 	fs.StringVar(&o.hostTokenFile, "host-token-file", "", "`file` holding the host token for a TCP host listener (or env LOOM_GATEWAY_HOST_TOKEN)")
 	fs.StringVar(&o.configPath, "loom-retrieval-config", getenv("CF_HARNESS_LOOM_RETRIEVAL_CONFIG"), "absolute `path` of the loom retrieval host config (or env CF_HARNESS_LOOM_RETRIEVAL_CONFIG); without it the eight tools answer not_configured")
-	fs.Var((*multiFlag)(&o.mcpAllowOrigins), "mcp-allow-origin", "let a browser page of this `origin` (scheme://host[:port]) call the MCP face (repeatable; default none: a request with an Origin header answers 403)")
+	fs.Var((*multiFlag)(&o.mcpAllowOrigins), "mcp-allow-origin", "let a browser page of this `origin` (scheme://host[:port]) call the agent listener, either face (repeatable; default none: a request with an Origin header answers 403)")
+	fs.Var((*multiFlag)(&o.allowedHosts), "allowed-hosts", "answer the agent listener only for this Host `name` (without port; repeatable; default any: the run token and the Origin rule stand against DNS rebinding); another answers 421")
 	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
 	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
 	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
@@ -224,8 +226,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	hd.MCP = mcpface.New(mcpface.Config{
 		Core: core, Check: validate.New(agentSpec), Defs: defs, Version: version.String(),
-		AllowOrigins: o.mcpAllowOrigins, MaxRequestBytes: hd.MaxRequestBytes,
+		MaxRequestBytes: hd.MaxRequestBytes,
 	})
+	hd.AllowOrigins, hd.AllowedHosts = o.mcpAllowOrigins, o.allowedHosts
 	agentSrv := newServer(handlers.AgentRouter(hd, handlers.NewAgent(hd), agentSpec), o, agentConns, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {

@@ -93,6 +93,7 @@ type config struct {
 	memory, memClients int
 	shape              string
 	flood              floodConfig
+	mcp                bool
 }
 
 type multi []string
@@ -124,6 +125,7 @@ func main() {
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
 	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
 	floodFlags(&c.flood)
+	flag.BoolVar(&c.mcp, "mcp", false, "measure the MCP face against REST instead (mcp.go): CPU per request and p50 of ping, tools/list, describe_handle and loom_search, then loom_search throughput")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {
@@ -233,6 +235,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		sit := beginSitting(w)
 		defer sit.end(w)
 		return memory(ctx, c, tg, call, w)
+	}
+	if c.mcp {
+		return mcpMode(ctx, c, tg, client, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
 	// The sides measured side by side: direct, then the bare server when

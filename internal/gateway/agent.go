@@ -34,7 +34,7 @@ func (s *Service) Authenticate(ctx context.Context, runID, token string) (store.
 	_, err := s.cfg.Store.RunByToken(ctx, h)
 	switch {
 	case errors.Is(err, store.ErrRunNotFound):
-		return store.Run{}, Classify(ErrUnauthorized, "")
+		return store.Run{}, s.ended(ctx, h, runID, Classify(ErrUnauthorized, ""))
 	case err != nil:
 		return store.Run{}, Classify(err, "")
 	case runID == "":

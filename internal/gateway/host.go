@@ -94,6 +94,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 	if err := s.cfg.Store.CreateRun(ctx, run); err != nil {
 		return Created{}, Classify(err, "")
 	}
+	s.putTombstone(ctx, run)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run created",
 		slog.String("requestId", reqctx.FromContext(ctx)), slog.String("runId", run.ID),
 		slog.Time("expiresAt", WireTime(run.ExpiresAt)))

@@ -95,7 +95,7 @@ func (a *Agent) WriteResult(ctx context.Context, req agent.WriteResultRequestObj
 
 // ListTools lists the definitions of what the run may call, for a
 // model's function-calling API.
-func (a *Agent) ListTools(ctx context.Context, _ agent.ListToolsRequestObject) (agent.ListToolsResponseObject, error) {
+func (a *Agent) ListTools(ctx context.Context, req agent.ListToolsRequestObject) (agent.ListToolsResponseObject, error) {
 	run, ok := runFrom(ctx)
 	if !ok {
 		return nil, errUnauthorized
@@ -104,9 +104,17 @@ func (a *Agent) ListTools(ctx context.Context, _ agent.ListToolsRequestObject) (
 	if err != nil {
 		return nil, err
 	}
+	tools := defs.For(a.d.Core.Callable(run))
+	if req.Params.Dialect != nil {
+		for i, t := range tools {
+			if tools[i], err = tooldef.In(t, tooldef.Dialect(*req.Params.Dialect)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return marshalRaw(http.StatusOK, struct {
 		Tools []tooldef.Tool `json:"tools"`
-	}{defs.For(a.d.Core.Callable(run))})
+	}{tools})
 }
 
 // rawJSON is a JSON body written as given; it answers every agent and host

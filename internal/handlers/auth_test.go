@@ -49,9 +49,9 @@ func TestAgentAuth(t *testing.T) {
 		{"token of another live run", "Bearer " + tokB, "a", 404, "run_not_found"},
 		{"token of another live run, unknown run id", "Bearer " + tokB, "nope", 404, "run_not_found"},
 		{"token of a deleted run", "Bearer " + tokDeleted, "a", 401, "unauthorized"},
-		{"token of a deleted run, own id", "Bearer " + tokDeleted, "deleted", 401, "unauthorized"},
+		{"token of a deleted run, own id", "Bearer " + tokDeleted, "deleted", 410, "run_ended"},
 		{"token of an expired run", "Bearer " + tokExpired, "a", 401, "unauthorized"},
-		{"token of an expired run, own id", "Bearer " + tokExpired, "expired", 401, "unauthorized"},
+		{"token of an expired run, own id", "Bearer " + tokExpired, "expired", 410, "run_ended"},
 		{"host token", "Bearer " + hostToken, "a", 401, "unauthorized"},
 		{"no token, unknown run id", "", "nope", 401, "unauthorized"},
 	}
@@ -70,8 +70,16 @@ func TestAgentAuth(t *testing.T) {
 					continue
 				}
 				wantProblem(t, rec, tt.status, tt.code)
-				// RFC 9110 11.6.1: a 401 carries a challenge.
-				if got, want := rec.Header().Get("WWW-Authenticate"), map[bool]string{true: "Bearer"}[tt.status == 401]; got != want {
+				// RFC 9110 11.6.1: a 401 carries a challenge; RFC 6750
+				// 3.1: invalid_token when a token was sent.
+				want := ""
+				if tt.status == 401 {
+					want = "Bearer"
+					if tok, ok := strings.CutPrefix(tt.header, "Bearer "); ok && strings.TrimSpace(tok) != "" {
+						want = `Bearer error="invalid_token"`
+					}
+				}
+				if got := rec.Header().Get("WWW-Authenticate"); got != want {
 					t.Errorf("POST %s: WWW-Authenticate = %q, want %q", req.URL.Path, got, want)
 				}
 			}

@@ -78,8 +78,8 @@ func TestDeleteRunMidCall(t *testing.T) {
 			}
 			wantStatus(t, g.hostDo(http.MethodDelete, "/host/v1/runs/other", ""), http.StatusNoContent)
 			wantProblem(t, <-otherDone, 499, "cancelled")
-			// The token is dead now.
-			wantProblem(t, g.call("r", tok, "loom_search", `{"query":"atlas"}`), 401, "unauthorized")
+			// The token is dead now, and told so.
+			wantProblem(t, g.call("r", tok, "loom_search", `{"query":"atlas"}`), 410, "run_ended")
 		})
 	}
 }

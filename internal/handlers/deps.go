@@ -30,6 +30,12 @@ type Deps struct {
 	// MCP, when set, serves /v1/runs/{runId}/mcp for a run whose token
 	// the listener checked (package mcpface).
 	MCP RunHandler
+	// AllowOrigins are the browser origins that may call the agent
+	// listener (either face); a request with another Origin answers 403.
+	AllowOrigins []string
+	// AllowedHosts, when not empty, are the only Host names (without
+	// port) the agent listener answers for; another answers 421.
+	AllowedHosts []string
 }
 
 // RunHandler serves a request of an authenticated run.

@@ -320,8 +320,13 @@ func TestHostToken(t *testing.T) {
 				g.host.ServeHTTP(rec, req)
 				if tt.status == 401 {
 					wantProblem(t, rec, 401, "unauthorized")
-					if got := rec.Header().Get("WWW-Authenticate"); got != "Bearer" {
-						t.Errorf("WWW-Authenticate = %q, want Bearer", got)
+					// RFC 6750 3.1: invalid_token when a bearer token was sent.
+					want := "Bearer"
+					if strings.HasPrefix(tt.header, "Bearer ") {
+						want = `Bearer error="invalid_token"`
+					}
+					if got := rec.Header().Get("WWW-Authenticate"); got != want {
+						t.Errorf("WWW-Authenticate = %q, want %q", got, want)
 					}
 				} else {
 					wantStatus(t, rec, tt.status)

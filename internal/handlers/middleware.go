@@ -186,6 +186,13 @@ func runIDOfPath(path string) string {
 // /v1/runs/{runId}/ goes on with no run (to the route_not_found or
 // method_not_allowed answer).
 func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.Handler {
+	return agentAuthEnded(core, log, nil)
+}
+
+// agentAuthEnded is agentAuth whose run_ended answer is ended's, when
+// ended is not nil. A 401 names the scheme in WWW-Authenticate, with
+// error="invalid_token" when a token was sent (RFC 6750 3.1).
+func agentAuthEnded(core *gateway.Service, log *slog.Logger, ended http.HandlerFunc) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, ok := bearer(r)
@@ -198,7 +205,12 @@ func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.
 			id := runIDOfPath(r.URL.EscapedPath())
 			run, err := core.Authenticate(r.Context(), id, tok)
 			switch {
+			case err != nil && ended != nil && gateway.CodeOf(err) == problem.RunEnded:
+				ended(w, r)
 			case err != nil:
+				if gateway.CodeOf(err) == problem.Unauthorized {
+					w.Header().Set("WWW-Authenticate", invalidToken)
+				}
 				writeProblem(w, r, log, err)
 			case id == "":
 				next.ServeHTTP(w, r)
@@ -208,6 +220,11 @@ func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.
 		})
 	}
 }
+
+// invalidToken is the WWW-Authenticate of a 401 to a request that sent
+// a token that opens nothing (RFC 6750 3.1); without a token it is plain
+// "Bearer".
+const invalidToken = `Bearer error="invalid_token"`
 
 // hostAuth requires the host token when one is set (a TCP host listener):
 // as X-Host-Token when that header is present (the console's agent proxy,
@@ -226,6 +243,9 @@ func hostAuth(token string, log *slog.Logger) func(http.Handler) http.Handler {
 			}
 			got := sha256.Sum256([]byte(tok))
 			if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				if ok {
+					w.Header().Set("WWW-Authenticate", invalidToken)
+				}
 				writeProblem(w, r, log, errUnauthorized)
 				return
 			}

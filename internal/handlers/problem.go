@@ -26,6 +26,8 @@ var (
 	errRequestTooLarge  = errors.New("handlers: request too large")
 	errUnsupportedMedia = errors.New("handlers: unsupported media type")
 	errRequestTimeout   = errors.New("handlers: request body timed out")
+	errHostNotAllowed   = errors.New("handlers: host not allowed")
+	errOriginNotAllowed = errors.New("handlers: origin not allowed")
 )
 
 // faceCode is the code of a condition only the HTTP face raises.
@@ -41,6 +43,10 @@ func faceCode(err error) (problem.Code, bool) {
 		return problem.UnsupportedMediaType, true
 	case errors.Is(err, errRequestTimeout):
 		return problem.RequestTimeout, true
+	case errors.Is(err, errHostNotAllowed):
+		return problem.HostNotAllowed, true
+	case errors.Is(err, errOriginNotAllowed):
+		return problem.OriginNotAllowed, true
 	}
 	return "", false
 }

@@ -58,6 +58,9 @@ func TestToProblem(t *testing.T) {
 			want{Status: 404, Code: "not_found", OutputID: "r:loom_people:2"}},
 		{"method not allowed", errMethodNotAllowed, want{Status: 405, Code: "method_not_allowed"}},
 		{"request timeout", errRequestTimeout, want{Status: 408, Code: "request_timeout"}},
+		{"run ended", gateway.Classify(&gateway.Error{Code: problem.RunEnded, Err: gateway.ErrRunEnded}, ""), want{Status: 410, Code: "run_ended"}},
+		{"origin not allowed", errOriginNotAllowed, want{Status: 403, Code: "origin_not_allowed"}},
+		{"host not allowed", errHostNotAllowed, want{Status: 421, Code: "host_not_allowed"}},
 		{"person contested", loom.ErrContested, want{Status: 409, Code: "contested"}},
 		{"run exists", store.ErrRunExists, want{Status: 409, Code: "run_exists"}},
 		{"result exists", store.ErrResultExists, want{Status: 409, Code: "result_exists"}},
@@ -98,9 +101,6 @@ func TestToProblem(t *testing.T) {
 	// code the table lacks.
 	var tableCodes, rowCodes []string
 	for _, c := range problem.Codes() {
-		if c == problem.OriginNotAllowed {
-			continue // written by the MCP face itself; tests/mcp_test.go TestMCPAccess
-		}
 		tableCodes = append(tableCodes, string(c))
 	}
 	for _, tt := range tests {

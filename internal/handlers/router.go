@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,7 +87,7 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 // Nothing here can create a run, read another run or change a ceiling.
 func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r := chi.NewRouter()
-	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
+	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead, d.hostAndOrigin, noOAuth)
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
@@ -98,9 +100,15 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	})
 	if d.MCP != nil {
 		// The MCP face: the same token check and body limits; the SDK
-		// answers each method as the protocol says.
+		// answers each method as the protocol says. An ended run's
+		// token is answered in the protocol's terms, so that an agent
+		// SDK shows the model the text.
+		auth := agentAuth(d.Core, d.logger())
+		if e, ok := d.MCP.(endedHandler); ok {
+			auth = agentAuthEnded(d.Core, d.logger(), e.ServeEnded)
+		}
 		r.Group(func(r chi.Router) {
-			r.Use(agentAuth(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()))
+			r.Use(auth, jsonBodies(d.maxRequestBytes(), d.logger()))
 			r.HandleFunc("/v1/runs/{runId}/mcp", func(w http.ResponseWriter, r *http.Request) {
 				run, ok := runFrom(r.Context())
 				if !ok {
@@ -115,6 +123,62 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r.NotFound(d.refuse(auth, errRouteNotFound))
 	r.MethodNotAllowed(d.refuse(auth, errMethodNotAllowed))
 	return r
+}
+
+// endedHandler answers the request of a token whose run has ended, in a
+// face's own terms (mcpface.Face.ServeEnded).
+type endedHandler interface {
+	ServeEnded(w http.ResponseWriter, r *http.Request)
+}
+
+// hostAndOrigin is the agent listener's one Host and Origin rule, for
+// both faces: a Host that AllowedHosts (when set) does not name answers
+// 421 host_not_allowed, and a browser Origin that AllowOrigins does not
+// name 403 origin_not_allowed (a page must not drive a run's token: DNS
+// rebinding), before the token is read. /healthz answers whatever the
+// Host (a probe names the address it dials).
+func (d *Deps) hostAndOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(d.AllowedHosts) > 0 && !slices.Contains(d.AllowedHosts, hostName(r.Host)) {
+			writeProblem(w, r, d.logger(), errHostNotAllowed)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(d.AllowOrigins, o) {
+			writeProblem(w, r, d.logger(), errOriginNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostName is a Host header without its port, lower-cased; an IPv6
+// literal keeps its brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		if strings.Contains(h, ":") {
+			h = "[" + h + "]"
+		}
+		host = h
+	}
+	return strings.ToLower(host)
+}
+
+// noOAuth answers the OAuth and OpenID discovery documents (RFC 9728,
+// RFC 8414, OpenID Connect Discovery), at the root or under a path, 404
+// without reading a token: the gateway has no OAuth, and a client that
+// follows the MCP authorization spec stops looking for it there.
+func noOAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") || strings.Contains(r.URL.Path, "/.well-known/") {
+			writeProblem(w, r, nil, errRouteNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // HostRouter is the host listener's handler. extra mounts what is served

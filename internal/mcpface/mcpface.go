@@ -10,9 +10,10 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
-	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,9 +42,6 @@ type Config struct {
 	Check   *validate.Checker // the agent listener's validator
 	Defs    *tooldef.Set
 	Version string
-	// AllowOrigins are the browser origins that may call; a request with
-	// any other Origin header answers 403. Empty: none.
-	AllowOrigins []string
 	// MaxRequestBytes caps a request body (the REST routes' cap).
 	MaxRequestBytes int64
 }
@@ -52,6 +50,12 @@ type Config struct {
 type Face struct {
 	cfg     Config
 	handler *mcp.StreamableHTTPHandler
+
+	// servers holds one MCP server per set of tools a run may call,
+	// built on first use: a request costs what its method costs, not a
+	// server. There are at most as many sets as subsets of the tools.
+	mu      sync.Mutex
+	servers map[string]*mcp.Server
 }
 
 // runKey holds, in a request's context, the run the token opened.
@@ -59,22 +63,33 @@ type runKey struct{}
 
 // New returns the face over cfg.
 func New(cfg Config) *Face {
-	f := &Face{cfg: cfg}
+	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}}
 	f.handler = mcp.NewStreamableHTTPHandler(f.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		// The listener's own Host and Origin rule stands for both faces
+		// (ServeRun and the router); the SDK's loopback Host check would
+		// refuse a proxy or a sandbox that names the host.
+		DisableLocalhostProtection: true,
+		// A client that goes away cancels its call under every revision.
+		PropagateRequestCancellation: true,
 	})
 	return f
 }
 
 // ServeRun answers one MCP request of run, whose token the listener
-// has checked.
+// has checked. Everything the transport refuses is refused here first,
+// as a problem (Check), so the SDK never answers in text of its own and
+// no batch reaches it.
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
-	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(f.cfg.AllowOrigins, o) {
-		// A browser page must not drive a run's token (DNS rebinding):
-		// no origin is allowed unless the operator names it.
-		problemhttp.Write(w, problem.New(problem.OriginNotAllowed))
+	if err := f.Check(r); err != nil {
+		p := gateway.Problem(err)
+		if re, ok := errors.AsType[*refusal](err); ok {
+			p = re.problem
+		}
+		p.RequestID = reqid.FromContext(r.Context())
+		problemhttp.Write(w, p)
 		return
 	}
 	r, span := httptrace.StartMCP(r, knownTool)
@@ -90,20 +105,28 @@ func knownTool(name string) bool {
 	return ok || name == "describe_handle" || name == "result"
 }
 
-// server is the MCP server of one request: the tools its run may call.
+// server is the MCP server of the tools the request's run may call.
 func (f *Face) server(r *http.Request) *mcp.Server {
 	run, ok := r.Context().Value(runKey{}).(store.Run)
 	if !ok {
 		return nil
 	}
-	reqCtx := r.Context()
-	s := mcp.NewServer(&mcp.Implementation{Name: "loom-gateway", Version: f.cfg.Version}, &mcp.ServerOptions{
-		Instructions: Instructions,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	})
-	for _, def := range f.cfg.Defs.For(f.cfg.Core.Callable(run)) {
-		s.AddTool(Tool(def), f.call(reqCtx, run, def.Name))
+	names := f.cfg.Core.Callable(run)
+	key := strings.Join(names, ",")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.servers[key]; ok {
+		return s
 	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "loom-gateway", Version: f.cfg.Version}, &mcp.ServerOptions{
+		Instructions:              Instructions,
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SupportedProtocolVersions: Revisions(),
+	})
+	for _, def := range f.cfg.Defs.For(names) {
+		s.AddTool(Tool(def), f.call(def.Name))
+	}
+	f.servers[key] = s
 	return s
 }
 
@@ -137,11 +160,16 @@ func outputSchema(def tooldef.Tool) json.RawMessage {
 	return json.RawMessage(`{"type":"object","anyOf":[` + string(def.OutputSchema) + `,` + string(def.ErrorSchema) + `]}`)
 }
 
-// call is the handler of tool name for run. It runs under the HTTP
-// request's context, so a client that goes away cancels the call and the
-// request id reaches the call log and audit record.
-func (f *Face) call(ctx context.Context, run store.Run, name string) mcp.ToolHandler {
-	return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call is the handler of tool name. The run is the request's: the
+// handler runs under the HTTP request's context, so the run, the request
+// id (for the call log and audit record) and a client's going away all
+// reach the call.
+func (f *Face) call(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		run, ok := ctx.Value(runKey{}).(store.Run)
+		if !ok {
+			return nil, errNoRun
+		}
 		args := []byte(req.Params.Arguments)
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 			args = []byte("{}")

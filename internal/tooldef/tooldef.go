@@ -25,6 +25,9 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Strict, in the openai dialect, says the schema meets OpenAI's
+	// strict function-calling rules (pass it as the function's strict).
+	Strict *bool `json:"strict,omitempty"`
 	// OutputSchema is the schema of the tool's answer (its 200 or 201
 	// body); the MCP face gives it as outputSchema, beside ErrorSchema.
 	OutputSchema json.RawMessage `json:"-"`
@@ -202,6 +205,17 @@ func plain(s *openapi3.Schema, depth int) map[string]any {
 	}
 	if s.Not != nil {
 		m["not"] = plain(s.Not.Value, depth+1)
+	}
+	// x-required-any-of names members of which at least one is required
+	// (loom_search's query or person). The served schema says it as "if
+	// the first is absent, the second is required" (if/then), which every
+	// validator reads and Anthropic's API takes at the top level (it
+	// refuses anyOf, oneOf and allOf there); the contract's validator
+	// leaves it to the argument builder, whose refusal names the member
+	// (one_of_required).
+	if names, ok := s.Extensions["x-required-any-of"].([]any); ok && len(names) == 2 {
+		m["if"] = map[string]any{"not": map[string]any{"required": []any{names[0]}}}
+		m["then"] = map[string]any{"required": []any{names[1]}}
 	}
 	return m
 }

@@ -218,7 +218,14 @@ export interface paths {
          *     input as plain JSON Schema (no OpenAPI-only keywords), ready to
          *     hand to a model's function-calling API. Calling a tool named
          *     `loom_search` is `POST /v1/runs/{runId}/loom_search` with the
-         *     arguments as the body.
+         *     arguments as the body. With `dialect`, each input schema is given in
+         *     that provider's reading: `anthropic` (the default's, JSON Schema as
+         *     Anthropic's tool use takes it), `openai` (OpenAI's strict function
+         *     calling: every object closed, every member required, an optional
+         *     one nullable, `strict: true`; drop null members before the call,
+         *     the gateway refuses null), `gemini` (Gemini's function
+         *     declarations: one type per schema, no additionalProperties). What a
+         *     dialect cannot say stays the gateway's to check.
          */
         get: operations["listTools"];
         put?: never;
@@ -288,7 +295,7 @@ export interface paths {
         };
         /**
          * List live runs
-         * @description The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
+         * @description The live runs, oldest first, as summaries (never tokens).
          */
         get: operations["listRuns"];
         put?: never;
@@ -515,12 +522,23 @@ export interface components {
         ToolId: "loom_search" | "loom_page_discover" | "loom_page_inspect" | "loom_page_read" | "loom_people" | "loom_calendar_list" | "loom_context" | "loom_profile";
         /** @description Free text. At most 500 UTF-16 code units, no control characters, may not start with `-`. */
         Text: string;
+        /** @description The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        Since: string;
+        /** @description The end of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-31 or 2026-03-31T18:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        Until: string;
+        /** @description The moment to read the state at: an ISO 8601 date-time, for example 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`. */
+        At: string;
+        /** @description The time zone dates are read in: an IANA time zone name, for example Europe/Berlin or America/New_York. At most 500 characters, no control characters, may not start with `-`. */
+        TimeZone: string;
+        /** @description The sources to search, comma-separated, named as in a result's `source_status`, for example mail or mail,calendar. At most 500 characters, no control characters, may not start with `-`. */
+        Sources: string;
+        /** @description A search needs a `query`, a `person`, or both. */
         SearchInput: {
             query?: components["schemas"]["Text"];
-            sources?: components["schemas"]["Text"];
-            since?: components["schemas"]["Text"];
-            until?: components["schemas"]["Text"];
-            tz?: components["schemas"]["Text"];
+            sources?: components["schemas"]["Sources"];
+            since?: components["schemas"]["Since"];
+            until?: components["schemas"]["Until"];
+            tz?: components["schemas"]["TimeZone"];
             person?: components["schemas"]["Text"];
             /** Format: int64 */
             limit?: number;
@@ -551,9 +569,9 @@ export interface components {
         ContextInput: {
             /** @enum {string} */
             read: "where" | "activity";
-            at?: components["schemas"]["Text"];
-            since?: components["schemas"]["Text"];
-            until?: components["schemas"]["Text"];
+            at?: components["schemas"]["At"];
+            since?: components["schemas"]["Since"];
+            until?: components["schemas"]["Until"];
         };
         ProfileInput: {
             fresh?: boolean;
@@ -676,8 +694,6 @@ export interface components {
         };
         RunList: {
             runs: components["schemas"]["RunSummary"][];
-            /** @description Present when more runs may follow this page; pass it as `cursor` to read them. */
-            nextCursor?: string;
         };
         CallRecord: {
             outputId: string;
@@ -706,8 +722,6 @@ export interface components {
             startedAt: string;
             /** @description Each entry's status, reason code, disclosed label and handle; never the value. */
             entries?: components["schemas"]["CallEntry"][];
-            /** @description The W3C trace id (32 lowercase hex digits) of the call's trace, present only when the gateway exports traces (docs/operators.md, Observability); the same id is in the call's audit record. */
-            traceId?: string;
         };
         CallEntry: {
             /** @enum {string} */
@@ -768,7 +782,7 @@ export interface components {
             /** @description A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent. */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "run_not_found" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "rate_limited" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
+            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "host_not_allowed" | "run_not_found" | "run_ended" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
             outputId?: string;
             /** @description loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped. */
             hostCode?: string;
@@ -783,8 +797,6 @@ export interface components {
              */
             errors?: components["schemas"]["InputFault"][];
             requestId?: string;
-            /** @description For busy and rate_limited, the seconds to wait before calling again, as the `Retry-After` header says (the one place an MCP client reads it). */
-            retryAfter?: number;
         };
         ToolList: {
             tools: components["schemas"]["ToolDefinition"][];
@@ -798,6 +810,8 @@ export interface components {
             inputSchema: {
                 [key: string]: unknown;
             };
+            /** @description With dialect openai, true; pass it as the function's `strict`. */
+            strict?: boolean;
         };
         InputFault: {
             /** @description A JSON pointer to the faulty member of the body ("" for the body as a whole), or the name of the faulty parameter. Bounded as the problem's `pointer` is. */
@@ -1194,7 +1208,10 @@ export interface operations {
     };
     listTools: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The provider whose reading of JSON Schema the input schemas follow. */
+                dialect?: "anthropic" | "gemini" | "openai";
+            };
             header?: never;
             path: {
                 /**
@@ -1305,22 +1322,14 @@ export interface operations {
     };
     listRuns: {
         parameters: {
-            query?: {
-                /**
-                 * @description At most this many runs in the page. Default 100.
-                 * @example 100
-                 */
-                limit?: number;
-                /** @description The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input. */
-                cursor?: string;
-            };
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A page of the live runs, oldest first. */
+            /** @description The live runs, oldest first. */
             200: {
                 headers: {
                     [name: string]: unknown;

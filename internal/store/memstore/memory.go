@@ -44,6 +44,7 @@ type Store struct {
 	mu      sync.Mutex
 	runs    map[string]*memRun
 	byToken map[store.TokenHash]*memRun
+	tombs   tombstones // tombstone.go
 }
 
 // memRun is a run and its state. Counters are kept in run.
