@@ -320,6 +320,7 @@ func (s *Service) finish(ctx context.Context, c *call, res ifc.Result, base ifc.
 		return nil, store.Call{}, ErrCancelled
 	}
 	rec := callRecord(c, res, s.now())
+	rec.TraceID = telemetry.TraceID(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	handles, err := s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{

@@ -295,7 +295,7 @@ export interface paths {
         };
         /**
          * List live runs
-         * @description The live runs, oldest first, as summaries (never tokens).
+         * @description The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
          */
         get: operations["listRuns"];
         put?: never;
@@ -694,6 +694,8 @@ export interface components {
         };
         RunList: {
             runs: components["schemas"]["RunSummary"][];
+            /** @description Present when more runs may follow this page; pass it as `cursor` to read them. */
+            nextCursor?: string;
         };
         CallRecord: {
             outputId: string;
@@ -722,6 +724,8 @@ export interface components {
             startedAt: string;
             /** @description Each entry's status, reason code, disclosed label and handle; never the value. */
             entries?: components["schemas"]["CallEntry"][];
+            /** @description The W3C trace id (32 lowercase hex digits) of the call's trace, present only when the gateway exports traces (docs/operators.md, Observability); the same id is in the call's audit record. */
+            traceId?: string;
         };
         CallEntry: {
             /** @enum {string} */
@@ -782,7 +786,7 @@ export interface components {
             /** @description A fixed sentence per code; never host text. For invalid_input, the first fault in words (the field, what it takes), never the value sent. */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "host_not_allowed" | "run_not_found" | "run_ended" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
+            code: "invalid_input" | "unauthorized" | "origin_not_allowed" | "host_not_allowed" | "run_not_found" | "run_ended" | "route_not_found" | "result_not_found" | "not_configured" | "not_found" | "contested" | "run_exists" | "result_exists" | "handle_limit_reached" | "call_limit_reached" | "label_limit_reached" | "method_not_allowed" | "request_timeout" | "request_too_large" | "unsupported_media_type" | "unheld_handle" | "busy" | "rate_limited" | "run_limit_reached" | "cancelled" | "internal_error" | "command_failed" | "host_refused" | "schema_version_mismatch" | "malformed_payload" | "ceiling_unavailable" | "store_unavailable";
             outputId?: string;
             /** @description loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped. */
             hostCode?: string;
@@ -797,6 +801,8 @@ export interface components {
              */
             errors?: components["schemas"]["InputFault"][];
             requestId?: string;
+            /** @description For busy and rate_limited, the seconds to wait before calling again, as the `Retry-After` header says (the one place an MCP client reads it). */
+            retryAfter?: number;
         };
         ToolList: {
             tools: components["schemas"]["ToolDefinition"][];
@@ -1322,14 +1328,22 @@ export interface operations {
     };
     listRuns: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description At most this many runs in the page. Default 100.
+                 * @example 100
+                 */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page; without it, the first page. Opaque: a cursor this gateway did not give answers invalid_input. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The live runs, oldest first. */
+            /** @description A page of the live runs, oldest first. */
             200: {
                 headers: {
                     [name: string]: unknown;

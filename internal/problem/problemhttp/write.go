@@ -25,7 +25,9 @@ func Write(w http.ResponseWriter, p problem.Problem) {
 	}
 	switch p.Status {
 	case http.StatusUnauthorized:
-		h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
+		if h.Get("WWW-Authenticate") == "" { // the face may have said more (RFC 6750 3.1)
+			h.Set("WWW-Authenticate", "Bearer") // RFC 9110 11.6.1: a 401 names its scheme
+		}
 	case http.StatusMethodNotAllowed:
 		h.Set("Allow", strings.Join(p.Allow, ", ")) // RFC 9110 15.5.6: a 405 lists the route's methods
 	case http.StatusRequestTimeout:
