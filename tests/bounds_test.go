@@ -8,14 +8,14 @@ import (
 )
 
 // TestPayloadPastBounds: a payload that is one JSON value but passes a
-// bound of what the gateway holds of one piece of it (a member name or a
-// number over 4 KiB, more than 65,536 members or 1 MiB of names in the
+// bound of what the gateway holds of one piece of it (a member name over
+// 64 KiB or a number over 4 KiB, more than 65,536 members or 1 MiB of names in the
 // objects open at one point, an envelope value over 1 MiB) is answered
 // malformed_payload, whatever else it says; one just within them is read.
 func TestPayloadPastBounds(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOptions{})
-	name := `"` + strings.Repeat("n", 5000) + `"`
+	name := `"` + strings.Repeat("n", 70000) + `"`
 	cases := []struct {
 		name   string
 		stdout string

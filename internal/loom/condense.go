@@ -42,7 +42,7 @@ type Condensed struct {
 const (
 	// maxNameBytes bounds a member name, anywhere: its JSON text as
 	// decoded, quotes and escapes included.
-	maxNameBytes = 4 << 10
+	maxNameBytes = 64 << 10
 	// maxNumberBytes bounds a number's JSON text, anywhere.
 	maxNumberBytes = 4 << 10
 	// maxOpenMembers and maxOpenNameBytes bound the members read so far

@@ -26,7 +26,7 @@
 // Interpret reads, the envelope, the first ifc.MaxMeasuredRows rows with
 // their long strings shortened, and of a row past 1 MiB only what the
 // result writer still reads; later rows are checked and counted. It holds
-// no name or number over 4 KiB, no more than 65,536 members of the objects
+// no name over 64 KiB or number over 4 KiB, no more than 65,536 members of the objects
 // open at once and no envelope value over 1 MiB: a payload past those is
 // Refused. Run keeps stdout whole instead (a runner that is not
 // tool-aware; the core condenses it the same way), and reading that whole

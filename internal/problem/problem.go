@@ -60,7 +60,7 @@ var entries = []Entry{
 	{CommandFailed, Info{502, "Command failed", "The loom command failed.", "loom could not start, timed out, overflowed stdout, exited non-zero or printed no JSON"}},
 	{HostRefused, Info{502, "Host refused", "The loom host refused the request.", "loom answered `ok: false` (its `code` as `hostCode`)"}},
 	{SchemaVersionMismatch, Info{502, "Schema version mismatch", "The loom payload states a schema version the gateway does not read.", "a search payload of another schema version"}},
-	{MalformedPayload, Info{502, "Malformed payload", "The loom payload does not have the shape the command returns.", "a payload without the command's shape, or one with a member name or number over 4 KiB, more than 65,536 members (or 1 MiB of names) in the objects open at one point, or an envelope value over 1 MiB"}},
+	{MalformedPayload, Info{502, "Malformed payload", "The loom payload does not have the shape the command returns.", "a payload without the command's shape, or one with a member name over 64 KiB or a number over 4 KiB, more than 65,536 members (or 1 MiB of names) in the objects open at one point, or an envelope value over 1 MiB"}},
 	{CeilingUnavailable, Info{503, "Ceiling unavailable", "The run's read-ceiling record cannot be read.", "the read-ceiling record cannot be read or names other facets"}},
 	{StoreUnavailable, Info{503, "Store unavailable", "The run store cannot be reached.", "the run store cannot be reached"}},
 }
