@@ -112,18 +112,14 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		// (a name, a number, an envelope value, an object's names).
 		return nil, s.fail(ctx, c, loom.ErrMalformedPayload)
 	}
-	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
+	err = loom.Decide(tool, loom.PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 	if err == nil && stage.Err() != nil {
 		err = stageEnded(stage)
 	}
-	if err != nil {
-		return nil, s.fail(ctx, c, err)
+	if err == nil && !kept.Shaped {
+		err = loom.ErrMalformedPayload
 	}
-	rows, more, envelope, err := loom.SplitContext(stage, tool, payload, ifc.MaxMeasuredRows)
 	if err != nil {
-		if stage.Err() != nil {
-			err = stageEnded(stage)
-		}
 		return nil, s.fail(ctx, c, err)
 	}
 	if s.cfg.BeforeMeasure != nil {
@@ -133,10 +129,10 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		OutputID:  c.outputID,
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
-		Rows:      rows,
-		More:      more + kept.Dropped,
+		Rows:      kept.Rows,
+		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
-		Envelope:  envelope,
+		Envelope:  kept.Envelope,
 		Ceiling:   ceiling,
 		Unlabeled: ifc.LabelForUnlabeledRow(fresh.ModelContext, s.cfg.Loom.UnlabeledRowLabel),
 	})
