@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,12 +82,7 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
 	}
 	defer end()
-	var out loom.Output
-	if tr, ok := s.cfg.Runner.(ToolRunner); ok {
-		out, err = tr.RunTool(stage, tool, argv, s.cfg.Env)
-	} else {
-		out, err = s.cfg.Runner.Run(stage, argv, s.cfg.Env)
-	}
+	out, err := s.cfg.Runner.RunTool(stage, tool, argv, s.cfg.Env)
 	if err == nil || out.Duration > 0 {
 		c.loomTime = &out.Duration
 	}
@@ -104,8 +98,7 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	c.exitCode = &code
 	kept := out.Condensed
 	if kept == nil {
-		k := loom.Condense(tool, bytes.NewReader(out.Stdout))
-		kept = &k
+		kept = &loom.Condensed{}
 	}
 	if kept.Refused {
 		// One JSON value past what the reading holds of a piece of it
