@@ -229,15 +229,12 @@ type condenser struct {
 }
 
 func (c *condenser) run() {
-	mode := modeRow
-	var listName string
-	var envelope []string
-	switch c.tool {
-	case Search:
-		mode, listName, envelope = modeList, "hits", []string{"query", "source_status", "warnings", "truncated"}
-	case PageDiscover:
-		mode, listName, envelope = modeList, "pages", []string{"totalPages", "omittedViews"}
-	case CalendarList:
+	shape := ShapeOf(c.tool)
+	mode, listName, envelope := modeRow, shape.List, shape.Envelope
+	switch {
+	case shape.List != "":
+		mode = modeList
+	case shape.Array:
 		mode = modeArray
 	}
 	bufs := condenseBufs.Get().(*condenseBuffers)
@@ -961,7 +958,10 @@ func (c *condenser) object(listName string, envelope []string) bool {
 	}
 	c.payload = append(c.payload, '}')
 	c.list = nil
-	c.facts = Facts{Object: true, OK: facts[0], Code: facts[1], HasProfile: facts[2], SchemaVersion: facts[3]}
+	c.facts = Facts{Object: true}
+	for i, v := range facts {
+		c.facts.set(i, v)
+	}
 	c.shaped = listName != "" && hasList && listArray
 	if c.shaped {
 		// The envelope is the members after the facts, as an object.

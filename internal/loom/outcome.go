@@ -44,6 +44,20 @@ func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	return payload, nil
 }
 
+// set sets the fact of index i in factNames to v; i < 0 sets nothing.
+func (f *Facts) set(i int, v jsontext.Value) {
+	switch i {
+	case 0:
+		f.OK = v
+	case 1:
+		f.Code = v
+	case 2:
+		f.HasProfile = v
+	case 3:
+		f.SchemaVersion = v
+	}
+}
+
 // readFacts reads the facts of payload in one validating pass over its
 // bytes, which it does not copy, and reports whether it is one JSON value.
 func readFacts(payload []byte) (Facts, bool) {
@@ -52,16 +66,7 @@ func readFacts(payload []byte) (Facts, bool) {
 	}
 	f := Facts{Object: true}
 	_, err := jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
-		switch string(jsjson.MemberName(name)) {
-		case "ok":
-			f.OK = v
-		case "code":
-			f.Code = v
-		case "hasProfile":
-			f.HasProfile = v
-		case "schemaVersion":
-			f.SchemaVersion = v
-		}
+		f.set(factIndex(string(jsjson.MemberName(name))), v)
 	})
 	return f, err == nil
 }
