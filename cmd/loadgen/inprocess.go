@@ -138,3 +138,7 @@ func (r fixedRunner) Run(ctx context.Context, argv, env []string) (loom.Output, 
 	copy(out, r.stdout)
 	return loom.Output{Stdout: out}, nil
 }
+
+func (r fixedRunner) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
+	return loom.CondenseOutput(tool, loom.Output{Stdout: r.stdout}), nil
+}

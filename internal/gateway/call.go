@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,14 +84,9 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		return nil, s.fail(ctx, c, interrupted(ctx, nil, err))
 	}
 	defer end()
-	var out loom.Output
 	lctx, lspan := startLoom(stage, tool)
 	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
-	if tr, ok := s.cfg.Runner.(ToolRunner); ok {
-		out, err = tr.RunTool(lctx, tool, argv, env)
-	} else {
-		out, err = s.cfg.Runner.Run(lctx, argv, env)
-	}
+	out, err := s.cfg.Runner.RunTool(lctx, tool, argv, env)
 	endLoom(lspan, out, err)
 	mspan := startMeasure(stage, tool)
 	defer mspan.End()
@@ -111,26 +105,21 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	c.exitCode = &code
 	kept := out.Condensed
 	if kept == nil {
-		k := loom.Condense(tool, bytes.NewReader(out.Stdout))
-		kept = &k
+		kept = &loom.Condensed{}
 	}
 	if kept.Refused {
 		// One JSON value past what the reading holds of a piece of it
 		// (a name, a number, an envelope value, an object's names).
 		return nil, s.fail(ctx, c, loom.ErrMalformedPayload)
 	}
-	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, input), loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
+	err = loom.Decide(tool, loom.PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 	if err == nil && stage.Err() != nil {
 		err = stageEnded(stage)
 	}
-	if err != nil {
-		return nil, s.fail(ctx, c, err)
+	if err == nil && !kept.Shaped {
+		err = loom.ErrMalformedPayload
 	}
-	rows, more, envelope, err := loom.SplitContext(stage, tool, payload, ifc.MaxMeasuredRows)
 	if err != nil {
-		if stage.Err() != nil {
-			err = stageEnded(stage)
-		}
 		return nil, s.fail(ctx, c, err)
 	}
 	if s.cfg.BeforeMeasure != nil {
@@ -140,17 +129,17 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		OutputID:  c.outputID,
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
-		Rows:      rows,
-		More:      more + kept.Dropped,
+		Rows:      kept.Rows,
+		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
-		Envelope:  envelope,
+		Envelope:  kept.Envelope,
 		Ceiling:   ceiling,
 		Unlabeled: ifc.LabelForUnlabeledRow(fresh.ModelContext, s.cfg.Loom.UnlabeledRowLabel),
 	})
 	if err != nil {
 		return nil, s.fail(ctx, c, stageEnded(stage))
 	}
-	endMeasure(mspan, len(rows), more+kept.Dropped)
+	endMeasure(mspan, len(kept.Rows), kept.Dropped)
 	end()
 
 	// A call whose rows would take the run's model-context label past

@@ -24,16 +24,12 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
-// Runner runs one loom process (*loom.CLI in production).
+// Runner runs one loom process of a tool and reads its stdout as it
+// arrives (*loom.CLI in production): Output.Condensed is what
+// loom.Condense learned of it (a runner that holds stdout whole returns
+// loom.CondenseOutput of it). An Output without Condensed reads as stdout
+// that is not JSON.
 type Runner interface {
-	Run(ctx context.Context, argv, env []string) (loom.Output, error)
-}
-
-// ToolRunner is a Runner that reads a tool's stdout as it arrives
-// (loom.CLI.RunTool, which sets Output.Condensed). The core calls RunTool
-// when its Runner has it; otherwise it condenses Run's whole stdout
-// itself, so both read the same.
-type ToolRunner interface {
 	RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error)
 }
 

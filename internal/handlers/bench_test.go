@@ -68,3 +68,11 @@ type runnerFunc func(ctx context.Context, argv, env []string) (loom.Output, erro
 func (f runnerFunc) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
 	return f(ctx, argv, env)
 }
+
+func (f runnerFunc) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
+	out, err := f(ctx, argv, env)
+	if err != nil {
+		return out, err
+	}
+	return loom.CondenseOutput(tool, out), nil
+}

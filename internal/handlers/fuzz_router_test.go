@@ -173,6 +173,13 @@ func (r *fuzzRunner) Run(ctx context.Context, argv, env []string) (loom.Output, 
 	return r.fake.Run(ctx, argv, env)
 }
 
+func (r *fuzzRunner) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
+	if real, _ := ctx.Value(realRunnerKey{}).(bool); real {
+		return r.real.RunTool(ctx, tool, argv, env)
+	}
+	return r.fake.RunTool(ctx, tool, argv, env)
+}
+
 // fuzzGateway is the agent router the target drives, with two runs that
 // are replaced every so often so that their call logs and handle tables
 // stay small.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
@@ -25,6 +27,17 @@ type Condensed struct {
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
 	RowBytes []int
+	// Facts are what Decide reads of the payload (as Interpret reads them
+	// from stdout whole).
+	Facts Facts
+	// Shaped reports whether the payload has its tool's shape (Split
+	// would cut it); Rows and Envelope are then what Split cuts of it:
+	// the rows kept (the first ifc.MaxMeasuredRows, slices of Payload),
+	// and the envelope of a list tool ("{}" when it has none of its
+	// keys), nil for the others.
+	Shaped   bool
+	Rows     []jsontext.Value
+	Envelope jsontext.Value
 	// Refused is set when stdout is one JSON value but passes one of the
 	// bounds of what the pass holds (maxNameBytes and the others): the
 	// gateway answers it ErrMalformedPayload before reading anything
@@ -98,7 +111,29 @@ func Condense(tool Tool, r io.Reader) Condensed {
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
 	}
-	return Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Read: c.offset()}
+	out := Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
+	if c.shaped {
+		out.Rows = make([]jsontext.Value, len(c.rowSpans))
+		for i, sp := range c.rowSpans {
+			out.Rows[i] = jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi])
+		}
+		if len(out.Rows) == 0 {
+			out.Rows = nil
+		}
+		if c.envelope != nil {
+			out.Envelope = c.envelope
+		}
+	}
+	return out
+}
+
+// CondenseOutput is out, of a command of tool whose stdout is whole, as
+// RunTool returns it: stdout read by Condense, Condensed set and Stdout
+// nil. It is for runners that hold stdout whole (test fakes).
+func CondenseOutput(tool Tool, out Output) Output {
+	k := Condense(tool, bytes.NewReader(out.Stdout))
+	out.Condensed, out.Stdout = &k, nil
+	return out
 }
 
 // condenseUnits is how many UTF-16 units of a long string value Condense
@@ -159,6 +194,11 @@ type condenser struct {
 	// envStart is where the envelope value being read starts, or -1.
 	envStart int64
 
+	facts    Facts
+	shaped   bool
+	rowSpans []span // the kept rows in the buffer they are kept in
+	envelope []byte
+
 	out    *[]byte // where what is kept goes; nil while dropping
 	keepWS bool    // keep whitespace too (inside a row's label)
 
@@ -191,15 +231,12 @@ type condenser struct {
 }
 
 func (c *condenser) run() {
-	mode := modeRow
-	var listName string
-	var envelope []string
-	switch c.tool {
-	case Search:
-		mode, listName, envelope = modeList, "hits", []string{"query", "source_status", "warnings", "truncated"}
-	case PageDiscover:
-		mode, listName, envelope = modeList, "pages", []string{"totalPages", "omittedViews"}
-	case CalendarList:
+	shape := ShapeOf(c.tool)
+	mode, listName, envelope := modeRow, shape.List, shape.Envelope
+	switch {
+	case shape.List != "":
+		mode = modeList
+	case shape.Array:
 		mode = modeArray
 	}
 	bufs := condenseBufs.Get().(*condenseBuffers)
@@ -213,11 +250,17 @@ func (c *condenser) run() {
 		start := c.offset()
 		ok = c.row(0)
 		c.rowBytes = append(c.rowBytes, int(c.offset()-start))
+		c.rowSpans = append(c.rowSpans[:0], span{0, len(c.payload)})
+		if ok {
+			c.facts, ok = readFacts(c.payload)
+			c.shaped = true
+		}
 	case ch == '{':
 		ok = c.object(listName, envelope)
 	case ch == '[' && mode == modeArray:
 		c.out = &c.payload
 		ok = c.rows(0)
+		c.shaped = true
 	default:
 		ok = c.value(0, true)
 		c.payload = append(c.payload[:0], '0')
@@ -730,7 +773,7 @@ func (c *condenser) rows(depth int) bool {
 	}
 	out := c.out
 	c.take()
-	c.dropped, c.rowBytes = 0, c.rowBytes[:0]
+	c.dropped, c.rowBytes, c.rowSpans = 0, c.rowBytes[:0], c.rowSpans[:0]
 	if c.peek() == ']' {
 		c.take()
 		return true
@@ -747,11 +790,18 @@ func (c *condenser) rows(depth int) bool {
 		}
 		c.peek()
 		start := c.offset()
+		lo := -1
+		if c.out != nil {
+			lo = len(*c.out)
+		}
 		if !c.wholeRow(depth+1, c.out != nil) && !c.row(depth+1) {
 			return false
 		}
 		if n < ifc.MaxMeasuredRows {
 			c.rowBytes = append(c.rowBytes, int(c.offset()-start))
+		}
+		if lo >= 0 {
+			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
 		}
 		switch c.peek() {
 		case ',':
@@ -809,7 +859,7 @@ func (c *condenser) object(listName string, envelope []string) bool {
 	var has [maxEnvelopeKeys]bool
 	var order [maxEnvelopeKeys]int // envelope keys in the order first seen
 	seen := 0
-	hasList := false
+	hasList, listArray := false, false
 	listHead := `{"` + listName + `":`
 	if c.peek() == '}' {
 		c.i++
@@ -833,7 +883,8 @@ func (c *condenser) object(listName string, envelope []string) bool {
 			case name == listName && listName != "":
 				hasList = true
 				c.list = append(c.list[:0], listHead...)
-				if c.peek() == '[' {
+				listArray = c.peek() == '['
+				if listArray {
 					c.out = &c.list
 					ok = c.rows(1)
 				} else {
@@ -903,11 +954,25 @@ func (c *condenser) object(listName string, envelope []string) bool {
 			member(factNames[i], v)
 		}
 	}
+	envAt := len(c.payload)
 	for _, k := range order[:seen] {
 		member(envelope[k], env[k])
 	}
 	c.payload = append(c.payload, '}')
 	c.list = nil
+	c.facts = Facts{Object: true}
+	for i, v := range facts {
+		c.facts.set(i, v)
+	}
+	c.shaped = listName != "" && hasList && listArray
+	if c.shaped {
+		// The envelope is the members after the facts, as an object.
+		members := c.payload[envAt : len(c.payload)-1]
+		if len(members) > 0 && members[0] == ',' {
+			members = members[1:]
+		}
+		c.envelope = append(append(append(make([]byte, 0, len(members)+2), '{'), members...), '}')
+	}
 	return true
 }
 

@@ -31,11 +31,7 @@ func passesBounds(tool Tool, stdout []byte) bool {
 	if len(payload) == 0 || !jsjson.Valid(payload) {
 		return false
 	}
-	if payload[0] == '{' && (tool == Search || tool == PageDiscover) {
-		keys := []string{"query", "source_status", "warnings", "truncated"}
-		if tool == PageDiscover {
-			keys = []string{"totalPages", "omittedViews"}
-		}
+	if keys := ShapeOf(tool).Envelope; payload[0] == '{' && keys != nil {
 		over := false
 		jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
 			if envelopeIndex(string(jsjson.MemberName(name)), keys) >= 0 && len(v) > maxEnvelopeBytes {

@@ -88,22 +88,24 @@ func referenceAnswer(tool Tool, lookup bool, stdout []byte, exit int, ceiling if
 	return answerOf(tool, ceiling, rs, more, nil, env, err)
 }
 
-// condensedAnswer reads stdout through Condense, from r.
+// condensedAnswer reads stdout through Condense, from r, as the gateway
+// does: Decide over its facts, its shape, then its rows and envelope.
 func condensedAnswer(tool Tool, lookup bool, r io.Reader, exit int, ceiling ifc.Ceiling) string {
 	c := Condense(tool, r)
 	if c.Refused {
 		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
 	}
-	payload, err := Interpret(tool, lookup, Output{Stdout: c.Payload, ExitCode: exit})
-	if err != nil {
+	if err := Decide(tool, lookup, c.Payload != nil, exit, c.Facts); err != nil {
 		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
 	}
-	rows, more, env, err := SplitContext(context.Background(), tool, payload, ifc.MaxMeasuredRows)
+	if !c.Shaped {
+		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+	}
 	var rs [][]byte
-	for _, r := range rows {
+	for _, r := range c.Rows {
 		rs = append(rs, r)
 	}
-	return answerOf(tool, ceiling, rs, more+c.Dropped, c.RowBytes, env, err)
+	return answerOf(tool, ceiling, rs, c.Dropped, c.RowBytes, c.Envelope, nil)
 }
 
 // pieces delivers data in pieces of the sizes cuts gives in turn (1 and

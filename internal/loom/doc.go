@@ -15,23 +15,21 @@
 //	out, err := cli.RunTool(ctx, tool, argv, Env(cfg, path, set))
 //	kept := out.Condensed                    // Condense read stdout as it arrived
 //	// kept.Refused: ErrMalformedPayload, before anything else is read
-//	payload, err := Interpret(tool, PersonLookup(tool, input),
-//		Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
-//	rows, more, envelope, err := SplitContext(ctx, tool, payload, ifc.MaxMeasuredRows)
-//	// then ifc.MeasureContext, with More: more+kept.Dropped and
-//	// RowBytes: kept.RowBytes
+//	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
+//	// !kept.Shaped: ErrMalformedPayload
+//	// then ifc.MeasureContext of kept.Rows, kept.Envelope, More:
+//	// kept.Dropped and RowBytes: kept.RowBytes
 //
 // Condense reads stdout once, through a window, and keeps only what
-// Interpret, SplitContext and the measurement read of it: the members
+// Decide and the measurement read of it: the members
 // Interpret reads, the envelope, the first ifc.MaxMeasuredRows rows with
 // their long strings shortened, and of a row past 1 MiB only what the
 // result writer still reads; later rows are checked and counted. It holds
 // no name over 64 KiB or number over 4 KiB, no more than 65,536 members of the objects
 // open at once and no envelope value over 1 MiB: a payload past those is
-// Refused. Run keeps stdout whole instead (a runner that is not
-// tool-aware; the core condenses it the same way), and reading that whole
-// stdout with Interpret and SplitContext is the reference the equivalence
-// tests hold Condense to.
+// Refused. Run keeps stdout whole instead (CondenseOutput reads it as
+// RunTool would), and reading that whole stdout with Interpret and
+// SplitContext is the reference the equivalence tests hold Condense to.
 //
 // What the package guarantees:
 //

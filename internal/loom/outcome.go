@@ -17,11 +17,63 @@ var payloadOptions = []jsontext.Options{
 	jsontext.AllowInvalidUTF8(true),
 }
 
+// Facts are what Interpret reads of a payload: whether it is an object,
+// and the last value of each of its members ok, code, hasProfile and
+// schemaVersion (nil when absent).
+type Facts struct {
+	Object                              bool
+	OK, Code, HasProfile, SchemaVersion jsontext.Value
+}
+
 // Interpret reads a finished command's Output as SEMANTICS (b) steps 2 to 5
 // do, in that order, and returns the payload: stdout decoded as UTF-8
 // (invalid sequences replaced, one leading BOM dropped) and trimmed of JSON
 // whitespace, exactly one JSON value. personLookup is PersonLookup(tool,
-// input).
+// input). It is stdout read whole: the gateway reads it as it arrives with
+// Condense and decides with Decide; Interpret is the reading the
+// equivalence tests hold that to.
+//
+// Where a member name repeats, the last occurrence is the one read, as in
+// JavaScript. ErrNotJSON and *ExitError match ErrCommandFailed.
+func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
+	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
+	f, valid := readFacts(payload)
+	if err := Decide(tool, personLookup, valid, out.ExitCode, f); err != nil {
+		return nil, err
+	}
+	return payload, nil
+}
+
+// set sets the fact of index i in factNames to v; i < 0 sets nothing.
+func (f *Facts) set(i int, v jsontext.Value) {
+	switch i {
+	case 0:
+		f.OK = v
+	case 1:
+		f.Code = v
+	case 2:
+		f.HasProfile = v
+	case 3:
+		f.SchemaVersion = v
+	}
+}
+
+// readFacts reads the facts of payload in one validating pass over its
+// bytes, which it does not copy, and reports whether it is one JSON value.
+func readFacts(payload []byte) (Facts, bool) {
+	if len(payload) == 0 || payload[0] != '{' {
+		return Facts{}, len(payload) > 0 && jsjson.Valid(payload)
+	}
+	f := Facts{Object: true}
+	_, err := jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
+		f.set(factIndex(string(jsjson.MemberName(name))), v)
+	})
+	return f, err == nil
+}
+
+// Decide is SEMANTICS (b) steps 2 to 5 over what a reading of stdout
+// learned: whether it is one JSON value (valid), the exit code, and the
+// payload's facts.
 //
 //  2. stdout that is not one JSON document (empty, NDJSON, trailing
 //     garbage, half a document): ErrNotFound for a person lookup that
@@ -32,61 +84,33 @@ var payloadOptions = []jsontext.Options{
 //     whose hasProfile is exactly false (loom's fallback tier).
 //  5. Search only: an own schemaVersion that is not the number 1:
 //     ErrSchemaVersion (absent reads as 1).
-//
-// Where a member name repeats, the last occurrence is the one read, as in
-// JavaScript. ErrNotJSON and *ExitError match ErrCommandFailed.
-func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
-	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
-	isObject := len(payload) > 0 && payload[0] == '{'
-	var ok, code, hasProfile, schemaVersion jsontext.Value
-	hasSchemaVersion := false
-	var valid bool
-	if isObject {
-		// One validating pass over the payload's bytes, which it does not
-		// copy; the last of repeated names wins, as in JavaScript.
-		_, err := jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
-			switch string(jsjson.MemberName(name)) {
-			case "ok":
-				ok = v
-			case "code":
-				code = v
-			case "hasProfile":
-				hasProfile = v
-			case "schemaVersion":
-				schemaVersion, hasSchemaVersion = v, true
-			}
-		})
-		valid = err == nil
-	} else {
-		valid = len(payload) > 0 && jsjson.Valid(payload)
-	}
+func Decide(tool Tool, personLookup, valid bool, exit int, f Facts) error {
 	if !valid {
 		switch {
-		case personLookup && out.ExitCode == 1:
-			return nil, ErrNotFound
-		case personLookup && out.ExitCode == 3:
-			return nil, ErrContested
+		case personLookup && exit == 1:
+			return ErrNotFound
+		case personLookup && exit == 3:
+			return ErrContested
 		}
-		return nil, ErrNotJSON
+		return ErrNotJSON
 	}
-
-	if isObject && ok.Kind() == 'f' {
+	if f.Object && f.OK.Kind() == 'f' {
 		e := &HostRefusedError{}
-		if c, ok := hostCode(code); ok {
+		if c, ok := hostCode(f.Code); ok {
 			e.HostCode, e.HasHostCode = c, true
 		}
-		return nil, e
+		return e
 	}
-	if out.ExitCode != 0 {
-		fallback := tool == Profile && out.ExitCode == 1 && isObject && hasProfile.Kind() == 'f'
+	if exit != 0 {
+		fallback := tool == Profile && exit == 1 && f.Object && f.HasProfile.Kind() == 'f'
 		if !fallback {
-			return nil, &ExitError{Code: out.ExitCode}
+			return &ExitError{Code: exit}
 		}
 	}
-	if tool == Search && hasSchemaVersion && !isNumberOne(schemaVersion) {
-		return nil, ErrSchemaVersion
+	if tool == Search && f.SchemaVersion != nil && !isNumberOne(f.SchemaVersion) {
+		return ErrSchemaVersion
 	}
-	return payload, nil
+	return nil
 }
 
 // MaxHostCode is the longest host code the gateway passes on.

@@ -52,12 +52,13 @@ func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (row
 		keep = math.MaxInt
 	}
 	l := rowList{keep: keep}
-	switch tool {
-	case Search:
-		envelope, err = splitList(ctx, &l, payload, "hits", "query", "source_status", "warnings", "truncated")
-	case PageDiscover:
-		envelope, err = splitList(ctx, &l, payload, "pages", "totalPages", "omittedViews")
-	case CalendarList:
+	shape := ShapeOf(tool)
+	switch {
+	case !tool.Valid():
+		return nil, 0, nil, ErrUnknownTool
+	case shape.List != "":
+		envelope, err = splitList(ctx, &l, payload, shape.List, shape.Envelope...)
+	case shape.Array:
 		var s jsjson.Scanner
 		s.Reset(payload)
 		err = l.elements(ctx, &s, 0)
@@ -66,13 +67,11 @@ func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (row
 		case err != nil || !s.AtEnd():
 			err = ErrMalformedPayload
 		}
-	case PageInspect, PageRead, People, Context, Profile:
+	default:
 		if len(payload) == 0 || payload[0] != '{' || !jsjson.Valid(payload) {
 			return nil, 0, nil, ErrMalformedPayload
 		}
 		return []jsontext.Value{jsontext.Value(payload)}, 0, nil, nil
-	default:
-		return nil, 0, nil, ErrUnknownTool
 	}
 	if err != nil {
 		return nil, 0, nil, err

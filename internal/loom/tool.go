@@ -55,3 +55,26 @@ func ParseTool(s string) (Tool, bool) {
 	t := Tool(s)
 	return t, t.Valid()
 }
+
+// Shape is the shape of a tool's payload (SEMANTICS (d)), declared here
+// once for every reading of it: an object whose List member is an array
+// of rows beside the Envelope keys (Search, PageDiscover); an array of
+// rows (Array: CalendarList); else an object that is the one row.
+type Shape struct {
+	List     string
+	Envelope []string
+	Array    bool
+}
+
+// ShapeOf returns tool's payload shape.
+func ShapeOf(tool Tool) Shape {
+	switch tool {
+	case Search:
+		return Shape{List: "hits", Envelope: []string{"query", "source_status", "warnings", "truncated"}}
+	case PageDiscover:
+		return Shape{List: "pages", Envelope: []string{"totalPages", "omittedViews"}}
+	case CalendarList:
+		return Shape{Array: true}
+	}
+	return Shape{}
+}

@@ -44,6 +44,16 @@ func (f *Fake) Run(ctx context.Context, argv, env []string) (loom.Output, error)
 	return f.RunFunc(ctx, argv, env)
 }
 
+// RunTool is Run, its stdout read by loom.Condense as the gateway reads
+// it (loom.CondenseOutput).
+func (f *Fake) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
+	out, err := f.Run(ctx, argv, env)
+	if err != nil {
+		return out, err
+	}
+	return loom.CondenseOutput(tool, out), nil
+}
+
 // Calls returns a copy of the calls recorded so far, in order.
 func (f *Fake) Calls() []Call {
 	f.mu.Lock()
