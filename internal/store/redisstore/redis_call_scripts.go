@@ -41,7 +41,7 @@ return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
 // Returns {0, suffix...}, 2 (handle limits; nothing written), 3 (out of
 // candidates; nothing written) or {4, label} (the label is no longer the
 // old one: nothing written, join again on it).
-var scriptFinish = runScript(`
+var scriptFinish = mintScript(`
 local run, handles, order, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if not live(run, ARGV[1]) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -51,40 +51,10 @@ if observe then
   local cur = redis.call('HGET', run, 'mc') or ''
   if cur ~= old then return {4, cur} end
 end
-local stride = 3 + k
-local out = {0}
-local fresh, taken, newRefs = {}, {}, {}
-local bytes = 0
-for base = 9 + nparts, #ARGV, stride do
-  local digest = ARGV[base]
-  local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
-  if not tok then
-    for c = base + 3, base + 2 + k do
-      local cand = ARGV[c]
-      if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
-        tok = cand
-        break
-      end
-    end
-    if not tok then return 3 end
-    fresh[digest], taken[tok] = tok, true
-    newRefs[#newRefs + 1] = {digest, ARGV[base + 1], tok}
-    bytes = bytes + tonumber(ARGV[base + 2])
-  end
-  out[#out + 1] = tok
-end
-if #newRefs > 0 then
-  if max > 0 and redis.call('LLEN', order) + #newRefs > max then return 2 end
-  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
-  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
-  for _, r in ipairs(newRefs) do
-    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
-    redis.call('RPUSH', order, r[3])
-  end
-  redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
-  expireAt(run, handles)
-  expireAt(run, order)
-end
+local out, newRefs, bytes = pick(handles, 9 + nparts, k)
+if not out then return 3 end
+local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes)
+if refused then return refused end
 if observe and new ~= old then
   if new == '' then
     redis.call('HDEL', run, 'mc')

@@ -65,6 +65,57 @@ local function expireAt(run, key)
 end
 `
 
+// luaMint is prepended to the scripts that mint handles (scriptMint,
+// scriptFinish). pick(handles, first, k) reads the referents from
+// ARGV[first] on (each: digest, record, its bytes, k candidate token
+// suffixes) and gives each its held token or the first free candidate:
+// it returns {0, token...}, the new identities ({digest, record, token})
+// and their bytes, or nil when a referent ran out of candidates. mint
+// writes the new identities, or returns 2 with nothing written when they
+// would pass max handles or max bytes (0: no cap).
+const luaMint = `
+local function pick(handles, first, k)
+  local out, fresh, taken, new = {0}, {}, {}, {}
+  local bytes = 0
+  for base = first, #ARGV, 3 + k do
+    local digest = ARGV[base]
+    local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
+    if not tok then
+      for c = base + 3, base + 2 + k do
+        local cand = ARGV[c]
+        if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
+          tok = cand
+          break
+        end
+      end
+      if not tok then return nil end
+      fresh[digest], taken[tok] = tok, true
+      new[#new + 1] = {digest, ARGV[base + 1], tok}
+      bytes = bytes + tonumber(ARGV[base + 2])
+    end
+    out[#out + 1] = tok
+  end
+  return out, new, bytes
+end
+local function mint(run, handles, order, new, bytes, max, maxBytes)
+  if #new == 0 then return nil end
+  if max > 0 and redis.call('LLEN', order) + #new > max then return 2 end
+  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
+  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
+  for _, r in ipairs(new) do
+    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
+    redis.call('RPUSH', order, r[3])
+  end
+  redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
+  expireAt(run, handles)
+  expireAt(run, order)
+  return nil
+end
+`
+
+// mintScript returns a run script that mints handles (luaMint).
+func mintScript(body string) *luaScript { return runScript(luaMint + body) }
+
 // runScript returns a run script that adds data; readScript one that
 // writes nothing.
 func runScript(body string) *luaScript  { return newScript(luaLive + body) }
@@ -200,44 +251,14 @@ return {redis.call('HGET', KEYS[1], 'tok'), redis.call('LLEN', KEYS[2]),
 // 2 (the new identities would pass max handles or max bytes; nothing
 // written) or 3 (some referent ran out of candidates; nothing written, call
 // again with more). Byte counts stay far below 2^53, so exact in Lua.
-var scriptMint = runScript(`
+var scriptMint = mintScript(`
 local run, handles, order = KEYS[1], KEYS[2], KEYS[3]
 if not live(run, ARGV[1]) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local stride = 3 + k
-local out = {0}
-local fresh, taken, new = {}, {}, {}
-local bytes = 0
-for base = 5, #ARGV, stride do
-  local digest = ARGV[base]
-  local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
-  if not tok then
-    for c = base + 3, base + 2 + k do
-      local cand = ARGV[c]
-      if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
-        tok = cand
-        break
-      end
-    end
-    if not tok then return 3 end
-    fresh[digest], taken[tok] = tok, true
-    new[#new + 1] = {digest, ARGV[base + 1], tok}
-    bytes = bytes + tonumber(ARGV[base + 2])
-  end
-  out[#out + 1] = tok
-end
-if #new > 0 then
-  if max > 0 and redis.call('LLEN', order) + #new > max then return 2 end
-  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
-  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
-  for _, r in ipairs(new) do
-    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
-    redis.call('RPUSH', order, r[3])
-  end
-  redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
-  expireAt(run, handles)
-  expireAt(run, order)
-end
+local out, new, bytes = pick(handles, 5, k)
+if not out then return 3 end
+local refused = mint(run, handles, order, new, bytes, max, maxBytes)
+if refused then return refused end
 return out
 `)
 
