@@ -4,28 +4,30 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // findCall waits until the run's call log holds an entry with code.
 func (r *run) findCall(t testing.TB, code string) client.CallRecord {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, c := range r.calls(t) {
-			if deref(c.Code) == code {
-				return c
-			}
+	var found client.CallRecord
+	if !testkit.Poll(10*time.Second, func() bool {
+		calls := r.calls(t)
+		i := slices.IndexFunc(calls, func(c client.CallRecord) bool { return deref(c.Code) == code })
+		if i >= 0 {
+			found = calls[i]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s call in the log: %+v", code, r.calls(t))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return i >= 0
+	}) {
+		t.Fatalf("no %s call in the log: %+v", code, r.calls(t))
 	}
+	return found
 }
 
 // TestBusy: with one loom slot taken, a call that cannot get it within

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 
@@ -18,7 +19,7 @@ import (
 func startUnmanaged(t *testing.T, o gwOptions) *gateway {
 	t.Helper()
 	dir := newScenarioDir(t)
-	g := &gateway{Dir: dir, HostToken: "host-" + randomHex(16)}
+	g := &gateway{Dir: dir, HostToken: "host-" + testkit.RandomHex(16)}
 	tokenFile := filepath.Join(dir, "host-token")
 	if err := os.WriteFile(tokenFile, []byte(g.HostToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)

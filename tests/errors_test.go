@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // outcomeCase is one way loom can end a call.
@@ -417,7 +418,7 @@ func TestNotConfigured(t *testing.T) {
 // (before the input is even looked at) and no process starts.
 func TestCeilingUnavailable(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(rootDir, "ceilings-"+randomHex(4))
+	dir := filepath.Join(rootDir, "ceilings-"+testkit.RandomHex(4))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

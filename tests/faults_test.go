@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // faultLimit is the stdout cap of TestFaultsLeaveNoProcess's gateway.
@@ -216,7 +217,7 @@ func TestUnrunnableLoom(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(rootDir, "unrunnable-"+randomHex(4))
+			dir := filepath.Join(rootDir, "unrunnable-"+testkit.RandomHex(4))
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,8 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/tests/fakeloom/scenario"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 
@@ -117,11 +117,9 @@ func freePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+// randomHex is testkit.RandomHex, for the files that have not yet moved to
+// it.
+func randomHex(n int) string { return testkit.RandomHex(n) }
 
 // gatewayEnv is the environment every gateway runs with: the suite's own,
 // without the variables that configure the gateway, plus a secret the
@@ -144,7 +142,7 @@ func gatewayEnv() []string {
 func startGateway(t testing.TB, o gwOptions) *gateway {
 	t.Helper()
 	dir := newScenarioDir(t)
-	g := &gateway{Dir: dir, HostToken: "host-" + randomHex(16)}
+	g := &gateway{Dir: dir, HostToken: "host-" + testkit.RandomHex(16)}
 	tokenFile := filepath.Join(dir, "host-token")
 	if err := os.WriteFile(tokenFile, []byte(g.HostToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -303,7 +301,7 @@ type run struct {
 func (g *gateway) newRun(t testing.TB, in client.CreateRunInput) *run {
 	t.Helper()
 	if in.RunId == nil {
-		id := "run-" + randomHex(6)
+		id := "run-" + testkit.RandomHex(6)
 		in.RunId = &id
 	}
 	r, err := g.hostClient(t).CreateRunWithResponse(ctx(t), in)
@@ -336,7 +334,7 @@ func (g *gateway) setBehaviour(t testing.TB, name string, b behaviour) {
 // reads the old or the new content, never half of it.
 func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp-" + randomHex(4)
+	tmp := path + ".tmp-" + testkit.RandomHex(4)
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -345,28 +343,13 @@ func writeFile(t testing.TB, path string, data []byte) {
 	}
 }
 
-// behaviour mirrors fakeloom.Behaviour.
-type behaviour struct {
-	Stdout       string   `json:"stdout,omitempty"`
-	StdoutFile   string   `json:"stdoutFile,omitempty"`
-	StdoutBytes  int64    `json:"stdoutBytes,omitempty"`
-	StderrBytes  int64    `json:"stderrBytes,omitempty"`
-	StderrMarker string   `json:"stderrMarker,omitempty"`
-	Grandchild   string   `json:"grandchild,omitempty"`
-	Spawn        []string `json:"spawn,omitempty"`
-	Sleep        string   `json:"sleep,omitempty"`
-	LeaderPid    bool     `json:"leaderPid,omitempty"`
-	Signal       string   `json:"signal,omitempty"`
-	Exit         int      `json:"exit,omitempty"`
-}
-
-// loomCall mirrors fakeloom.Record: one invocation of the fake loom.
-type loomCall struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Key  string   `json:"key"`
-	Case string   `json:"case"`
-}
+// behaviour is what one fake loom invocation does; loomCall is the record
+// of one invocation (package scenario, which the fake loom reads and
+// writes).
+type (
+	behaviour = scenario.Behaviour
+	loomCall  = scenario.Record
+)
 
 // loomCalls returns every fake loom invocation of the gateway so far.
 func (g *gateway) loomCalls(t testing.TB) []loomCall {
@@ -395,37 +378,36 @@ func (g *gateway) loomCalls(t testing.TB) []loomCall {
 // waitLoomCall waits until the fake loom has been invoked with case=name.
 func (g *gateway) waitLoomCall(t testing.TB, name string) loomCall {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, c := range g.loomCalls(t) {
-			if c.Case == name {
-				return c
-			}
+	var found loomCall
+	if !testkit.Poll(10*time.Second, func() bool {
+		calls := g.loomCalls(t)
+		i := slices.IndexFunc(calls, func(c loomCall) bool { return c.Case == name })
+		if i >= 0 {
+			found = calls[i]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fake loom was not invoked with case=%s", name)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return i >= 0
+	}) {
+		t.Fatalf("the fake loom was not invoked with case=%s", name)
 	}
+	return found
 }
 
 // waitPid waits up to 10s for the fake loom's grandchild to write its pid
 // to file in the scenario directory.
 func (g *gateway) waitPid(t testing.TB, file string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var pid int
-		if b, err := os.ReadFile(filepath.Join(g.Dir, file)); err == nil {
-			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
-				return pid
-			}
+	var pid int
+	if !testkit.Poll(10*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(g.Dir, file))
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", file)
-		}
-		time.Sleep(10 * time.Millisecond)
+		_, err = fmt.Sscan(string(b), &pid)
+		return err == nil && pid > 0
+	}) {
+		t.Fatalf("no pid in %s", file)
 	}
+	return pid
 }
 
 // processGone waits up to 5s for the grandchild whose pid is in file to be

@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,24 +24,13 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // logRecords returns the JSON log records of g with message msg.
 func logRecords(t *testing.T, g *testGateway, msg string) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(g.logs.String()))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("log line is not JSON: %v: %s", err, sc.Bytes())
-		}
-		if rec["msg"] == msg {
-			out = append(out, rec)
-		}
-	}
-	return out
+	return testkit.LogRecords(t, g.logs.String(), msg, false)
 }
 
 // keys returns the sorted keys of a log record.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // stageGateway is a test gateway whose calls take a slot of a one-slot
@@ -55,7 +56,7 @@ func TestSlotHeldUntilMeasured(t *testing.T) {
 		done2 := make(chan *httptest.ResponseRecorder, 1)
 		go func() { done2 <- g.call("two", tok2, "loom_search", `{"query":"atlas"}`) }()
 
-		waitFor(t, func() bool { return g.deps.Slots.Queued() == 1 })
+		testkit.WaitFor(t, 5*time.Second, func() bool { return g.deps.Slots.Queued() == 1 })
 		if n := len(g.fake.Calls()); n != 1 {
 			t.Fatalf("loom ran %d times while the first call measured, want 1", n)
 		}
@@ -158,14 +159,4 @@ func TestMeasurePastDeadline(t *testing.T) {
 		wantProblem(t, g.call("r", tok, "loom_search", `{"query":"atlas"}`), 499, "cancelled")
 		noSlotLeft(t, g)
 	})
-}
-
-// waitFor polls cond for up to 5s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5s")
-		}
-	}
 }

@@ -31,50 +31,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/loom-gateway/gateway/tests/fakeloom/scenario"
 )
 
-// Behaviour is what one invocation does.
-type Behaviour struct {
-	// Stdout is printed verbatim.
-	Stdout string `json:"stdout,omitempty"`
-	// StdoutFile names a file in the scenario directory printed verbatim
-	// after Stdout (for bytes a JSON string cannot hold).
-	StdoutFile string `json:"stdoutFile,omitempty"`
-	// StdoutBytes prints that many filler bytes ('x') after the above.
-	StdoutBytes int64 `json:"stdoutBytes,omitempty"`
-	// StderrBytes writes that many bytes to stderr, with StderrMarker at
-	// the start, every 64 KiB and at the end.
-	StderrBytes  int64  `json:"stderrBytes,omitempty"`
-	StderrMarker string `json:"stderrMarker,omitempty"`
-	// Grandchild starts a grandchild that inherits stdout and holds it
-	// open for this duration; its pid is written to
-	// DIR/grandchild-NAME.pid (NAME the case, else the command key).
-	Grandchild string `json:"grandchild,omitempty"`
-	// Spawn starts one process of each shape named, each of which records
-	// its pid in DIR/spawn-NAME-SHAPE.pid (NAME as for Grandchild) and
-	// sleeps for two minutes without holding stdout: "child" (a plain
-	// child), "double-fork" (a grandchild whose parent exits at once),
-	// "setsid" (a child in a session of its own), "ignore-term" (a child
-	// that ignores SIGTERM).
-	Spawn []string `json:"spawn,omitempty"`
-	// Sleep waits this long before the exit (a hang when long).
-	Sleep string `json:"sleep,omitempty"`
-	// LeaderPid writes this process's pid to DIR/leader-NAME.pid first.
-	LeaderPid bool `json:"leaderPid,omitempty"`
-	// Signal kills the process with this signal (KILL, TERM, SEGV, ABRT)
-	// instead of exiting.
-	Signal string `json:"signal,omitempty"`
-	// Exit is the exit code.
-	Exit int `json:"exit,omitempty"`
-}
-
-// Record is one line of calls.jsonl.
-type Record struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Key  string   `json:"key"`
-	Case string   `json:"case,omitempty"`
-}
+// Behaviour and Record are the scenario's types, shared with the tests
+// that write behaviours and read records.
+type (
+	Behaviour = scenario.Behaviour
+	Record    = scenario.Record
+)
 
 const (
 	grandchildArg = "__fakeloom_grandchild__"

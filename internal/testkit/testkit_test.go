@@ -1,0 +1,59 @@
+package testkit
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPoll(t *testing.T) {
+	var n atomic.Int32
+	if !Poll(time.Second, func() bool { return n.Add(1) == 3 }) {
+		t.Error("Poll gave up on a condition that came to hold")
+	}
+	if Poll(20*time.Millisecond, func() bool { return false }) {
+		t.Error("Poll reported a condition that never held")
+	}
+}
+
+func TestRandomHex(t *testing.T) {
+	a, b := RandomHex(8), RandomHex(8)
+	if len(a) != 16 || a == b {
+		t.Errorf("RandomHex(8) = %q, %q", a, b)
+	}
+}
+
+func TestLogRecords(t *testing.T) {
+	logs := `{"msg":"audit","n":1}` + "\n" + `{"msg":"request"}` + "\n" + `text line` + "\n" + `{"msg":"audit","n":2}` + "\n"
+	recs := LogRecords(t, logs, "audit", true)
+	if len(recs) != 2 || recs[0]["n"] != float64(1) || recs[1]["n"] != float64(2) {
+		t.Errorf("LogRecords = %v", recs)
+	}
+}
+
+func TestHeapInUse(t *testing.T) {
+	if HeapInUse() == 0 || LiveHeap() == 0 {
+		t.Error("no heap in use")
+	}
+}
+
+// TestOnlyTestsImport: no package of the module imports testkit outside
+// its tests, so production never links it.
+func TestOnlyTestsImport(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "github.com/loom-gateway/gateway/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if slices.Contains(strings.Fields(imports), "github.com/loom-gateway/gateway/internal/testkit") {
+			t.Errorf("%s imports testkit outside its tests", pkg)
+		}
+	}
+}
