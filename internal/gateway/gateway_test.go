@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -151,37 +150,6 @@ func TestCallDescribeWrite(t *testing.T) {
 	run, _ = s.Authenticate(ctx, "r", tok)
 	if _, err := s.WriteResult(ctx, run, []byte(`1`)); CodeOf(err) != problem.ResultExists {
 		t.Errorf("second WriteResult: %v, want result_exists", err)
-	}
-}
-
-// Deleting a run cancels its call in flight: the call answers cancelled
-// (the one cancellation cause), with its outputId.
-func TestDeleteCancelsCall(t *testing.T) {
-	started := make(chan struct{})
-	block := func(ctx context.Context, _, _ []string) (loom.Output, error) {
-		close(started)
-		<-ctx.Done()
-		return loom.Output{ExitCode: -1}, loom.ErrCancelled
-	}
-	s, _, tok := newCore(t, block)
-	ctx := context.Background()
-	run, _ := s.Authenticate(ctx, "r", tok)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Call(ctx, run, loom.Profile, []byte(`{}`))
-		errc <- err
-	}()
-	<-started
-	if err := s.DeleteRun(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-errc:
-		if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.Cancelled || e.OutputID != "r:loom_profile:1" {
-			t.Errorf("Call = %v, want cancelled with its outputId", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call did not end after its run was deleted")
 	}
 }
 

@@ -153,11 +153,6 @@ func (d *testDeps) Core() *gateway.Service {
 	return d.core
 }
 
-// FollowDeletes runs the core's FollowDeletes.
-func (d *testDeps) FollowDeletes(ctx context.Context, w gateway.DeleteWatcher) {
-	d.Core().FollowDeletes(ctx, w)
-}
-
 // lazy serves through the router that pick returns, once built.
 func (d *testDeps) lazy(pick func() http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -453,12 +448,6 @@ type toolEntry struct {
 type disclosedLabel struct {
 	Confidentiality [][]string `json:"confidentiality"`
 	Integrity       []string   `json:"integrity"`
-}
-
-// cancelRun cancels the run's calls in flight, as deleting it does (it
-// deletes the run).
-func (d *testDeps) cancelRun(id string) {
-	_ = d.Core().DeleteRun(context.Background(), id)
 }
 
 // handlersDeps are the handlers' dependencies, built on first use.

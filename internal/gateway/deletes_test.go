@@ -1,16 +1,13 @@
-package handlers
+package gateway
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -18,7 +15,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 )
 
-var _ gateway.DeleteWatcher = (*redisstore.Store)(nil)
+var _ DeleteWatcher = (*redisstore.Store)(nil)
 
 // fakeWatcher is a DeleteWatcher the test drives: each function sent on
 // events is called with the watch, on WatchDeletes' goroutine.
@@ -49,16 +46,16 @@ func (f *fakeWatcher) send(t *testing.T, ev func(w store.DeleteWatch)) {
 	<-done
 }
 
-// following starts g.deps.FollowDeletes on a fake watcher, stopped (and
+// following starts c.FollowDeletes on a fake watcher, stopped (and
 // required to return) at the test's end.
-func following(t *testing.T, g *testGateway) *fakeWatcher {
+func following(t *testing.T, c *testCore) *fakeWatcher {
 	t.Helper()
 	f := &fakeWatcher{events: make(chan func(store.DeleteWatch))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g.deps.FollowDeletes(ctx, f)
+		c.FollowDeletes(ctx, f)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -73,77 +70,51 @@ func following(t *testing.T, g *testGateway) *fakeWatcher {
 
 // twoCallsInFlight starts a loom_search of run r and a loom_profile of run
 // other, both blocked in the runner until cancelled.
-func twoCallsInFlight(t *testing.T) (g *testGateway, r, other <-chan *httptest.ResponseRecorder) {
+func twoCallsInFlight(t *testing.T) (c *testCore, r, other <-chan answer) {
 	t.Helper()
 	started := make(chan struct{}, 1)
-	g = newTestGateway(t, gatewayOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
-	_, tok := g.createRun(t, `{"runId":"r"}`)
-	_, tokOther := g.createRun(t, `{"runId":"other"}`)
-	rc, oc := make(chan *httptest.ResponseRecorder, 1), make(chan *httptest.ResponseRecorder, 1)
-	go func() { rc <- g.call("r", tok, "loom_search", `{"query":"atlas"}`) }()
+	c = newTestCore(t, coreOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
+	ctx := context.Background()
+	tok, tokOther := c.createRun(t, "r"), c.createRun(t, "other")
+	r = c.start(ctx, "r", tok, "loom_search", `{"query":"atlas"}`)
 	<-started
-	go func() { oc <- g.call("other", tokOther, "loom_profile", `{}`) }()
+	oc := c.start(ctx, "other", tokOther, "loom_profile", `{}`)
 	<-started
 	t.Cleanup(func() {
 		// Let the other call end, whatever the test did.
-		g.deps.cancelRun("other")
+		_ = c.DeleteRun(context.Background(), "other")
 		<-oc
 	})
-	return g, rc, oc
-}
-
-// ended returns the call's answer, failing when it does not come within 5s.
-func ended(t *testing.T, c <-chan *httptest.ResponseRecorder, what string) *httptest.ResponseRecorder {
-	t.Helper()
-	select {
-	case rec := <-c:
-		return rec
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not end", what)
-		return nil
-	}
-}
-
-// stillRunning checks that the call has not ended.
-func stillRunning(t *testing.T, c <-chan *httptest.ResponseRecorder, what string) {
-	t.Helper()
-	select {
-	case rec := <-c:
-		t.Fatalf("%s ended: %d %s", what, rec.Code, rec.Body)
-	case <-time.After(50 * time.Millisecond):
-	}
+	return c, r, oc
 }
 
 // TestFollowDeletes: a run deleted through another replica (here: deleted
-// in the shared store behind the handlers' back, then reported by the
-// watch) has its calls in flight answer cancelled, as a DELETE served here
+// in the shared store behind the core's back, then reported by the watch)
+// has its calls in flight refused cancelled, as a delete served here
 // does; the calls of other runs go on.
 func TestFollowDeletes(t *testing.T) {
 	t.Parallel()
-	g, r, other := twoCallsInFlight(t)
-	f := following(t, g)
+	c, r, other := twoCallsInFlight(t)
+	f := following(t, c)
 
 	// A run without calls here, and an id that is no run: nothing happens.
 	f.send(t, func(w store.DeleteWatch) { w.Deleted("no-calls-here") })
 	stillRunning(t, r, "run r's call")
 
-	if err := g.store.DeleteRun(context.Background(), "r"); err != nil {
+	if err := c.store.DeleteRun(context.Background(), "r"); err != nil {
 		t.Fatal(err)
 	}
 	f.send(t, func(w store.DeleteWatch) { w.Deleted("r") })
-	p := wantProblem(t, ended(t, r, "run r's call"), 499, "cancelled")
-	if p.OutputID != "r:loom_search:1" {
-		t.Errorf("outputId = %q, want r:loom_search:1", p.OutputID)
-	}
+	wantError(t, within(t, r).err, "cancelled", "r:loom_search:1")
 	stillRunning(t, other, "run other's call")
-	logs := g.logs.String()
+	logs := c.logs.String()
 	if !strings.Contains(logs, `"msg":"calls cancelled: run deleted through another replica","runId":"r","calls":1`) {
 		t.Errorf("no log record of the cancellation:\n%s", logs)
 	}
 	if strings.Contains(logs, "no-calls-here") {
 		t.Errorf("a delete of a run without calls here was logged:\n%s", logs)
 	}
-	// The audit record says cancelled, as for a DELETE served here.
+	// The audit record says cancelled, as for a delete served here.
 	if !strings.Contains(logs, `"runId":"r","tool":"loom_search","outputId":"r:loom_search:1","status":"error","code":"cancelled"`) {
 		t.Errorf("no audit record of the cancelled call:\n%s", logs)
 	}
@@ -152,11 +123,11 @@ func TestFollowDeletes(t *testing.T) {
 // TestFollowDeletesResubscribed: a delete made while the watch was down is
 // never reported; when the watch subscribes again, the calls of runs that
 // are gone are cancelled, those of live runs go on. The failures are logged
-// once (warn), with no response touched.
+// once (warn), and no answer carries their text.
 func TestFollowDeletesResubscribed(t *testing.T) {
 	t.Parallel()
-	g, r, other := twoCallsInFlight(t)
-	f := following(t, g)
+	c, r, other := twoCallsInFlight(t)
+	f := following(t, c)
 	f.send(t, func(w store.DeleteWatch) { w.Subscribed() })
 	stillRunning(t, r, "run r's call")
 
@@ -166,15 +137,15 @@ func TestFollowDeletesResubscribed(t *testing.T) {
 			w.Failed(fmt.Errorf("store: redis watch deletes: %w: dial tcp %s: refused", store.ErrStoreUnavailable, marker))
 		})
 	}
-	if err := g.store.DeleteRun(context.Background(), "r"); err != nil {
+	if err := c.store.DeleteRun(context.Background(), "r"); err != nil {
 		t.Fatal(err)
 	}
 	stillRunning(t, r, "run r's call (its delete was not reported)")
 	f.send(t, func(w store.DeleteWatch) { w.Subscribed() })
-	wantProblem(t, ended(t, r, "run r's call"), 499, "cancelled")
+	wantError(t, within(t, r).err, "cancelled", "r:loom_search:1")
 	stillRunning(t, other, "run other's call")
 
-	logs := g.logs.String()
+	logs := c.logs.String()
 	if n := strings.Count(logs, `"level":"WARN","msg":"run delete watch failed`); n != 1 {
 		t.Errorf("%d warnings for 3 failures in a row, want 1:\n%s", n, logs)
 	}
@@ -188,15 +159,15 @@ func TestFollowDeletesResubscribed(t *testing.T) {
 	}
 	// The failure text is the log's only: other runs are served as ever.
 	// (The runners of the calls above read RunFunc before they started.)
-	_, tok := g.createRun(t, `{"runId":"after"}`)
-	g.fake.RunFunc = loomtest.Sample
-	for _, rec := range []*httptest.ResponseRecorder{
-		g.call("after", tok, "loom_search", `{"query":"atlas"}`),
-		g.hostDo(http.MethodGet, "/host/v1/runs", ""),
-	} {
-		if rec.Code != http.StatusOK || strings.Contains(rec.Body.String()+fmt.Sprint(rec.Header()), marker) {
-			t.Errorf("answer %d %s", rec.Code, rec.Body)
-		}
+	tok := c.createRun(t, "after")
+	c.fake.RunFunc = loomtest.Sample
+	body, err := c.call(context.Background(), "after", tok, "loom_search", `{"query":"atlas"}`)
+	if err != nil || strings.Contains(string(body), marker) {
+		t.Errorf("another run's call: %v %s", err, body)
+	}
+	runs, err := c.Runs(context.Background())
+	if err != nil || strings.Contains(fmt.Sprint(runs), marker) {
+		t.Errorf("Runs: %v %v", err, runs)
 	}
 }
 
@@ -206,21 +177,22 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
 	down := &downStore{}
-	g := newTestGateway(t, gatewayOptions{
+	c := newTestCore(t, coreOptions{
 		RunFunc:   blockingLoom(started, loomtest.Fail(loom.ErrCancelled)),
-		WrapStore: func(m *memstore.Store) gateway.Store { down.Store = m; return down },
+		WrapStore: func(m *memstore.Store) Store { down.Store = m; return down },
 	})
-	_, tok := g.createRun(t, `{"runId":"r"}`)
-	rc := make(chan *httptest.ResponseRecorder, 1)
-	go func() { rc <- g.call("r", tok, "loom_search", `{"query":"atlas"}`) }()
+	tok := c.createRun(t, "r")
+	rc := c.start(context.Background(), "r", tok, "loom_search", `{"query":"atlas"}`)
 	<-started
-	f := following(t, g)
+	f := following(t, c)
 	down.down.Store(true)
 	f.send(t, func(w store.DeleteWatch) { w.Subscribed() })
 	stillRunning(t, rc, "run r's call")
 	down.down.Store(false)
-	g.deps.cancelRun("r")
-	wantProblem(t, ended(t, rc, "run r's call"), 499, "cancelled")
+	if err := c.DeleteRun(context.Background(), "r"); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, within(t, rc).err, "cancelled", "r:loom_search:1")
 }
 
 // downStore answers ErrStoreUnavailable to Run while down is set.
