@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +10,11 @@ import (
 	"github.com/loom-gateway/gateway/api/client"
 )
 
-// TestAgentAuthMatrix calls every agent route with every kind of wrong
-// credential: 401 for a token that opens no run, 404 run_not_found for a
-// live run's token on another run's path, never 200, and never a loom
-// process.
+// TestAgentAuthMatrix calls an agent route with every kind of wrong
+// credential, and every agent route with another run's token, over the
+// binary: 401 for a token that opens no run, 404 run_not_found for a live
+// run's token on another run's path, 410 run_ended for a deleted or
+// expired run's own token, never 200, and never a loom process.
 func TestAgentAuthMatrix(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOptions{})
@@ -27,13 +29,14 @@ func TestAgentAuthMatrix(t *testing.T) {
 	}
 	time.Sleep(time.Until(expired.summary(t).ExpiresAt) + 150*time.Millisecond)
 
-	creds := []struct {
+	type cred struct {
 		name   string
 		header string // the whole Authorization header; "" sends none
 		path   string // the run id in the path
 		status int
 		code   string
-	}{
+	}
+	creds := []cred{
 		{"no token", "", a.ID, 401, "unauthorized"},
 		{"empty bearer", "Bearer ", a.ID, 401, "unauthorized"},
 		{"basic scheme", "Basic " + a.Token, a.ID, 401, "unauthorized"},
@@ -49,30 +52,45 @@ func TestAgentAuthMatrix(t *testing.T) {
 		{"host token", "Bearer " + g.HostToken, a.ID, 401, "unauthorized"},
 		{"no token, unknown run", "", "no-such-run", 401, "unauthorized"},
 	}
+	// Every credential on one route, and every route with one
+	// credential: the matrix of every route and every credential is the
+	// handlers' TestAgentAuth.
+	type attempt struct {
+		route string
+		cred  int
+	}
+	var attempts []attempt
+	for i := range creds {
+		attempts = append(attempts, attempt{"loom_search", i})
+	}
 	for _, route := range agentRoutes {
-		for _, cr := range creds {
-			t.Run(route+"/"+cr.name, func(t *testing.T) {
-				t.Parallel()
-				req, err := http.NewRequestWithContext(ctx(t), "POST", g.AgentURL+"/v1/runs/"+cr.path+"/"+route, strings.NewReader(validBody[route]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("Content-Type", "application/json")
-				if cr.header != "" {
-					req.Header["Authorization"] = []string{cr.header}
-				}
-				resp, err := httpClient(t).Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body := readAll(t, resp.Body)
-				resp.Body.Close()
-				wantProblemCode(t, resp.StatusCode, body, cr.status, cr.code, "")
-				if p := problemOf(t, body); p.OutputId != nil {
-					t.Errorf("an unauthorised call got outputId %q", *p.OutputId)
-				}
-			})
+		if route != "loom_search" {
+			attempts = append(attempts, attempt{route, slices.IndexFunc(creds, func(c cred) bool { return c.name == "another run's token" })})
 		}
+	}
+	for _, at := range attempts {
+		route, cr := at.route, creds[at.cred]
+		t.Run(route+"/"+cr.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequestWithContext(ctx(t), "POST", g.AgentURL+"/v1/runs/"+cr.path+"/"+route, strings.NewReader(validBody[route]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if cr.header != "" {
+				req.Header["Authorization"] = []string{cr.header}
+			}
+			resp, err := httpClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp.Body)
+			resp.Body.Close()
+			wantProblemCode(t, resp.StatusCode, body, cr.status, cr.code, "")
+			if p := problemOf(t, body); p.OutputId != nil {
+				t.Errorf("an unauthorised call got outputId %q", *p.OutputId)
+			}
+		})
 	}
 
 	t.Run("unknown agent route", func(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 // TestCallLogPaging pages through a run's call log over the real binary:
 // following next with limit 3 reads the whole log once, in order, and
 // equals the unpaged answer; after=<count held> reads only the calls made
-// since; after past the end is an empty page; a limit outside 1..1000
-// answers invalid_input naming the parameter. Every answer is checked
+// since; after past the end is an empty page; a limit past 1000 answers
+// invalid_input naming the parameter. Every answer is checked
 // against the contract by the e2e client.
 func TestCallLogPaging(t *testing.T) {
 	t.Parallel()
@@ -87,18 +87,11 @@ func TestCallLogPaging(t *testing.T) {
 		t.Errorf("after the end: %d calls, next %v, want none", len(p.Calls), p.Next)
 	}
 
-	for _, bad := range []struct {
-		after, limit *int
-		pointer      string
-	}{
-		{nil, ptr(0), "limit"},
-		{nil, ptr(1001), "limit"},
-		{ptr(-1), nil, "after"},
-	} {
-		resp, err := host.ListCallsWithResponse(ctx(t), r.ID, &client.ListCallsParams{After: bad.after, Limit: bad.limit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantProblemCode(t, resp.StatusCode(), resp.Body, http.StatusBadRequest, "invalid_input", bad.pointer)
+	// One refusal end to end; every value outside the contract is in
+	// the handlers' TestListCallsPagingRefusals.
+	resp, err := host.ListCallsWithResponse(ctx(t), r.ID, &client.ListCallsParams{Limit: ptr(1001)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantProblemCode(t, resp.StatusCode(), resp.Body, http.StatusBadRequest, "invalid_input", "limit")
 }

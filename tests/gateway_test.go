@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,28 +47,10 @@ type gateway struct {
 	Config    string // path of the host config
 
 	cmd    *exec.Cmd
-	output *syncBuffer // stdout and stderr
+	output *testkit.Buffer // stdout and stderr
 	exited chan struct{}
 	err    error    // cmd.Wait's, once exited is closed
 	env    []string // gwOptions.Env
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newScenarioDir makes a directory below rootDir, so its path carries
@@ -184,7 +164,7 @@ func (g *gateway) start(t testing.TB, o gwOptions, tokenFile string) error {
 // launch runs the gateway binary with args and waits until the listeners
 // at agentAddr and hostAddr answer /healthz.
 func (g *gateway) launch(t testing.TB, args []string, agentAddr, hostAddr string) error {
-	g.output = &syncBuffer{}
+	g.output = &testkit.Buffer{}
 	g.cmd = exec.Command(gatewayBin, args...)
 	g.cmd.Env = append(gatewayEnv(), g.env...)
 	g.cmd.Stdout, g.cmd.Stderr = g.output, g.output

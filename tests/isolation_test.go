@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // hostOnlyPaths are the paths served only on the host listener, beyond the
@@ -202,7 +203,7 @@ func TestHostUnixSocket(t *testing.T) {
 	agentAddr := freePort(t)
 	cmd := exec.Command(gatewayBin, "--listen", agentAddr, "--host-listen", "unix:"+sock, "--log-format", "text", "--shutdown-timeout", "5s")
 	cmd.Env = gatewayEnv()
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestHostStaleSocket(t *testing.T) {
 	}
 	cmd := exec.Command(gatewayBin, "--listen", freePort(t), "--host-listen", "unix:"+sock, "--log-format", "text", "--shutdown-timeout", "5s")
 	cmd.Env = gatewayEnv()
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -54,8 +54,8 @@ func TestCallLimit(t *testing.T) {
 			}
 
 			// The fourth output of every kind is refused, with no outputId.
-			for _, o := range operations {
-				_, err := c.call(ctx, "r", tok, o.op, o.input)
+			for _, o := range testkit.Outputs {
+				_, err := c.call(ctx, "r", tok, o.Name, o.Input)
 				wantError(t, err, "call_limit_reached", "")
 			}
 			if n := len(c.fake.Calls()); n != tt.loom {
@@ -71,8 +71,8 @@ func TestCallLimit(t *testing.T) {
 					t.Errorf("audit of a refused call: %v", a)
 				}
 			}
-			if refused != len(operations) {
-				t.Errorf("%d refusals audited, want %d", refused, len(operations))
+			if refused != len(testkit.Outputs) {
+				t.Errorf("%d refusals audited, want %d", refused, len(testkit.Outputs))
 			}
 			if calls := c.callLog(t, "r"); len(calls) != limit {
 				t.Errorf("call log holds %d calls, want %d", len(calls), limit)

@@ -32,7 +32,7 @@ func TestDeleteRunMidCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			started := make(chan struct{}, 1)
-			c := newTestCore(t, coreOptions{RunFunc: blockingLoom(started, tt.afterCancel)})
+			c := newTestCore(t, coreOptions{RunFunc: loomtest.Block(started, tt.afterCancel)})
 			ctx := context.Background()
 			tok, tokOther := c.createRun(t, "r"), c.createRun(t, "other")
 
@@ -62,7 +62,7 @@ func TestDeleteRunMidCall(t *testing.T) {
 func TestClientGoneMidCall(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	c := newTestCore(t, coreOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
+	c := newTestCore(t, coreOptions{RunFunc: loomtest.Block(started, loomtest.Fail(loom.ErrCancelled))})
 	tok := c.createRun(t, "r")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -73,7 +73,7 @@ func following(t *testing.T, c *testCore) *fakeWatcher {
 func twoCallsInFlight(t *testing.T) (c *testCore, r, other <-chan answer) {
 	t.Helper()
 	started := make(chan struct{}, 1)
-	c = newTestCore(t, coreOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
+	c = newTestCore(t, coreOptions{RunFunc: loomtest.Block(started, loomtest.Fail(loom.ErrCancelled))})
 	ctx := context.Background()
 	tok, tokOther := c.createRun(t, "r"), c.createRun(t, "other")
 	r = c.start(ctx, "r", tok, "loom_search", `{"query":"atlas"}`)
@@ -178,7 +178,7 @@ func TestFollowDeletesStoreDown(t *testing.T) {
 	started := make(chan struct{}, 1)
 	down := &downStore{}
 	c := newTestCore(t, coreOptions{
-		RunFunc:   blockingLoom(started, loomtest.Fail(loom.ErrCancelled)),
+		RunFunc:   loomtest.Block(started, loomtest.Fail(loom.ErrCancelled)),
 		WrapStore: func(m *memstore.Store) Store { down.Store = m; return down },
 	})
 	tok := c.createRun(t, "r")

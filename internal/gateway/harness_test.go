@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,7 +39,7 @@ type testCore struct {
 	*Service
 	store *memstore.Store
 	fake  *loomtest.Fake
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 	// beforeMeasure, when set, is Config.BeforeMeasure; it may change
 	// at any time.
 	beforeMeasure atomic.Pointer[func(stage context.Context)]
@@ -62,7 +60,7 @@ func newTestCore(t testing.TB, o coreOptions) *testCore {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := &testCore{store: st, fake: fake, logs: &syncBuffer{}}
+	c := &testCore{store: st, fake: fake, logs: &testkit.Buffer{}}
 	c.Service = New(Config{
 		Store:               rs,
 		Runner:              fake,
@@ -159,21 +157,6 @@ func (c *testCore) logRecords(t testing.TB, msg string) []map[string]any {
 	return testkit.LogRecords(t, c.logs.String(), msg, false)
 }
 
-// operations are the outputs of the agent face, each with an input it
-// accepts: the eight tools and describe_handle (the result writer takes
-// no output number).
-var operations = []struct{ op, input string }{
-	{"loom_search", `{"query":"atlas"}`},
-	{"loom_page_discover", `{}`},
-	{"loom_page_inspect", `{"target":"Projects/Atlas"}`},
-	{"loom_page_read", `{"target":"Projects/Atlas"}`},
-	{"loom_people", `{"query":"ada@example.com"}`},
-	{"loom_calendar_list", `{"all":true}`},
-	{"loom_context", `{"read":"where"}`},
-	{"loom_profile", `{}`},
-	{"describe_handle", `{"token":"cfh:v:22222"}`},
-}
-
 // wantError fails t unless err is classified with code and carries
 // outputID ("" for none).
 func wantError(t testing.TB, err error, code, outputID string) {
@@ -194,24 +177,6 @@ func wantError(t testing.TB, err error, code, outputID string) {
 func (c *testCore) label(t testing.TB, id string) ifc.Confidentiality {
 	t.Helper()
 	return c.run(t, id).ModelContext
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // answer is what a call started on a goroutine answered.
@@ -265,19 +230,4 @@ func release(t testing.TB) chan struct{} {
 		}
 	})
 	return ch
-}
-
-// blockingLoom is a runner that reports when a call started and then waits
-// for the call's context, as loom.CLI does with a process it kills.
-// afterCancel is what it answers once the context is done.
-func blockingLoom(started chan<- struct{}, afterCancel func(ctx context.Context, argv, env []string) (loom.Output, error)) func(context.Context, []string, []string) (loom.Output, error) {
-	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-			return loom.Output{}, loom.ErrTimeout
-		}
-		return afterCancel(ctx, argv, env)
-	}
 }

@@ -3,29 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
-
-// clauseLoom answers loom_search with one row whose confidentiality is the
-// clauses the query names, comma-separated.
-func clauseLoom(_ context.Context, argv, _ []string) (loom.Output, error) {
-	q := ""
-	for i, a := range argv {
-		if a == "search" && i+1 < len(argv) {
-			q = argv[i+1]
-			break
-		}
-	}
-	var clauses []string
-	for _, c := range strings.Split(q, ",") {
-		clauses = append(clauses, `"`+c+`"`)
-	}
-	row := `{"title":"t","ifc":{"confidentiality":[` + strings.Join(clauses, ",") + `]}}`
-	return loom.Output{Stdout: []byte(`{"hits":[` + row + `]}`)}, nil
-}
 
 // TestLabelLimit: a call whose admitted rows would take the run's
 // model-context label past MaxLabelClauses is refused with
@@ -35,7 +16,7 @@ func clauseLoom(_ context.Context, argv, _ []string) (loom.Output, error) {
 func TestLabelLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newTestCore(t, coreOptions{MaxLabelClauses: 3, RunFunc: clauseLoom})
+	c := newTestCore(t, coreOptions{MaxLabelClauses: 3, RunFunc: loomtest.Clauses})
 	tok := c.createRun(t, "r")
 	label := func() string {
 		b, err := json.Marshal(c.label(t, "r"))

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
@@ -19,15 +18,7 @@ func TestConcurrentPerRun(t *testing.T) {
 	started := make(chan struct{}, 8)
 	c := newTestCore(t, coreOptions{
 		MaxConcurrentPerRun: 2,
-		RunFunc: func(ctx context.Context, argv, env []string) (loom.Output, error) {
-			started <- struct{}{}
-			select {
-			case <-unblock:
-			case <-ctx.Done():
-				return loom.Output{ExitCode: -1}, loom.ErrCancelled
-			}
-			return loomtest.Sample(ctx, argv, env)
-		},
+		RunFunc:             loomtest.Gate(started, unblock),
 	})
 	ctx := context.Background()
 	tok := c.createRun(t, "r")

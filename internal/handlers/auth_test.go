@@ -6,21 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
-// agentRoutes are the agent operations with a body each accepts.
-var agentRoutes = []struct{ op, body string }{
-	{"loom_search", `{"query":"atlas"}`},
-	{"loom_page_discover", `{}`},
-	{"loom_page_inspect", `{"target":"Projects/Atlas"}`},
-	{"loom_page_read", `{"target":"Projects/Atlas"}`},
-	{"loom_people", `{"query":"ada@example.com"}`},
-	{"loom_calendar_list", `{"all":true}`},
-	{"loom_context", `{"read":"where"}`},
-	{"loom_profile", `{}`},
-	{"describe_handle", `{"token":"cfh:v:22222"}`},
-	{"result", `{"value":{"note":"done"}}`},
-}
+// agentRoutes are the agent operations with a body each accepts: the
+// outputs and the result writer.
+var agentRoutes = func() []struct{ op, body string } {
+	var routes []struct{ op, body string }
+	for _, o := range testkit.Outputs {
+		routes = append(routes, struct{ op, body string }{o.Name, o.Input})
+	}
+	return append(routes, struct{ op, body string }{"result", `{"value":{"note":"done"}}`})
+}()
 
 func TestAgentAuth(t *testing.T) {
 	t.Parallel()
@@ -46,6 +44,8 @@ func TestAgentAuth(t *testing.T) {
 		{"not bearer", "Basic " + tokA, "a", 401, "unauthorized"},
 		{"bare token", tokA, "a", 401, "unauthorized"},
 		{"unknown token", "Bearer " + strings.Repeat("x", 43), "a", 401, "unauthorized"},
+		{"malformed token", "Bearer not a token!", "a", 401, "unauthorized"},
+		{"truncated token", "Bearer " + tokA[:len(tokA)-1], "a", 401, "unauthorized"},
 		{"token of another live run", "Bearer " + tokB, "a", 404, "run_not_found"},
 		{"token of another live run, unknown run id", "Bearer " + tokB, "nope", 404, "run_not_found"},
 		{"token of a deleted run", "Bearer " + tokDeleted, "a", 401, "unauthorized"},

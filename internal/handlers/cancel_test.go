@@ -12,28 +12,13 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
-// blockingLoom is a runner that reports when a call started and then waits
-// for the call's context, as loom.CLI does with a process it kills.
-// afterCancel is what it answers once the context is done.
-func blockingLoom(started chan<- struct{}, afterCancel func(ctx context.Context, argv, env []string) (loom.Output, error)) func(context.Context, []string, []string) (loom.Output, error) {
-	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-			return loom.Output{}, loom.ErrTimeout
-		}
-		return afterCancel(ctx, argv, env)
-	}
-}
-
 // TestDeleteRunMidCall: the core's cancellation of a deleted run's call
 // (its rule is tested in package gateway) answers 499 cancelled with the
 // call's outputId; the run's token then answers 410 run_ended.
 func TestDeleteRunMidCall(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	g := newTestGateway(t, gatewayOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
+	g := newTestGateway(t, gatewayOptions{RunFunc: loomtest.Block(started, loomtest.Fail(loom.ErrCancelled))})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() { done <- g.call("r", tok, "loom_search", `{"query":"atlas"}`) }()
@@ -58,7 +43,7 @@ func TestDeleteRunMidCall(t *testing.T) {
 func TestClientGoneMidCall(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	g := newTestGateway(t, gatewayOptions{RunFunc: blockingLoom(started, loomtest.Fail(loom.ErrCancelled))})
+	g := newTestGateway(t, gatewayOptions{RunFunc: loomtest.Block(started, loomtest.Fail(loom.ErrCancelled))})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
 
 	ctx, cancel := context.WithCancel(context.Background())

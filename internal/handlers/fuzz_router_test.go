@@ -35,6 +35,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // FuzzAgentRouter sends arbitrary requests (method, path, Authorization,
@@ -187,7 +188,7 @@ type fuzzGateway struct {
 	deps     *Deps
 	router   http.Handler
 	contract routers.Router
-	logs     *syncBuffer
+	logs     *testkit.Buffer
 
 	mu    sync.Mutex
 	n     int
@@ -226,7 +227,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 		stdout, code := fuzzLoom(argv, env)
 		return loom.Output{Stdout: stdout, ExitCode: code}, nil
 	}}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	core := gateway.New(gateway.Config{
 		Store:            st,

@@ -23,6 +23,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // Compile-time checks that the concrete types satisfy the interfaces the
@@ -52,24 +53,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // gatewayOptions configures newTestGateway. The zero value is a gateway
@@ -167,7 +150,7 @@ type testGateway struct {
 	store *memstore.Store
 	fake  *loomtest.Fake
 	clock *fakeClock
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 	agent http.Handler
 	host  http.Handler
 }
@@ -188,7 +171,7 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	if fake.RunFunc == nil {
 		fake.RunFunc = loomtest.Sample
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	var rs gateway.Store = st
 	if opts.WrapStore != nil {
 		rs = opts.WrapStore(st)

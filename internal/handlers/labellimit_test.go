@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
 // TestLabelLimit: the core's label_limit_reached (its rule is tested in
@@ -16,22 +14,7 @@ func TestLabelLimit(t *testing.T) {
 	t.Parallel()
 	g := newTestGateway(t, gatewayOptions{
 		MaxLabelClauses: 3,
-		RunFunc: func(ctx context.Context, argv, env []string) (loom.Output, error) {
-			// The query names the clauses of the one row answered.
-			q := ""
-			for i, a := range argv {
-				if a == "search" && i+1 < len(argv) {
-					q = argv[i+1]
-					break
-				}
-			}
-			var clauses []string
-			for _, c := range strings.Split(q, ",") {
-				clauses = append(clauses, `"`+c+`"`)
-			}
-			row := `{"title":"t","ifc":{"confidentiality":[` + strings.Join(clauses, ",") + `]}}`
-			return loom.Output{Stdout: []byte(`{"hits":[` + row + `]}`)}, nil
-		},
+		RunFunc:         loomtest.Clauses,
 	})
 	id, tok := g.createRun(t, `{"runId":"r"}`)
 	wantStatus(t, g.call(id, tok, "loom_search", `{"query":"A,B"}`), http.StatusOK)

@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
@@ -19,15 +17,7 @@ func TestConcurrentPerRun(t *testing.T) {
 	started := make(chan struct{}, 8)
 	g := newTestGateway(t, gatewayOptions{
 		MaxConcurrentPerRun: 1,
-		RunFunc: func(ctx context.Context, argv, env []string) (loom.Output, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return loom.Output{ExitCode: -1}, loom.ErrCancelled
-			}
-			return loomtest.Sample(ctx, argv, env)
-		},
+		RunFunc:             loomtest.Gate(started, release),
 	})
 	id, token := g.createRun(t, `{}`)
 	var wg sync.WaitGroup

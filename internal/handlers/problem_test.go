@@ -20,6 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/result"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 func TestToProblem(t *testing.T) {
@@ -142,7 +143,7 @@ func TestToProblem(t *testing.T) {
 // text goes to the log under the same id only.
 func TestWriteProblemHidesUnknownErrors(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	const secret = "open /secret/path MARKER-stderr: permission denied"
 	h := reqid.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
