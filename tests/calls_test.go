@@ -172,10 +172,13 @@ func (r *run) fails(t testing.TB, route, body string, status int, code string) *
 	return wantProblem(t, rep, status, code)
 }
 
+// wantProblem requires that rep is a problem with status and code, as the
+// checked client read it, and returns it.
 func wantProblem(t testing.TB, rep reply, status int, code string) *client.Problem {
 	t.Helper()
-	if rep.Status != status || rep.Problem == nil || string(rep.Problem.Code) != code {
-		t.Fatalf("status %d %s, want %d %s", rep.Status, rep.Body, status, code)
+	wantProblemCode(t, rep.Status, rep.Body, status, code, "")
+	if rep.Problem == nil {
+		t.Fatalf("status %d %s: the client read no problem", rep.Status, rep.Body)
 	}
 	return rep.Problem
 }
