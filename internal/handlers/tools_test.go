@@ -199,11 +199,14 @@ func TestToolArgv(t *testing.T) {
 	}
 }
 
+// TestOutputIDSequence: the outputId of each answer on the wire, a
+// problem's included; a request the contract refuses takes no output
+// number, nor does the result writer. (The sequence itself is the core's:
+// TestOutputSequence in package gateway.)
 func TestOutputIDSequence(t *testing.T) {
 	t.Parallel()
 	g := newTestGateway(t, gatewayOptions{})
 	_, tok := g.createRun(t, `{"runId":"r"}`)
-	_, tokOther := g.createRun(t, `{"runId":"other"}`)
 
 	steps := []struct {
 		op, body string
@@ -231,22 +234,8 @@ func TestOutputIDSequence(t *testing.T) {
 			t.Errorf("%s %s: outputId = %q, want %q", s.op, s.body, got.OutputID, s.outputID)
 		}
 	}
-	// Another run counts on its own.
-	rec := g.call("other", tokOther, "loom_profile", `{}`)
-	wantStatus(t, rec, http.StatusOK)
-	checkResult(t, rec.Body.Bytes(), "other:loom_profile:1", "profile", false)
-
-	// The call log holds every output, errors and describe_handle included.
-	var ids []string
-	for _, c := range g.calls(t, "r") {
-		ids = append(ids, c.OutputID)
-	}
-	want := []string{"r:loom_search:1", "r:loom_search:2", "r:describe_handle:3", "r:loom_people:4", "r:loom_profile:5"}
-	if diff := cmp.Diff(want, ids); diff != "" {
-		t.Errorf("call log outputIds mismatch (-want +got):\n%s", diff)
-	}
-	if s := g.summary(t, "r"); s.Calls != len(want) {
-		t.Errorf("summary calls = %d, want %d", s.Calls, len(want))
+	if s := g.summary(t, "r"); s.Calls != 5 {
+		t.Errorf("summary calls = %d, want 5", s.Calls)
 	}
 }
 
