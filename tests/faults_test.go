@@ -137,11 +137,15 @@ func TestFaultsLeaveNoProcess(t *testing.T) {
 		cancel()
 		<-done
 		c := r.findCall(t, "cancelled")
-		if c.OutputId != r.ID+":loom_search:1" {
+		if c.OutputId != r.ID+":loom_search:1" || c.Admitted != 0 {
 			t.Errorf("call record %+v", c)
 		}
 		g.noLoomProcesses(t, "case=disconnect")
 		g.noLoomProcesses(t, "grandchild-disconnect.pid")
+		// The run goes on.
+		if s := r.summary(t); s.Calls != 1 {
+			t.Errorf("calls = %d, want 1", s.Calls)
+		}
 		next(t, r)
 	})
 
@@ -158,18 +162,31 @@ func TestFaultsLeaveNoProcess(t *testing.T) {
 		}()
 		g.waitLoomCall(t, "deleted")
 		g.waitPid(t, "grandchild-deleted.pid")
+		start := time.Now()
 		del, err := g.hostClient(t).DeleteRunWithResponse(ctx(t), r.ID)
 		if err != nil || del.StatusCode() != http.StatusNoContent {
 			t.Fatalf("delete: %v %v", err, del)
 		}
 		select {
 		case rep := <-done:
-			wantProblem(t, rep, 499, "cancelled")
+			p := wantProblem(t, rep, 499, "cancelled")
+			if want := r.ID + ":loom_search:1"; deref(p.OutputId) != want {
+				t.Errorf("outputId = %v, want %q", deref(p.OutputId), want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("cancelled %v after the delete", d)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the call did not end when its run was deleted")
 		}
 		g.noLoomProcesses(t, "case=deleted")
 		g.noLoomProcesses(t, "grandchild-deleted.pid")
+		// Its call log went with it.
+		resp, err := g.hostClient(t).ListCallsWithResponse(ctx(t), r.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblemCode(t, resp.StatusCode(), resp.Body, http.StatusNotFound, "run_not_found", "")
 		// The deleted run's token opens nothing (and is told its run
 		// ended); another run is served.
 		r.fails(t, "loom_search", `{"query":"case=after"}`, http.StatusGone, "run_ended")

@@ -222,25 +222,7 @@ func TestHostUnixSocket(t *testing.T) {
 			t.Errorf("gateway still running 15s after SIGTERM")
 		}
 	})
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := hc.Get("http://host/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no /healthz on %s within 15s: %v\n%s", sock, err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	hc := unixHealthy(t, sock, out)
 	fi, err := os.Stat(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -314,23 +296,29 @@ func TestHostStaleSocket(t *testing.T) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
+	unixHealthy(t, sock, out)
+}
+
+// unixHealthy waits up to 15s for the host listener on the unix socket
+// sock to answer /healthz, and returns a client of that socket; out is the
+// gateway's output, shown when it does not.
+func unixHealthy(t *testing.T, sock string, out *testkit.Buffer) *http.Client {
+	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		},
 	}}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := hc.Get("http://host/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	var err error
+	if !testkit.Poll(15*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = hc.Get("http://host/healthz"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no /healthz on the stale socket's path within 15s: %v\n%s", err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("no /healthz on %s within 15s: %v\n%s", sock, err, out.String())
 	}
+	return hc
 }
