@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,16 @@ func TestConcurrentPerRun(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first call did not reach loom")
 	}
-	rec := g.call(id, token, "loom_search", `{"query":"plan"}`)
+	// (On a goroutine: a call let through would wait for the release.)
+	third := make(chan *httptest.ResponseRecorder, 1)
+	go func() { third <- g.call(id, token, "loom_search", `{"query":"plan"}`) }()
+	var rec *httptest.ResponseRecorder
+	select {
+	case rec = <-third:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("a call past the cap did not answer at once")
+	}
 	p := wantProblem(t, rec, http.StatusTooManyRequests, "busy")
 	if p.OutputID != id+":loom_search:2" {
 		t.Errorf("outputId = %q, want %s:loom_search:2", p.OutputID, id)
