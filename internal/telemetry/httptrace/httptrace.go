@@ -179,14 +179,17 @@ func (w *statusWriter) Flush() {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // mcpMessage is what an MCP span reads of a JSON-RPC request: never the
-// arguments.
+// arguments, and of _meta only the traceparent (its other members, a
+// numeric progressToken say, are any JSON).
 type mcpMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		Name            string            `json:"name"`
-		ProtocolVersion string            `json:"protocolVersion"`
-		Meta            map[string]string `json:"_meta"`
+		Name            string `json:"name"`
+		ProtocolVersion string `json:"protocolVersion"`
+		Meta            struct {
+			Traceparent json.RawMessage `json:"traceparent"`
+		} `json:"_meta"`
 	} `json:"params"`
 }
 
@@ -320,7 +323,8 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 	ctx := r.Context()
 	opts := make([]trace.SpanStartOption, 1, 3)
 	opts[0] = trace.WithSpanKind(trace.SpanKindServer)
-	if tp := m.Params.Meta["traceparent"]; tp != "" { // not tracestate: free text
+	var tp string // not tracestate: free text
+	if json.Unmarshal(m.Params.Meta.Traceparent, &tp) == nil && tp != "" {
 		if remote := trace.SpanContextFromContext(withTraceparent(ctx, tp)); remote.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
 			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)

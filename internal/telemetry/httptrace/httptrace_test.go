@@ -193,3 +193,34 @@ func TestHTTPServerAllocations(t *testing.T) {
 		t.Errorf("a traced request allocates %v beyond its span's %v, want at most 11", extra, span)
 	}
 }
+
+// TestStartMCPOtherMeta: a _meta holding values that are not strings (a
+// numeric progressToken, as MCP clients send) still gets the MCP span,
+// under the message's traceparent; a traceparent that is not a string is
+// no parent.
+func TestStartMCPOtherMeta(t *testing.T) {
+	exp := record(t)
+	for _, tc := range []struct{ meta, parent string }{
+		{`{"progressToken":7,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, "00f067aa0ba902b7"},
+		{`{"progressToken":{"a":[1]}}`, ""},
+		{`{"traceparent":12}`, ""},
+	} {
+		exp.Reset()
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":` + tc.meta + `,"name":"loom_search","arguments":{}}}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/runs/r/mcp", strings.NewReader(body))
+		_, span := StartMCP(req, func(s string) bool { return s == "loom_search" })
+		span.End()
+		spans := exp.GetSpans()
+		if len(spans) != 1 || spans[0].Name != "tools/call loom_search" {
+			t.Errorf("_meta %s: spans %v, want tools/call loom_search", tc.meta, spans)
+			continue
+		}
+		parent := ""
+		if spans[0].Parent.IsValid() {
+			parent = spans[0].Parent.SpanID().String()
+		}
+		if parent != tc.parent {
+			t.Errorf("_meta %s: parent %q, want %q", tc.meta, parent, tc.parent)
+		}
+	}
+}
