@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -22,13 +23,16 @@ func traceOutcome(ctx context.Context, c *call, rec store.Call) {
 	if !telemetry.Enabled() {
 		return
 	}
-	attrs := []attribute.KeyValue{
-		telemetry.CallStatus.String(rec.Status),
-		telemetry.CallAdmitted.Int(rec.Admitted),
-		telemetry.CallWithheld.Int(rec.Withheld),
-		telemetry.CallOmitted.Int(rec.Omitted),
-		telemetry.CallTruncated.Bool(rec.Truncated),
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
 	}
+	attrs := make([]attribute.KeyValue, 5, 10)
+	attrs[0] = telemetry.CallStatus.String(rec.Status)
+	attrs[1] = telemetry.CallAdmitted.Int(rec.Admitted)
+	attrs[2] = telemetry.CallWithheld.Int(rec.Withheld)
+	attrs[3] = telemetry.CallOmitted.Int(rec.Omitted)
+	attrs[4] = telemetry.CallTruncated.Bool(rec.Truncated)
 	if c.outputID != "" {
 		attrs = append(attrs, telemetry.CallOutputID.String(c.outputID))
 	}
@@ -38,23 +42,61 @@ func traceOutcome(ctx context.Context, c *call, rec store.Call) {
 	if c.argNames != nil {
 		attrs = append(attrs, telemetry.CallArgs.StringSlice(c.argNames))
 	}
-	telemetry.Set(ctx, attrs...)
 	if rec.Code != "" {
-		telemetry.Set(ctx, telemetry.CallCode.String(rec.Code))
-		telemetry.Fail(ctx, rec.Code)
+		attrs = append(attrs, telemetry.CallCode.String(rec.Code), telemetry.ErrorType.String(rec.Code))
+	}
+	span.SetAttributes(attrs...)
+	if rec.Code != "" {
+		span.SetStatus(codes.Error, rec.Code)
 	}
 }
 
 // noSpan is the span that records nothing, for when tracing is off.
 var noSpan = trace.SpanFromContext(context.Background())
 
+// toolSpans is what a tool's spans start with: their names and start
+// options, built once per tool so that starting them builds nothing.
+type toolSpans struct {
+	call, loom, measure             string
+	callOpts, loomOpts, measureOpts []trace.SpanStartOption
+}
+
+func newToolSpans(tool, kind string) *toolSpans {
+	return &toolSpans{
+		call:        "call " + tool,
+		loom:        "loom " + kind,
+		measure:     "measure " + kind,
+		callOpts:    []trace.SpanStartOption{trace.WithAttributes(telemetry.GenAIToolName.String(tool))},
+		loomOpts:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(telemetry.LoomCommand.String(kind))},
+		measureOpts: nil,
+	}
+}
+
+// spansOf holds the toolSpans of the eight tools and describe_handle.
+var spansOf = func() map[string]*toolSpans {
+	m := map[string]*toolSpans{"describe_handle": newToolSpans("describe_handle", "")}
+	for _, t := range loom.Tools {
+		m[string(t)] = newToolSpans(string(t), t.Kind())
+	}
+	return m
+}()
+
+// spans returns tool's toolSpans.
+func spans(tool string) *toolSpans {
+	if s, ok := spansOf[tool]; ok {
+		return s
+	}
+	return newToolSpans(tool, loom.Tool(tool).Kind())
+}
+
 // startCall starts the span of a call of tool. Off, it costs one atomic
-// load, and the names below are not even built.
+// load, and the names below are not even looked up.
 func startCall(ctx context.Context, tool string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
 		return ctx, noSpan
 	}
-	return telemetry.Start(ctx, "call "+tool, telemetry.GenAIToolName.String(tool))
+	s := spans(tool)
+	return telemetry.StartWith(ctx, s.call, s.callOpts...)
 }
 
 // startLoom starts the span of a tool's loom process.
@@ -62,7 +104,8 @@ func startLoom(ctx context.Context, tool loom.Tool) (context.Context, trace.Span
 	if !telemetry.Enabled() {
 		return ctx, noSpan
 	}
-	return telemetry.StartKind(ctx, "loom "+tool.Kind(), trace.SpanKindClient, telemetry.LoomCommand.String(tool.Kind()))
+	s := spans(string(tool))
+	return telemetry.StartWith(ctx, s.loom, s.loomOpts...)
 }
 
 // startMeasure starts the span of the reading and measurement of a tool's
@@ -71,7 +114,8 @@ func startMeasure(ctx context.Context, tool loom.Tool) trace.Span {
 	if !telemetry.Enabled() {
 		return noSpan
 	}
-	_, span := telemetry.Start(ctx, "measure "+tool.Kind())
+	s := spans(string(tool))
+	_, span := telemetry.StartWith(ctx, s.measure, s.measureOpts...)
 	return span
 }
 
@@ -87,12 +131,15 @@ func endLoom(span trace.Span, out loom.Output, err error) {
 	if out.Condensed != nil {
 		read = out.Condensed.Read
 	}
-	span.SetAttributes(telemetry.LoomWallMs.Float64(Millis(out.Duration)), telemetry.LoomBytesRead.Int64(read))
+	attrs := make([]attribute.KeyValue, 2, 3)
+	attrs[0], attrs[1] = telemetry.LoomWallMs.Float64(Millis(out.Duration)), telemetry.LoomBytesRead.Int64(read)
 	if err != nil {
-		telemetry.FailSpan(span, string(CodeOf(err)))
+		code := string(CodeOf(err))
+		span.SetAttributes(append(attrs, telemetry.ErrorType.String(code))...)
+		span.SetStatus(codes.Error, code)
 		return
 	}
-	span.SetAttributes(telemetry.LoomExitCode.Int(out.ExitCode))
+	span.SetAttributes(append(attrs, telemetry.LoomExitCode.Int(out.ExitCode))...)
 }
 
 // endMeasure ends the measurement span with the rows measured and those

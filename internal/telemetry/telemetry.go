@@ -16,6 +16,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -75,6 +76,17 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
+// StartWith starts a span named name under ctx's span with opts as they
+// are: a caller that starts many spans alike passes one slice of options
+// built once, so that starting a span builds none. Off, it returns ctx
+// and a span that records nothing.
+func StartWith(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !Enabled() {
+		return ctx, noSpan
+	}
+	return Tracer().Start(ctx, name, opts...)
+}
+
 // StartKind is Start with a span kind (client for a store command).
 func StartKind(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !Enabled() {
@@ -121,17 +133,32 @@ func TraceID(ctx context.Context) string {
 	if !sc.IsValid() {
 		return ""
 	}
-	return sc.TraceID().String()
+	var b [32]byte
+	id := sc.TraceID()
+	hex.Encode(b[:], id[:])
+	return string(b[:])
 }
 
 // Traceparent is the W3C traceparent of ctx's span, "" when tracing is
 // off or ctx has no span.
 func Traceparent(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !Enabled() || !sc.IsValid() {
+	if !Enabled() {
 		return ""
 	}
-	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	// 00-<trace id>-<span id>-<flags>, built in one buffer.
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b[0], b[1], b[2] = '0', '0', '-'
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
+	return string(b[:])
 }
 
 // Attribute keys of the MCP and generative-AI conventions and of the
@@ -162,27 +189,29 @@ var (
 	MeasureMore   = attribute.Key("loom_gateway.measure.more")
 )
 
-// problemKey is the context key of a served request's *problemNote.
+// problemKey is the context key of a served request's *ProblemNote.
 type problemKey struct{}
 
-// problemNote is the problem code a request was answered with.
-type problemNote struct{ code string }
+// ProblemNote holds the problem code a request was answered with; the
+// server-span middleware keeps one per request (httptrace.HTTPServer).
+type ProblemNote struct{ code string }
+
+// Code is the problem code SetProblem recorded, "" when none.
+func (n *ProblemNote) Code() string { return n.code }
 
 // SetProblem records on the request's server span the problem code the
 // request was answered with, as error.type (httptrace.HTTPServer reads
-// it through WithProblemNote).
+// it through the ProblemNote it put in the request's context).
 func SetProblem(ctx context.Context, code string) {
 	if !Enabled() || code == "" {
 		return
 	}
-	if n, ok := ctx.Value(problemKey{}).(*problemNote); ok {
+	if n, ok := ctx.Value(problemKey{}).(*ProblemNote); ok {
 		n.code = code
 	}
 }
 
-// WithProblemNote returns ctx ready for SetProblem, and a function that
-// reads the code SetProblem recorded under it.
-func WithProblemNote(ctx context.Context) (context.Context, func() string) {
-	n := &problemNote{}
-	return context.WithValue(ctx, problemKey{}, n), func() string { return n.code }
+// WithProblemNote returns ctx with n ready for SetProblem.
+func WithProblemNote(ctx context.Context, n *ProblemNote) context.Context {
+	return context.WithValue(ctx, problemKey{}, n)
 }

@@ -45,3 +45,19 @@ func TestTraceparent(t *testing.T) {
 		t.Errorf("Traceparent = %q, want %q", got, want)
 	}
 }
+
+// TestTraceIDsAllocateOnce: the trace id and the traceparent, asked for on
+// every traced call, are each built in one allocation (the string).
+func TestTraceIDsAllocateOnce(t *testing.T) {
+	record(t)
+	ctx, span := Start(context.Background(), "x")
+	defer span.End()
+	if got := TraceID(ctx); got != span.SpanContext().TraceID().String() {
+		t.Errorf("TraceID = %q, want %q", got, span.SpanContext().TraceID())
+	}
+	for name, f := range map[string]func(context.Context) string{"TraceID": TraceID, "Traceparent": Traceparent} {
+		if n := testing.AllocsPerRun(100, func() { _ = f(ctx) }); n > 1 {
+			t.Errorf("%s: %v allocations, want 1", name, n)
+		}
+	}
+}

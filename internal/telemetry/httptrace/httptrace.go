@@ -6,11 +6,13 @@ package httptrace
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -22,6 +24,81 @@ import (
 // propagator reads W3C trace context: traceparent only, since tracestate
 // is free text the client chose.
 var propagator = propagation.TraceContext{}
+
+// traceparent is a carrier holding one traceparent value, read without
+// building a map.
+type traceparent string
+
+func (t traceparent) Get(key string) string {
+	if key == "traceparent" {
+		return string(t)
+	}
+	return ""
+}
+
+func (traceparent) Set(string, string) {}
+
+func (traceparent) Keys() []string { return []string{"traceparent"} }
+
+// withTraceparent returns ctx with the remote parent tp names, or ctx as
+// it is when tp is empty or not a valid traceparent.
+func withTraceparent(ctx context.Context, tp string) context.Context {
+	if tp == "" {
+		return ctx
+	}
+	return propagator.Extract(ctx, traceparent(tp))
+}
+
+// serverStart holds the start options of a server span with the HTTP
+// attributes known before the request is served, built once for each
+// standard method (and "OTHER"), scheme and protocol version, so that
+// starting a server span builds none.
+var serverStart = func() map[string]*[2][3][]trace.SpanStartOption {
+	m := map[string]*[2][3][]trace.SpanStartOption{}
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace, "OTHER"} {
+		var o [2][3][]trace.SpanStartOption
+		for s := range o {
+			for p := range o[s] {
+				o[s][p] = newServerOptions(method, schemes[s], protocols[p])
+			}
+		}
+		m[method] = &o
+	}
+	return m
+}()
+
+var (
+	schemes   = [2]string{"http", "https"}
+	protocols = [3]string{"1.1", "2", "3"}
+)
+
+func newServerOptions(method, scheme, protocol string) []trace.SpanStartOption {
+	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		semconv.HTTPRequestMethodKey.String(method),
+		semconv.URLScheme(scheme),
+		semconv.NetworkProtocolVersion(protocol),
+	)}
+}
+
+// serverOptions returns the start options of r's server span, method
+// being r's method as the listener names it.
+func serverOptions(r *http.Request, method string) []trace.SpanStartOption {
+	s, p := 0, 0
+	if r.TLS != nil {
+		s = 1
+	}
+	switch r.ProtoMajor {
+	case 2:
+		p = 1
+	case 3:
+		p = 2
+	}
+	if o, ok := serverStart[method]; ok {
+		return o[s][p]
+	}
+	return newServerOptions(method, schemes[s], protocols[p])
+}
 
 // HTTPServer returns the server-span middleware of a listener: one span
 // per request, a child of the request's traceparent when it carries one,
@@ -38,18 +115,16 @@ func HTTPServer(route, method func(*http.Request) string) func(http.Handler) htt
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// traceparent only: tracestate is free text the client chose.
-			ctx := propagator.Extract(r.Context(), propagation.MapCarrier{"traceparent": r.Header.Get("traceparent")})
+			var tp string
+			if v := r.Header["Traceparent"]; len(v) > 0 {
+				tp = v[0]
+			}
 			m := method(r)
-			ctx, span := telemetry.Tracer().Start(ctx, m, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(
-					semconv.HTTPRequestMethodKey.String(m),
-					semconv.URLScheme(scheme(r)),
-					semconv.NetworkProtocolVersion(protocol(r)),
-				))
+			ctx, span := telemetry.StartWith(withTraceparent(r.Context(), tp), m,
+				serverOptions(r, m)...)
 			defer span.End()
 			rec := &statusWriter{ResponseWriter: w}
-			ctx, problemCode := telemetry.WithProblemNote(ctx)
-			r = r.WithContext(ctx)
+			r = r.WithContext(telemetry.WithProblemNote(ctx, &rec.problem))
 			next.ServeHTTP(rec, r)
 			rt := route(r)
 			span.SetName(m + " " + rt)
@@ -57,13 +132,15 @@ func HTTPServer(route, method func(*http.Request) string) func(http.Handler) htt
 			if status == 0 {
 				status = http.StatusOK
 			}
-			span.SetAttributes(semconv.HTTPRoute(rt), semconv.HTTPResponseStatusCode(status))
-			switch {
-			case problemCode() != "":
-				span.SetAttributes(telemetry.ErrorType.String(problemCode()))
+			attrs := make([]attribute.KeyValue, 2, 3)
+			attrs[0], attrs[1] = semconv.HTTPRoute(rt), semconv.HTTPResponseStatusCode(status)
+			switch code := rec.problem.Code(); {
+			case code != "":
+				attrs = append(attrs, telemetry.ErrorType.String(code))
 			case status >= 500:
-				span.SetAttributes(telemetry.ErrorType.String(strconv.Itoa(status)))
+				attrs = append(attrs, telemetry.ErrorType.String(strconv.Itoa(status)))
 			}
+			span.SetAttributes(attrs...)
 			if status >= 500 {
 				span.SetStatus(codes.Error, strconv.Itoa(status))
 			}
@@ -71,28 +148,12 @@ func HTTPServer(route, method func(*http.Request) string) func(http.Handler) htt
 	}
 }
 
-func scheme(r *http.Request) string {
-	if r.TLS != nil {
-		return "https"
-	}
-	return "http"
-}
-
-func protocol(r *http.Request) string {
-	switch r.ProtoMajor {
-	case 2:
-		return "2"
-	case 3:
-		return "3"
-	}
-	return "1.1"
-}
-
 // statusWriter records the status a handler wrote; it keeps the
 // writer's Flusher and the http.ResponseController's Unwrap.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status  int
+	problem telemetry.ProblemNote
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -118,14 +179,17 @@ func (w *statusWriter) Flush() {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // mcpMessage is what an MCP span reads of a JSON-RPC request: never the
-// arguments.
+// arguments, and of _meta only the traceparent (its other members, a
+// numeric progressToken say, are any JSON).
 type mcpMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		Name            string            `json:"name"`
-		ProtocolVersion string            `json:"protocolVersion"`
-		Meta            map[string]string `json:"_meta"`
+		Name            string `json:"name"`
+		ProtocolVersion string `json:"protocolVersion"`
+		Meta            struct {
+			Traceparent json.RawMessage `json:"traceparent"`
+		} `json:"_meta"`
 	} `json:"params"`
 }
 
@@ -257,10 +321,11 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 		return r, telemetry.NoSpan()
 	}
 	ctx := r.Context()
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
-	if tp := m.Params.Meta["traceparent"]; tp != "" {
-		carrier := propagation.MapCarrier{"traceparent": tp} // not tracestate: free text
-		if remote := trace.SpanContextFromContext(propagator.Extract(ctx, carrier)); remote.IsValid() {
+	opts := make([]trace.SpanStartOption, 1, 3)
+	opts[0] = trace.WithSpanKind(trace.SpanKindServer)
+	var tp string // not tracestate: free text
+	if json.Unmarshal(m.Params.Meta.Traceparent, &tp) == nil && tp != "" {
+		if remote := trace.SpanContextFromContext(withTraceparent(ctx, tp)); remote.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
 			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
 		}
@@ -270,7 +335,8 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 		method = "_OTHER"
 	}
 	name := method
-	attrs := []trace.SpanStartOption{trace.WithAttributes(telemetry.MCPMethodName.String(method))}
+	attrs := make([]attribute.KeyValue, 1, 5)
+	attrs[0] = telemetry.MCPMethodName.String(method)
 	var id string
 	if json.Unmarshal(m.ID, &id) != nil {
 		var n json.Number
@@ -279,14 +345,14 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 		}
 	}
 	if plainID(id) {
-		attrs = append(attrs, trace.WithAttributes(telemetry.JSONRPCRequestID.String(id)))
+		attrs = append(attrs, telemetry.JSONRPCRequestID.String(id))
 	}
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if version == "" && method == "initialize" {
 		version = m.Params.ProtocolVersion
 	}
 	if protocolDate(version) {
-		attrs = append(attrs, trace.WithAttributes(telemetry.MCPProtocolVersion.String(version)))
+		attrs = append(attrs, telemetry.MCPProtocolVersion.String(version))
 	}
 	if method == "tools/call" {
 		tool := m.Params.Name
@@ -294,8 +360,8 @@ func startMCP(r *http.Request, known func(string) bool) (*http.Request, trace.Sp
 			tool = "_OTHER"
 		}
 		name += " " + tool
-		attrs = append(attrs, trace.WithAttributes(telemetry.GenAIToolName.String(tool), telemetry.GenAIOperationName.String("execute_tool")))
+		attrs = append(attrs, telemetry.GenAIToolName.String(tool), telemetry.GenAIOperationName.String("execute_tool"))
 	}
-	ctx, span := telemetry.Tracer().Start(ctx, name, append(opts, attrs...)...)
+	ctx, span := telemetry.StartWith(ctx, name, append(opts, trace.WithAttributes(attrs...))...)
 	return r.WithContext(ctx), span
 }

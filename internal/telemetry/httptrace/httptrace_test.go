@@ -163,3 +163,67 @@ func TestStartMCPKeepsNoClientText(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPServerAllocations bounds what the server span adds to a request
+// beyond the SDK's own span: the request's copy with the span's context,
+// the status writer (with the problem note in it), the span's name and
+// its end attributes; the traceparent is read without building a map and
+// the start options are built once.
+func TestHTTPServerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	tp := sdktrace.NewTracerProvider() // spans record, nothing exports
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	t.Cleanup(telemetry.Install(tp))
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetProblem(r.Context(), "bad_request")
+		w.WriteHeader(http.StatusBadRequest)
+	})
+	mw := HTTPServer(func(*http.Request) string { return "/v1/runs/{runId}/loom_search" }, func(r *http.Request) string { return r.Method })(next)
+	req := httptest.NewRequest(http.MethodPost, "/v1/runs/r/loom_search", nil)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	w := httptest.NewRecorder()
+	span := testing.AllocsPerRun(200, func() {
+		_, s := telemetry.Tracer().Start(context.Background(), "x")
+		s.End()
+	})
+	all := testing.AllocsPerRun(200, func() { mw.ServeHTTP(w, req) })
+	// WithContext, the span's context (2), the status writer, the problem
+	// note's context, the name, the end attributes and what the SDK keeps
+	// of them, the remote parent's context (2).
+	if extra := all - span; extra > 11 {
+		t.Errorf("a traced request allocates %v beyond its span's %v, want at most 11", extra, span)
+	}
+}
+
+// TestStartMCPOtherMeta: a _meta holding values that are not strings (a
+// numeric progressToken, as MCP clients send) still gets the MCP span,
+// under the message's traceparent; a traceparent that is not a string is
+// no parent.
+func TestStartMCPOtherMeta(t *testing.T) {
+	exp := record(t)
+	for _, tc := range []struct{ meta, parent string }{
+		{`{"progressToken":7,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, "00f067aa0ba902b7"},
+		{`{"progressToken":{"a":[1]}}`, ""},
+		{`{"traceparent":12}`, ""},
+	} {
+		exp.Reset()
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":` + tc.meta + `,"name":"loom_search","arguments":{}}}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/runs/r/mcp", strings.NewReader(body))
+		_, span := StartMCP(req, func(s string) bool { return s == "loom_search" })
+		span.End()
+		spans := exp.GetSpans()
+		if len(spans) != 1 || spans[0].Name != "tools/call loom_search" {
+			t.Errorf("_meta %s: spans %v, want tools/call loom_search", tc.meta, spans)
+			continue
+		}
+		parent := ""
+		if spans[0].Parent.IsValid() {
+			parent = spans[0].Parent.SpanID().String()
+		}
+		if parent != tc.parent {
+			t.Errorf("_meta %s: parent %q, want %q", tc.meta, parent, tc.parent)
+		}
+	}
+}

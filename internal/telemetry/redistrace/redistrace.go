@@ -33,14 +33,44 @@ func (Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return next
 	}
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		op := strings.ToUpper(cmd.Name())
-		ctx, span := telemetry.StartKind(ctx, op, trace.SpanKindClient,
-			semconv.DBSystemNameRedis, semconv.DBOperationName(op))
+		o := opOf(cmd.Name())
+		ctx, span := telemetry.StartWith(ctx, o.name, o.opts...)
 		defer span.End()
 		err := next(ctx, cmd)
 		fail(span, err)
 		return err
 	}
+}
+
+// op is a command's span name and start options.
+type op struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+func newOp(name string) *op {
+	return &op{name, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBSystemNameRedis, semconv.DBOperationName(name))}}
+}
+
+// ops holds the op of each command the shared store sends, by the
+// lower-case name go-redis gives it, built once so that a command's span
+// starts without building its name or options.
+var ops = func() map[string]*op {
+	m := map[string]*op{}
+	for _, name := range []string{"evalsha", "eval", "script", "get", "set", "del", "exists", "keys", "scan",
+		"ping", "hget", "hset", "hgetall", "expire", "pexpire", "subscribe", "publish", "hello", "client"} {
+		m[name] = newOp(strings.ToUpper(name))
+	}
+	return m
+}()
+
+// opOf returns the op of the command go-redis names name.
+func opOf(name string) *op {
+	if o, ok := ops[name]; ok {
+		return o
+	}
+	return newOp(strings.ToUpper(name))
 }
 
 // ProcessPipelineHook gives each pipeline (or transaction) one client

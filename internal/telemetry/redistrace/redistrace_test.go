@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loom-gateway/gateway/internal/telemetry"
 )
@@ -66,5 +68,25 @@ func TestProcessHook(t *testing.T) {
 				t.Errorf("status %q, want %q", d, tc.errType)
 			}
 		})
+	}
+}
+
+// TestProcessHookAllocations: a command's span starts from a name and
+// options built once: nothing is allocated beyond the SDK's span.
+func TestProcessHookAllocations(t *testing.T) {
+	tp := sdktrace.NewTracerProvider() // spans record, nothing exports
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	t.Cleanup(telemetry.Install(tp))
+	hook := Hook{}.ProcessHook(func(context.Context, redis.Cmder) error { return nil })
+	cmd := redis.NewCmd(context.Background(), "evalsha", "0123456789abcdef", 1, "loom-gateway:run:SECRET")
+	ctx := context.Background()
+	span := testing.AllocsPerRun(200, func() {
+		_, s := telemetry.Tracer().Start(ctx, "x", trace.WithSpanKind(trace.SpanKindClient))
+		s.SetAttributes(semconv.DBSystemNameRedis, semconv.DBOperationName("EVALSHA"))
+		s.End()
+	})
+	all := testing.AllocsPerRun(200, func() { _ = hook(ctx, cmd) })
+	if all > span {
+		t.Errorf("a command's span allocates %v, a bare span with its attributes %v", all, span)
 	}
 }

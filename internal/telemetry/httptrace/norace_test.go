@@ -1,0 +1,5 @@
+//go:build !race
+
+package httptrace
+
+const raceEnabled = false
