@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 
 	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
 // Contain returns the Containment this machine allows for commands: a PID
-// namespace where the gateway may make one (CAP_SYS_ADMIN), else a PID
+// namespace under the inline init where the gateway may make one
+// (CAP_SYS_ADMIN) and the platform has it, else one under an executable
+// init where the gateway may make one, else a PID
 // namespace inside a user namespace of its own where unprivileged user
 // namespaces are allowed. Each namespace's init is the C init of package
 // nsinit where it can be had (nsinit.Executable: x86-64, memory files
@@ -20,6 +23,15 @@ import (
 // it returns the zero Containment (a process group) and an error that
 // says why, for the start-up log.
 func Contain(exe string) (Containment, error) {
+	var errs []error
+	if nsinit.InlineAvailable {
+		c := Containment{Inline: true}
+		err := probeInline()
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", c, err))
+	}
 	var inits []string
 	if p, err := nsinit.Executable(); err == nil {
 		inits = append(inits, p)
@@ -28,9 +40,8 @@ func Contain(exe string) (Containment, error) {
 		inits = append(inits, exe)
 	}
 	if len(inits) == 0 {
-		return Containment{}, errors.New("loom: no init executable")
+		return Containment{}, errors.Join(append(errs, errors.New("loom: no init executable"))...)
 	}
-	var errs []error
 	for _, userNS := range []bool{false, true} {
 		for _, init := range inits {
 			c := Containment{Init: init, UserNS: userNS}
@@ -52,6 +63,32 @@ func probe(c Containment) error {
 	cmd.Env = []string{}
 	cmd.SysProcAttr = sysProcAttr(c)
 	return cmd.Run()
+}
+
+// probeInline starts the inline init with a command that cannot start
+// (a directory) and checks that the init ran as its namespace's init and
+// reported the failed exec.
+func probeInline() error {
+	null := devNull()
+	if null == nil {
+		return errors.New("loom: no null device")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := nsinit.StartInline([]string{"/"}, []string{}, null, null, null)
+	if err != nil {
+		return err
+	}
+	r, err := p.Reap()
+	switch {
+	case err != nil:
+		return err
+	case p.InitPid() != 1:
+		return fmt.Errorf("loom: the inline init ran as pid %d", p.InitPid())
+	case r.Kind != nsinit.StartFailed:
+		return fmt.Errorf("loom: the inline init reported %q, not a failed start", r.Kind)
+	}
+	return nil
 }
 
 // sysProcAttr puts a command in a process group of its own and has the
