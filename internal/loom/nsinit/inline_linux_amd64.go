@@ -77,8 +77,8 @@ type Inline struct {
 	// PidFD is a pidfd of the init, readable once it has exited.
 	PidFD *os.File
 
-	buf        []byte    // the block and the init's stack
-	argv, envp []*byte   // the execve arguments, alive until Reap
+	buf        []byte  // the block and the init's stack
+	argv, envp []*byte // the execve arguments, alive until Reap
 	path       *byte
 }
 
