@@ -87,3 +87,70 @@ func TestCInit(t *testing.T) {
 		t.Errorf("command printed %q and the init exited %d; want \"zero y\" and 7", out.String(), cmd.ProcessState.ExitCode())
 	}
 }
+
+// TestInline: the inline init runs a command with its argv, environment
+// and descriptors as the first process of a new PID namespace (the
+// command is pid 2), reports its wait status and a failed exec in memory,
+// and its namespace ends with it: what the command left running is
+// killed. Kill ends it early.
+func TestInline(t *testing.T) {
+	t.Parallel()
+	if !InlineAvailable {
+		t.Skip("no inline init on", runtime.GOARCH)
+	}
+	sh := "/bin/sh"
+	if _, err := os.Stat(sh); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	run := func(argv []string, env []string) (string, Report, error, int) {
+		t.Helper()
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p, err := StartInline(argv, env, null, w, null)
+		w.Close()
+		if errors.Is(err, syscall.EPERM) {
+			t.Skip("no PID namespace to be had here:", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(r)
+		rep, err := p.Reap()
+		return string(out), rep, err, p.InitPid()
+	}
+
+	// The background sleep holds stdout: the read ends only because the
+	// namespace ends with the init.
+	out, rep, err, initPid := run([]string{sh, "-c", `printf '%s %s ' "$0" "$X"; echo $$; sleep 60 & exit 7`, "zero"}, []string{"X=y"})
+	if out != "zero y 2\n" || err != nil || rep != (Report{Kind: Exited, Value: 7 << 8}) || initPid != 1 {
+		t.Errorf("run: printed %q, reported %+v, %v, init pid %d; want \"zero y 2\\n\", exit 7, pid 1", out, rep, err, initPid)
+	}
+
+	_, rep, err, _ = run([]string{"/nonexistent/loom"}, []string{})
+	if err != nil || rep != (Report{Kind: StartFailed, Value: uint32(syscall.ENOENT)}) {
+		t.Errorf("missing command: reported %+v, %v; want StartFailed ENOENT", rep, err)
+	}
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := StartInline([]string{sh, "-c", "sleep 60"}, []string{}, null, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Errorf("Kill = %v", err)
+	}
+	if rep, err := p.Reap(); err == nil {
+		t.Errorf("Reap after Kill = %+v, nil; want an error", rep)
+	}
+}
