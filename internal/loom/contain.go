@@ -17,11 +17,11 @@ package loom
 // With Inline set instead, the init is not an executable: it is a few
 // hundred bytes of machine code that a clone of the gateway runs in the
 // gateway's own memory (nsinit.StartInline), so that a command costs one
-// exec, loom's, as it does in a process group. It needs CAP_SYS_ADMIN and
-// linux/amd64; the init then reports in memory, not on a pipe.
+// exec, loom's, as it does in a process group; it reports in memory, not
+// on a pipe. It needs linux/amd64.
 type Containment struct {
 	// Inline runs each namespace's init in the gateway's memory, without
-	// an exec; Init and UserNS are then unused.
+	// an exec; Init is then unused.
 	Inline bool
 	// Init is the absolute path of an executable that links package
 	// nsinit: the gateway's own.
@@ -34,6 +34,8 @@ type Containment struct {
 // String names the containment for the start-up log.
 func (c Containment) String() string {
 	switch {
+	case c.Inline && c.UserNS:
+		return "pid namespace (inline init, in a user namespace)"
 	case c.Inline:
 		return "pid namespace (inline init)"
 	case c.Init == "":

@@ -40,7 +40,8 @@ func BenchmarkRunContained(b *testing.B) {
 		ok   func() error
 	}{
 		{"group", Containment{}, func() error { return nil }},
-		{"inline", Containment{Inline: true}, probeInline},
+		{"inline", Containment{Inline: true}, func() error { return probeInline(false) }},
+		{"inline-userns", Containment{Inline: true, UserNS: true}, func() error { return probeInline(true) }},
 		{"pidns-c", Containment{Init: src}, func() error { return probe(Containment{Init: src}) }},
 		{"userns-c", Containment{Init: src, UserNS: true}, func() error { return probe(Containment{Init: src, UserNS: true}) }},
 	}

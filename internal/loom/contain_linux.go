@@ -12,11 +12,11 @@ import (
 )
 
 // Contain returns the Containment this machine allows for commands: a PID
-// namespace under the inline init where the gateway may make one
-// (CAP_SYS_ADMIN) and the platform has it, else one under an executable
-// init where the gateway may make one, else a PID
+// namespace where the gateway may make one (CAP_SYS_ADMIN), else a PID
 // namespace inside a user namespace of its own where unprivileged user
-// namespaces are allowed. Each namespace's init is the C init of package
+// namespaces are allowed. Each namespace's init is the inline init where
+// the platform has it (linux/amd64, a kernel with clone3's
+// CLONE_CLEAR_SIGHAND and close_range: 5.9), else the C init of package
 // nsinit where it can be had (nsinit.Executable: x86-64, memory files
 // that may be executed), else exe, the gateway's own executable (which
 // links nsinit). It tries each by starting the init once. When none works
@@ -25,12 +25,14 @@ import (
 func Contain(exe string) (Containment, error) {
 	var errs []error
 	if nsinit.InlineAvailable {
-		c := Containment{Inline: true}
-		err := probeInline()
-		if err == nil {
-			return c, nil
+		for _, userNS := range []bool{false, true} {
+			c := Containment{Inline: true, UserNS: userNS}
+			err := probeInline(userNS)
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", c, err))
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", c, err))
 	}
 	var inits []string
 	if p, err := nsinit.Executable(); err == nil {
@@ -68,14 +70,14 @@ func probe(c Containment) error {
 // probeInline starts the inline init with a command that cannot start
 // (a directory) and checks that the init ran as its namespace's init and
 // reported the failed exec.
-func probeInline() error {
+func probeInline(userNS bool) error {
 	null := devNull()
 	if null == nil {
 		return errors.New("loom: no null device")
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := nsinit.StartInline([]string{"/"}, []string{}, null, null, null)
+	p, err := nsinit.StartInline([]string{"/"}, []string{}, null, null, null, userNS)
 	if err != nil {
 		return err
 	}

@@ -34,10 +34,12 @@ func containments(t *testing.T) map[string]Containment {
 		t.Logf("no C init: %v", err)
 	}
 	out := map[string]Containment{}
-	if err := probeInline(); err == nil {
-		out["inline"] = Containment{Inline: true}
-	} else {
-		t.Logf("inline: %v", err)
+	for name, userNS := range map[string]bool{"inline": false, "inline-userns": true} {
+		if err := probeInline(userNS); err == nil {
+			out[name] = Containment{Inline: true, UserNS: userNS}
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
 	}
 	for name, c := range all {
 		if err := probe(c); err != nil {

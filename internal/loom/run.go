@@ -396,7 +396,7 @@ func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, std
 		started <- errors.New("loom: no null device")
 		return
 	}
-	p, err := nsinit.StartInline(argv, env, null, stdout, null)
+	p, err := nsinit.StartInline(argv, env, null, stdout, null, c.opts.Contain.UserNS)
 	if err != nil {
 		started <- err
 		return

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -44,6 +46,7 @@ type inlineBlock struct {
 	value            int64 // the errno, or loom's wait status
 	loomPid          int64 // loom's pid in the namespace
 	initPid          int64 // the init's own pid there: 1
+	gate             int32 // 1: the init waits (futex) for the maps of its user namespace; 0: it goes on; 2: it exits
 }
 
 // setupFailed: the init could not prepare loom's start (value: errno).
@@ -89,7 +92,11 @@ type Inline struct {
 // killed when that thread ends. The descriptors must not be 0-2; they are
 // put in blocking mode (os.File.Fd), as exec.Cmd does for the files it
 // passes. Errors are clone's (EPERM without CAP_SYS_ADMIN).
-func StartInline(argv, env []string, stdin, stdout, stderr *os.File) (*Inline, error) {
+//
+// With userNS the namespace is inside a new user namespace, for a gateway
+// without CAP_SYS_ADMIN; the command keeps the gateway's uid and gid, the
+// gateway writing the maps while the init waits for them.
+func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool) (*Inline, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("nsinit: no argv")
 	}
@@ -126,6 +133,10 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File) (*Inline, e
 		stack:      uint64(base + blockSize),
 		stackSize:  uint64(inlineStack - blockSize),
 	}
+	if userNS {
+		args.flags |= syscall.CLONE_NEWUSER
+		blk.gate = 1
+	}
 	pid, errno := rawClone(&args, uintptr(unsafe.Pointer(blk)))
 	runtime.KeepAlive(stdin)
 	runtime.KeepAlive(stdout)
@@ -136,7 +147,43 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File) (*Inline, e
 	p.Pid = int(pid)
 	_ = syscall.SetNonblock(int(pidfd), true) // for the runtime's poller
 	p.PidFD = os.NewFile(uintptr(pidfd), "pidfd")
+	if userNS {
+		err := writeIDMaps(p.Pid)
+		gate := int32(0)
+		if err != nil {
+			gate = 2
+		}
+		atomic.StoreInt32(&blk.gate, gate)
+		_, _, _ = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&blk.gate)), futexWakePrivate, 1, 0, 0, 0)
+		if err != nil {
+			_, _ = p.Reap()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// futexWakePrivate is FUTEX_WAKE | FUTEX_PRIVATE_FLAG: the init shares the
+// gateway's memory.
+const futexWakePrivate = 1 | 128
+
+// writeIDMaps maps the gateway's uid and gid to themselves in the user
+// namespace of process pid, as exec.Cmd does for SysProcAttr's
+// UidMappings and GidMappings (setgroups denied first, as an
+// unprivileged process must).
+func writeIDMaps(pid int) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	for _, w := range []struct{ file, data string }{
+		{"uid_map", uid + " " + uid + " 1\n"},
+		{"setgroups", "deny"},
+		{"gid_map", gid + " " + gid + " 1\n"},
+	} {
+		if err := os.WriteFile(dir+w.file, []byte(w.data), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Kill sends SIGKILL to the init (through its pidfd, so never to a

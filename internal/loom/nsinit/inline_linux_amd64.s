@@ -4,7 +4,7 @@
 
 // The inline init: see inline_linux_amd64.go. Block offsets (inlineBlock):
 // path 0, argv 8, envp 16, fds 24/32/40, state 48, value 56, loom pid 64,
-// init pid 72.
+// init pid 72, gate 80.
 
 // func rawClone(args *cloneArgs, blk uintptr) (pid, errno uintptr)
 TEXT ·rawClone(SB),NOSPLIT,$16-32
@@ -50,6 +50,23 @@ child:
 	// memory, every signal blocked, every handler the default. Raw system calls only from here on;
 	// it never returns. R12 is the block.
 	SUBQ	$64, SP
+
+gate:
+	// In a new user namespace, wait for the gateway to write its maps
+	// (gate 1: wait, 0: go on, anything else: give up).
+	MOVL	80(R12), AX
+	CMPL	AX, $0
+	JEQ	gated
+	CMPL	AX, $1
+	JNE	exit
+	MOVQ	$202, AX // futex(&gate, FUTEX_WAIT_PRIVATE, 1, nil)
+	LEAQ	80(R12), DI
+	MOVQ	$128, SI
+	MOVQ	$1, DX
+	XORQ	R10, R10
+	SYSCALL
+	JMP	gate
+gated:
 
 	MOVQ	$109, AX // setpgid(0, 0)
 	XORQ	DI, DI

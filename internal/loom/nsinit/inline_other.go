@@ -20,7 +20,7 @@ type Inline struct {
 }
 
 // StartInline fails: there is no inline init on this platform.
-func StartInline(argv, env []string, stdin, stdout, stderr *os.File) (*Inline, error) {
+func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool) (*Inline, error) {
 	return nil, errNoInline
 }
 
