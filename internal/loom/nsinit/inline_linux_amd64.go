@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -16,16 +17,17 @@ import (
 // (inline_linux_amd64.s) that rawClone runs in a clone of the gateway: a
 // process of its own, the first of a new PID namespace, that shares the
 // gateway's memory (CLONE_VM) and so costs no exec of its own. It runs on
-// a stack of its own in a buffer of the Go heap, with every signal
-// blocked (a handler of the runtime must never run in it), and does what
-// the C init does: it puts itself in a process group of its own, has the
-// kernel kill it when the thread that started it ends, moves the command's
-// standard descriptors to 0-2 and closes every other, resets each signal's
-// handler to the default (an ignored one stays ignored), and starts loom
-// with vfork and execve, loom unblocking its signals before the exec. It
-// writes what happened into the block at the buffer's start rather than
-// on a pipe, reaps every process re-parented to it, and exits when loom
-// has: the kernel then kills what is left in the namespace.
+// a stack of its own in a buffer of the Go heap (kept for the next init
+// once it has been reaped), every signal blocked and every handler the
+// default (CLONE_CLEAR_SIGHAND: no handler of the runtime can run in it),
+// and does what the C init does: it puts itself in a process group of its
+// own, has the kernel kill it when the thread that started it ends, moves
+// the command's standard descriptors to 0-2 and closes every other, and
+// starts loom with vfork and execve, loom unblocking its signals just
+// before the exec. It writes what happened into the block at the
+// buffer's start rather than on a pipe, closes its own descriptors, reaps
+// every process re-parented to it, and exits when loom has: the kernel
+// then kills what is left in the namespace.
 
 // rawClone calls clone3(2) with args, the child running the inline init
 // over blk. It returns the child's pid in the caller's namespace, or
@@ -57,7 +59,10 @@ const blockSize = 128
 
 // inlineStack is the size of the buffer the inline init runs on: the
 // block, and a stack of which it uses under a hundred bytes.
-const inlineStack = 8 << 10
+const inlineStack = 4 << 10
+
+// buffers holds the buffers of inits that have been reaped.
+var buffers = sync.Pool{New: func() any { return new([inlineStack]byte) }}
 
 // clone3(2) flags: a new PID namespace, the gateway's memory, a pidfd,
 // and every signal the gateway handles back to the default in the child
@@ -80,7 +85,8 @@ type Inline struct {
 	// PidFD is a pidfd of the init, readable once it has exited.
 	PidFD *os.File
 
-	buf        []byte  // the block and the init's stack
+	buf        *[inlineStack]byte // the block and the init's stack, until Reap
+	initPid    int
 	argv, envp []*byte // the execve arguments, alive until Reap
 	path       *byte
 }
@@ -112,7 +118,8 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 	if err != nil {
 		return nil, err
 	}
-	p := &Inline{buf: make([]byte, inlineStack), argv: argvp, envp: envp, path: path}
+	p := &Inline{buf: buffers.Get().(*[inlineStack]byte), argv: argvp, envp: envp, path: path}
+	clear(p.buf[:blockSize])
 	blk := (*inlineBlock)(unsafe.Pointer(&p.buf[0]))
 	blk.path = uintptr(unsafe.Pointer(path))
 	blk.argv = uintptr(unsafe.Pointer(&argvp[0]))
@@ -120,6 +127,7 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 	for i, f := range []*os.File{stdin, stdout, stderr} {
 		fd := f.Fd()
 		if fd < 3 {
+			buffers.Put(p.buf)
 			return nil, errors.New("nsinit: a standard descriptor of the gateway's own")
 		}
 		blk.fds[i] = int64(fd)
@@ -142,6 +150,7 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 	runtime.KeepAlive(stdout)
 	runtime.KeepAlive(stderr)
 	if errno != 0 {
+		buffers.Put(p.buf)
 		return nil, syscall.Errno(errno)
 	}
 	p.Pid = int(pid)
@@ -223,7 +232,12 @@ func (p *Inline) Reap() (Report, error) {
 	p.PidFD.Close()
 	blk := (*inlineBlock)(unsafe.Pointer(&p.buf[0]))
 	r := Report{Kind: byte(blk.state), Value: uint32(blk.value)}
-	runtime.KeepAlive(p)
+	p.initPid = int(blk.initPid)
+	runtime.KeepAlive(p.argv)
+	runtime.KeepAlive(p.envp)
+	runtime.KeepAlive(p.path)
+	buffers.Put(p.buf)
+	p.buf = nil
 	switch r.Kind {
 	case Exited, StartFailed:
 		return r, nil
@@ -236,5 +250,5 @@ func (p *Inline) Reap() (Report, error) {
 // InitPid is the pid the init had in its namespace (1 when it was the
 // namespace's init), once Reap has returned.
 func (p *Inline) InitPid() int {
-	return int((*inlineBlock)(unsafe.Pointer(&p.buf[0])).initPid)
+	return p.initPid
 }
