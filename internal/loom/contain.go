@@ -31,6 +31,10 @@ type Containment struct {
 	UserNS bool
 }
 
+// Namespace reports whether c runs each command in a PID namespace (not
+// the process group alone).
+func (c Containment) Namespace() bool { return c.Inline || c.Init != "" }
+
 // String names the containment for the start-up log.
 func (c Containment) String() string {
 	switch {
