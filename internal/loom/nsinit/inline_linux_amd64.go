@@ -87,6 +87,7 @@ type Inline struct {
 
 	buf        *[inlineStack]byte // the block and the init's stack, until Reap
 	initPid    int
+	pidfd      int32 // written by clone3
 	argv, envp []*byte // the execve arguments, alive until Reap
 	path       *byte
 }
@@ -132,11 +133,11 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 		}
 		blk.fds[i] = int64(fd)
 	}
-	pidfd := int32(-1)
+	p.pidfd = -1
 	base := uintptr(unsafe.Pointer(&p.buf[0]))
 	args := cloneArgs{
 		flags:      cloneFlags,
-		pidfd:      uint64(uintptr(unsafe.Pointer(&pidfd))),
+		pidfd:      uint64(uintptr(unsafe.Pointer(&p.pidfd))), // in the heap: the kernel writes it
 		exitSignal: uint64(syscall.SIGCHLD),
 		stack:      uint64(base + blockSize),
 		stackSize:  uint64(inlineStack - blockSize),
@@ -154,8 +155,8 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 		return nil, syscall.Errno(errno)
 	}
 	p.Pid = int(pid)
-	_ = syscall.SetNonblock(int(pidfd), true) // for the runtime's poller
-	p.PidFD = os.NewFile(uintptr(pidfd), "pidfd")
+	_ = syscall.SetNonblock(int(p.pidfd), true) // for the runtime's poller
+	p.PidFD = os.NewFile(uintptr(p.pidfd), "pidfd")
 	if userNS {
 		err := writeIDMaps(p.Pid)
 		gate := int32(0)
