@@ -87,7 +87,7 @@ type Inline struct {
 
 	buf        *[inlineStack]byte // the block and the init's stack, until Reap
 	initPid    int
-	pidfd      int32 // written by clone3
+	pidfd      int32   // written by clone3
 	argv, envp []*byte // the execve arguments, alive until Reap
 	path       *byte
 }
