@@ -41,7 +41,7 @@ func TestLoomContainment(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			c := loomContainment(slog.New(slog.NewTextHandler(&buf, nil)), tt.executable, tt.contain)
-			if got := c.Init != ""; got != tt.namespace {
+			if got := c.Namespace(); got != tt.namespace {
 				t.Errorf("loomContainment = %+v, want a namespace: %v", c, tt.namespace)
 			}
 			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")

@@ -13,7 +13,16 @@ package loom
 // it. Loom's argv, environment, standard descriptors and exit code are
 // those it has without the namespace; it sees pid 2, and the host's /proc.
 // Build one with Contain.
+//
+// With Inline set instead, the init is not an executable: it is a few
+// hundred bytes of machine code that a clone of the gateway runs in the
+// gateway's own memory (nsinit.StartInline), so that a command costs one
+// exec, loom's, as it does in a process group; it reports in memory, not
+// on a pipe. It needs linux/amd64.
 type Containment struct {
+	// Inline runs each namespace's init in the gateway's memory, without
+	// an exec; Init is then unused.
+	Inline bool
 	// Init is the absolute path of an executable that links package
 	// nsinit: the gateway's own.
 	Init string
@@ -22,9 +31,17 @@ type Containment struct {
 	UserNS bool
 }
 
+// Namespace reports whether c runs each command in a PID namespace (not
+// the process group alone).
+func (c Containment) Namespace() bool { return c.Inline || c.Init != "" }
+
 // String names the containment for the start-up log.
 func (c Containment) String() string {
 	switch {
+	case c.Inline && c.UserNS:
+		return "pid namespace (inline init, in a user namespace)"
+	case c.Inline:
+		return "pid namespace (inline init)"
 	case c.Init == "":
 		return "process group"
 	case c.UserNS:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 
 	"github.com/loom-gateway/gateway/internal/loom/nsinit"
@@ -13,13 +14,26 @@ import (
 // Contain returns the Containment this machine allows for commands: a PID
 // namespace where the gateway may make one (CAP_SYS_ADMIN), else a PID
 // namespace inside a user namespace of its own where unprivileged user
-// namespaces are allowed. Each namespace's init is the C init of package
+// namespaces are allowed. Each namespace's init is the inline init where
+// the platform has it (linux/amd64, a kernel with clone3's
+// CLONE_CLEAR_SIGHAND and close_range: 5.9), else the C init of package
 // nsinit where it can be had (nsinit.Executable: x86-64, memory files
 // that may be executed), else exe, the gateway's own executable (which
 // links nsinit). It tries each by starting the init once. When none works
 // it returns the zero Containment (a process group) and an error that
 // says why, for the start-up log.
 func Contain(exe string) (Containment, error) {
+	var errs []error
+	if nsinit.InlineAvailable {
+		for _, userNS := range []bool{false, true} {
+			c := Containment{Inline: true, UserNS: userNS}
+			err := probeInline(userNS)
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", c, err))
+		}
+	}
 	var inits []string
 	if p, err := nsinit.Executable(); err == nil {
 		inits = append(inits, p)
@@ -28,9 +42,8 @@ func Contain(exe string) (Containment, error) {
 		inits = append(inits, exe)
 	}
 	if len(inits) == 0 {
-		return Containment{}, errors.New("loom: no init executable")
+		return Containment{}, errors.Join(append(errs, errors.New("loom: no init executable"))...)
 	}
-	var errs []error
 	for _, userNS := range []bool{false, true} {
 		for _, init := range inits {
 			c := Containment{Init: init, UserNS: userNS}
@@ -52,6 +65,32 @@ func probe(c Containment) error {
 	cmd.Env = []string{}
 	cmd.SysProcAttr = sysProcAttr(c)
 	return cmd.Run()
+}
+
+// probeInline starts the inline init with a command that cannot start
+// (a directory) and checks that the init ran as its namespace's init and
+// reported the failed exec.
+func probeInline(userNS bool) error {
+	null := devNull()
+	if null == nil {
+		return errors.New("loom: no null device")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := nsinit.StartInline([]string{"/"}, []string{}, null, null, null, userNS)
+	if err != nil {
+		return err
+	}
+	r, err := p.Reap()
+	switch {
+	case err != nil:
+		return err
+	case p.InitPid() != 1:
+		return fmt.Errorf("loom: the inline init ran as pid %d", p.InitPid())
+	case r.Kind != nsinit.StartFailed:
+		return fmt.Errorf("loom: the inline init reported %q, not a failed start", r.Kind)
+	}
+	return nil
 }
 
 // sysProcAttr puts a command in a process group of its own and has the

@@ -34,6 +34,13 @@ func containments(t *testing.T) map[string]Containment {
 		t.Logf("no C init: %v", err)
 	}
 	out := map[string]Containment{}
+	for name, userNS := range map[string]bool{"inline": false, "inline-userns": true} {
+		if err := probeInline(userNS); err == nil {
+			out[name] = Containment{Inline: true, UserNS: userNS}
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
 	for name, c := range all {
 		if err := probe(c); err != nil {
 			t.Logf("%s: %v", name, err)
@@ -57,10 +64,14 @@ func TestContain(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := Contain(exe)
-	if err != nil || c.Init == "" {
+	if err != nil || (c.Init == "" && !c.Inline) {
 		t.Errorf("Contain = %+v, %v; want a namespace (the probes of %v worked)", c, err, cs)
 	}
-	if _, ok := cs["pidns-c"]; ok && c != cs["pidns-c"] {
+	if _, ok := cs["inline"]; ok {
+		if c != cs["inline"] {
+			t.Errorf("Contain = %+v, want the inline init, %+v", c, cs["inline"])
+		}
+	} else if _, ok := cs["pidns-c"]; ok && c != cs["pidns-c"] {
 		t.Errorf("Contain = %+v, want the C init in a PID namespace, %+v", c, cs["pidns-c"])
 	}
 }
@@ -126,6 +137,59 @@ func TestContainedCommandUnchanged(t *testing.T) {
 	}
 }
 
+// TestContainedProcessState: in a namespace, loom starts with the signals
+// blocked and ignored that it has without one, and with no descriptor
+// open that it would not have without one (none of the gateway's); the
+// inline init passes none but 0-2 even where exec.Cmd would pass one the
+// gateway inherited without close-on-exec.
+func TestContainedProcessState(t *testing.T) {
+	t.Parallel()
+	// A descriptor of the gateway's own, open while loom starts.
+	leak, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leak.Close()
+	state := func(t *testing.T, c Containment) (signals string, fds map[string]bool) {
+		t.Helper()
+		argv, env := fake(t, "procstate")
+		out, err := New(Options{Contain: c}).Run(context.Background(), argv, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(out.Stdout)
+		i := strings.LastIndexByte(s, '\n')
+		if i < 0 || !strings.Contains(s, "SigBlk:") {
+			t.Fatalf("the fake printed %q", s)
+		}
+		fds = map[string]bool{}
+		for _, fd := range strings.Fields(s[i+1:]) {
+			fds[fd] = true
+		}
+		return s[:i], fds
+	}
+	wantSignals, wantFDs := state(t, Containment{})
+	for name, c := range containments(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			signals, fds := state(t, c)
+			if diff := cmp.Diff(wantSignals, signals); diff != "" {
+				t.Errorf("loom's signals (-without a namespace +within):\n%s", diff)
+			}
+			for _, std := range []string{"0", "1", "2"} {
+				if !fds[std] {
+					t.Errorf("descriptor %s is not open", std)
+				}
+			}
+			for fd := range fds {
+				if !wantFDs[fd] {
+					t.Errorf("descriptor %s is open within a namespace, not without (%v)", fd, wantFDs)
+				}
+			}
+		})
+	}
+}
+
 // TestContainedLeavesNothing: whatever loom started, in its group or in
 // a session of its own, and whether or not it holds stdout, is dead when
 // the call returns, and the call does not wait out WaitDelay for it; a
@@ -139,8 +203,8 @@ func TestContainedLeavesNothing(t *testing.T) {
 				pidFile := filepath.Join(t.TempDir(), "pids")
 				argv, env := fake(t, "family", pidFile, hold, "exit")
 				start := time.Now()
-				out, err := New(Options{Contain: c, Timeout: time.Minute, WaitDelay: 10 * time.Second}).Run(context.Background(), argv, env)
-				if elapsed := time.Since(start); elapsed > 5*time.Second {
+				out, err := New(Options{Contain: c, Timeout: 3 * time.Minute, WaitDelay: 2 * time.Minute}).Run(context.Background(), argv, env)
+				if elapsed := time.Since(start); elapsed > time.Minute {
 					t.Errorf("%s: Run took %v; the namespace ends with loom", hold, elapsed)
 				}
 				if err != nil || string(out.Stdout) != `{"ok":true}` || out.ExitCode != 0 {

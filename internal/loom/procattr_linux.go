@@ -102,3 +102,9 @@ func exited(pid int) bool {
 		return true
 	}
 }
+
+// awaitPidfd is awaitExit with f, a non-blocking pidfd of child pid,
+// already open.
+func awaitPidfd(f *os.File, pid int) {
+	awaitReadable(f, func() bool { return exited(pid) })
+}

@@ -19,3 +19,6 @@ func growPipe(*os.File, int) {}
 
 // awaitExit returns at once outside Linux: Wait blocks instead.
 func awaitExit(int) {}
+
+// awaitPidfd returns at once outside Linux.
+func awaitPidfd(*os.File, int) {}

@@ -63,7 +63,7 @@ type CLI struct {
 	held bool
 
 	mu     sync.Mutex
-	groups map[int]struct{} // the process groups of the commands running
+	groups map[int]func() error // the process groups of the commands running, and how to kill each
 }
 
 // New returns a CLI with opts, zero fields replaced by the defaults.
@@ -182,29 +182,6 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	if env == nil {
 		env = []string{} // a nil Env would inherit the gateway's environment
 	}
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr(c.opts.Contain)
-	var status *os.File // the read end of the init's status pipe
-	if init := c.opts.Contain.Init; init != "" {
-		cmd.Path, cmd.Args = init, append([]string{nsinit.Name}, argv...)
-		r, w, err := os.Pipe()
-		if err != nil {
-			failed.Duration = time.Since(start)
-			return failed, &StartError{Err: err}
-		}
-		defer r.Close()
-		status, cmd.ExtraFiles = r, []*os.File{w}
-	}
-	var killed atomic.Bool
-	cmd.Cancel = func() error {
-		killed.Store(true)
-		return killGroup(cmd.Process.Pid)
-	}
-	cmd.WaitDelay = c.opts.WaitDelay
-	if null := devNull(); null != nil {
-		cmd.Stdin, cmd.Stderr = null, null
-	}
 	// Stdout is a pipe of our own, read here: exec.Cmd would copy it
 	// through a goroutine of its own into a writer.
 	pr, pw, err := os.Pipe()
@@ -214,12 +191,25 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	}
 	defer pr.Close()
 	growPipe(pw, pipeSize)
-	cmd.Stdout = pw
 	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 
+	var killed atomic.Bool
 	started, waited := make(chan error, 1), make(chan error, 1)
 	var exit exitStatus // set before waited is sent on
-	go c.startAndWait(cmd, status, &exit, started, waited)
+	if c.opts.Contain.Inline {
+		go c.startAndWaitInline(runCtx, argv, env, pw, &killed, &exit, started, waited)
+	} else {
+		cmd, status, err := c.command(runCtx, argv, env, pw, &killed)
+		if err != nil {
+			pw.Close()
+			failed.Duration = time.Since(start)
+			return failed, &StartError{Err: err}
+		}
+		if status != nil {
+			defer status.Close()
+		}
+		go c.startAndWait(cmd, status, &exit, started, waited)
+	}
 	startErr := <-started
 	pw.Close() // the command has its own copy
 	if startErr != nil {
@@ -259,7 +249,11 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		return failed, ErrTimeout
 	case killed.Load():
 		return failed, ErrCancelled
-	case cmd.ProcessState == nil || !exit.known:
+	case exit.startErr != nil && ctx.Err() != nil:
+		return failed, ErrCancelled
+	case exit.startErr != nil:
+		return failed, &StartError{Err: exit.startErr}
+	case !exit.known:
 		return failed, ErrCommandFailed
 	}
 	var exitErr *exec.ExitError
@@ -267,6 +261,35 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		return failed, ErrCommandFailed
 	}
 	return Output{ExitCode: exit.code, Duration: failed.Duration}, nil
+}
+
+// command returns the exec.Cmd that runs argv with env and stdout, with
+// Options.Contain's init in front of it when there is one (and the read
+// end of the pipe the init reports on), killed (and killed set) when
+// runCtx is done.
+func (c *CLI) command(runCtx context.Context, argv, env []string, stdout *os.File, killed *atomic.Bool) (*exec.Cmd, *os.File, error) {
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = sysProcAttr(c.opts.Contain)
+	var status *os.File // the read end of the init's status pipe
+	if init := c.opts.Contain.Init; init != "" {
+		cmd.Path, cmd.Args = init, append([]string{nsinit.Name}, argv...)
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		status, cmd.ExtraFiles = r, []*os.File{w}
+	}
+	cmd.Cancel = func() error {
+		killed.Store(true)
+		return killGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = c.opts.WaitDelay
+	if null := devNull(); null != nil {
+		cmd.Stdin, cmd.Stderr = null, null
+	}
+	cmd.Stdout = stdout
+	return cmd, status, nil
 }
 
 // pipeSize is the pipe buffer run asks for: loom writes up to this much
@@ -303,6 +326,9 @@ func (l *limitReader) Read(p []byte) (int, error) {
 type exitStatus struct {
 	code  int
 	known bool
+	// startErr is why loom could not be started, when the init found out
+	// only once the command was under way (the inline init).
+	startErr error
 }
 
 // startAndWait starts cmd, sends the start error on started, and when it
@@ -328,11 +354,11 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 		return
 	}
 	pgid := cmd.Process.Pid
-	c.track(pgid, true)
+	c.track(pgid, func() error { return killGroup(pgid) })
 	if status != nil {
 		if err := loomStarted(status, cmd.Args[1]); err != nil {
 			_ = cmd.Wait()
-			c.track(pgid, false)
+			c.untrack(pgid)
 			started <- err
 			return
 		}
@@ -341,9 +367,10 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 	awaitExit(pgid)
 	werr := cmd.Wait()
 	_ = killGroup(pgid) // stragglers that left stdout alone
-	c.track(pgid, false)
+	c.untrack(pgid)
 	switch {
-	case status == nil && cmd.ProcessState != nil:
+	case cmd.ProcessState == nil:
+	case status == nil:
 		*exit = exitStatus{code: cmd.ProcessState.ExitCode(), known: true}
 	case status != nil:
 		if r, err := nsinit.ReadReport(status); err == nil && r.Kind == nsinit.Exited {
@@ -352,6 +379,47 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 		}
 	}
 	waited <- werr
+}
+
+// startAndWaitInline is startAndWait for Options.Contain.Inline: it
+// starts argv under an inline init (nsinit.StartInline) with stdout, sends
+// the start error on started (clone's: loom's own start is known only
+// once the init has exited, in exit.startErr), and waits for the init,
+// killing it (killed set) when runCtx is done first; then it sets exit and
+// sends nil on waited. It runs locked to its OS thread until the init has
+// been reaped, for the init's parent-death signal (see startAndWait).
+func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, stdout *os.File, killed *atomic.Bool, exit *exitStatus, started, waited chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	null := devNull()
+	if null == nil {
+		started <- errors.New("loom: no null device")
+		return
+	}
+	p, err := nsinit.StartInline(argv, env, null, stdout, null, c.opts.Contain.UserNS)
+	if err != nil {
+		started <- err
+		return
+	}
+	c.track(p.Pid, p.Kill)
+	started <- nil
+	stopKill := context.AfterFunc(runCtx, func() {
+		killed.Store(true)
+		_ = p.Kill()
+	})
+	awaitPidfd(p.PidFD, p.Pid)
+	stopKill()
+	c.untrack(p.Pid)
+	r, err := p.Reap()
+	switch {
+	case err != nil:
+	case r.Kind == nsinit.StartFailed:
+		exit.startErr = &os.PathError{Op: "fork/exec", Path: argv[0], Err: syscall.Errno(r.Value)}
+	case r.Kind == nsinit.Exited:
+		ws := syscall.WaitStatus(r.Value)
+		*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
+	}
+	waited <- nil
 }
 
 // loomStarted reads the init's first report from status: nil when loom
@@ -370,17 +438,22 @@ func loomStarted(status *os.File, path string) error {
 	return nil
 }
 
-func (c *CLI) track(pgid int, live bool) {
+// track records the command whose process group pgid leads as running,
+// with kill to end it (KillAll).
+func (c *CLI) track(pgid int, kill func() error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups == nil {
-		c.groups = map[int]struct{}{}
+		c.groups = map[int]func() error{}
 	}
-	if live {
-		c.groups[pgid] = struct{}{}
-	} else {
-		delete(c.groups, pgid)
-	}
+	c.groups[pgid] = kill
+}
+
+// untrack records that the command of track(pgid) has ended.
+func (c *CLI) untrack(pgid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.groups, pgid)
 }
 
 // Live returns the number of commands running.
@@ -397,8 +470,8 @@ func (c *CLI) KillAll() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for pgid := range c.groups {
-		if killGroup(pgid) == nil {
+	for _, kill := range c.groups {
+		if kill() == nil {
 			n++
 		}
 	}

@@ -1,0 +1,82 @@
+package loom
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/loom/nsinit"
+)
+
+// BenchmarkRunContained runs a program that does nothing (the C init,
+// copied to a file, which exits 1 when it is not its namespace's init)
+// through the runner under each containment this machine allows: the cost
+// of a loom command's start, wait and end, stdout aside. Besides ns/op it
+// reports cpu-µs/op, the CPU the benchmark process and its reaped children
+// used per call (getrusage), kernel time included: wall time means little
+// on a shared machine. Compare containments with benchstat:
+//
+//	go test -run '^$' -bench RunContained -count 6 ./internal/loom/ > b.txt
+//	benchstat -col /contain b.txt
+func BenchmarkRunContained(b *testing.B) {
+	src, err := nsinit.Executable()
+	if err != nil {
+		b.Skip("no C init to run:", err)
+	}
+	elf, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog := filepath.Join(b.TempDir(), "nothing")
+	if err := os.WriteFile(prog, elf, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		c    Containment
+		ok   func() error
+	}{
+		{"group", Containment{}, func() error { return nil }},
+		{"inline", Containment{Inline: true}, func() error { return probeInline(false) }},
+		{"inline-userns", Containment{Inline: true, UserNS: true}, func() error { return probeInline(true) }},
+		{"pidns-c", Containment{Init: src}, func() error { return probe(Containment{Init: src}) }},
+		{"userns-c", Containment{Init: src, UserNS: true}, func() error { return probe(Containment{Init: src, UserNS: true}) }},
+	}
+	for _, tc := range cases {
+		b.Run("contain="+tc.name, func(b *testing.B) {
+			if err := tc.ok(); err != nil {
+				b.Skip(err)
+			}
+			cli := New(Options{Contain: tc.c, Timeout: time.Minute, MaxConcurrent: 64})
+			argv, env := []string{prog}, []string{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			before := cpuTime()
+			b.ResetTimer()
+			for b.Loop() {
+				out, err := cli.Run(ctx, argv, env)
+				if err != nil || out.ExitCode != 1 {
+					b.Fatalf("Run = %+v, %v", out, err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// cpuTime is the user and system time of this process and its reaped
+// children.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	var total time.Duration
+	for _, t := range []syscall.Timeval{self.Utime, self.Stime, kids.Utime, kids.Stime} {
+		total += time.Duration(t.Nano())
+	}
+	return total
+}
