@@ -567,18 +567,27 @@ func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// Begin takes a call from the run's rate bucket and the next output
-// number in one script, and returns the run as it then stands, its Seq the
-// number taken; ErrRunNotFound, a *store.RateLimitError with nothing
-// taken, or ErrStoreUnavailable. The bucket lives in the run's hash, so
-// every replica on the Redis shares it; it is refilled by the calling
-// store's clock, and a clock behind the last call's refills nothing.
-func (s *Store) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
+// Begin checks b.Token, takes a call from the run's rate bucket and the
+// next output number in one script, and returns the run as it then
+// stands, its Seq the number taken; ErrRunNotFound, ErrOutputLimit or a
+// *store.RateLimitError with nothing taken, or ErrStoreUnavailable. The
+// bucket lives in the run's hash, so every replica on the Redis shares
+// it; it is refilled by the calling store's clock, and a clock behind the
+// last call's refills nothing.
+func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
 	k := s.keys(id)
-	per := strconv.FormatFloat(max(rate.PerSecond, 0), 'g', -1, 64)
-	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result}, s.nowUS(), per, rate.Burst)
+	per := strconv.FormatFloat(max(b.Rate.PerSecond, 0), 'g', -1, 64)
+	var tok []byte
+	if b.Token != nil {
+		tok = b.Token[:]
+	}
+	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result},
+		s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0))
 	if err != nil {
 		return store.Run{}, fail(ctx, "begin", err)
+	}
+	if n, ok := status(v); ok && n == -3 {
+		return store.Run{}, store.ErrOutputLimit
 	}
 	if a, ok := asSlice(v); ok && len(a) == 2 {
 		if n, _ := status(a[0]); n == -2 {

@@ -98,6 +98,8 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"NextOutput", testNextOutput},
 		{"NextOutputConcurrent", testNextOutputConcurrent},
 		{"Begin", testBegin},
+		{"BeginToken", testBeginToken},
+		{"BeginMaxSeq", testBeginMaxSeq},
 		{"Finish", testFinish},
 		{"FinishAllOrNothing", testFinishAllOrNothing},
 		{"FinishStaleBase", testFinishStaleBase},
