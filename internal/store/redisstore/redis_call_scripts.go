@@ -45,23 +45,25 @@ return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
 // ARGV: now_us, max handles, max bytes, k, observe ('1' or '0'), old label,
 // new label ("" = empty), n (the record's parts), the n parts of the
 // record (the token suffix of the i-th referent goes between parts i and
-// i+1), then per referent: digest, record, its bytes, k candidates.
-// Returns {0, suffix...}, 2 (handle limits; nothing written), 3 (out of
+// i+1), then the referents as scriptMint takes them.
+// Returns {0, the suffixes one after another}, 2 (handle limits; nothing
+// written), 3 (out of
 // candidates; nothing written) or {4, label} (the label is no longer the
 // old one: nothing written, join again on it).
 var scriptFinish = mintScript(`
 local run, handles, order, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-if not live(run, ARGV[1]) then return -1 end
+local f = redis.call('HMGET', run, 'tok', 'expus', 'hb', 'pxat', 'mc')
+if not f[1] or (f[2] and tonumber(f[2]) <= tonumber(ARGV[1])) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local observe, old, new = ARGV[5] == '1', ARGV[6], ARGV[7]
-local nparts = tonumber(ARGV[8])
 if observe then
-  local cur = redis.call('HGET', run, 'mc') or ''
+  local cur = f[5] or ''
   if cur ~= old then return {4, cur} end
 end
+local nparts = tonumber(ARGV[8])
 local out, newRefs, bytes = pick(handles, 9 + nparts, k)
 if not out then return 3 end
-local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes)
+local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes, f[3], f[4])
 if refused then return refused end
 if observe and new ~= old then
   if new == '' then
@@ -75,6 +77,8 @@ for i = 2, #out do
   rec[#rec + 1] = out[i]
   rec[#rec + 1] = ARGV[8 + i]
 end
-if redis.call('RPUSH', calls, table.concat(rec)) == 1 then expireAt(run, calls) end
-return out
+if redis.call('RPUSH', calls, table.concat(rec)) == 1 and f[4] then
+  redis.call('PEXPIREAT', calls, f[4])
+end
+return {0, table.concat(out, '', 2)}
 `)

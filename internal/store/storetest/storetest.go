@@ -101,6 +101,7 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"BeginToken", testBeginToken},
 		{"BeginMaxSeq", testBeginMaxSeq},
 		{"Finish", testFinish},
+		{"FinishLarge", testFinishLarge},
 		{"FinishAllOrNothing", testFinishAllOrNothing},
 		{"FinishStaleBase", testFinishStaleBase},
 		{"FinishConcurrent", testFinishConcurrent},
