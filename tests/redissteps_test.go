@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
 
 // commandCalls is INFO commandstats as command -> calls.
@@ -50,7 +51,7 @@ func commandsSince(t *testing.T, c *redis.Client, before map[string]int) map[str
 // not one per refused call, on a gateway's own redis-server.
 func TestRedisStoreRoundTrips(t *testing.T) {
 	t.Parallel()
-	url, rc := ownRedis(t)
+	url, rc := redistest.Start(t)
 	g := startGateway(t, gwOptions{Flags: []string{"--store", url, "--run-rate", "0.01", "--run-burst", "12"}})
 	g.setBehaviour(t, "search", behaviour{Stdout: `{"hits":[{"id":"a"},{"id":"b"},{"id":"c"}]}`})
 	r := g.newRun(t, client.CreateRunInput{})

@@ -1,17 +1,13 @@
-package redisstore_test
+package redisstore
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
-	"github.com/loom-gateway/gateway/internal/store/redisstore"
 )
 
 // benchRef is a search row of about 230 bytes under a one-clause label,
@@ -46,27 +42,9 @@ func benchFinish(first, n int) store.Finish {
 
 // benchStore is a Redis store on LOOM_GATEWAY_TEST_REDIS under a prefix of
 // its own, holding run "r" (token "t"), or the benchmark is skipped.
-func benchStore(b *testing.B) *redisstore.Store {
+func benchStore(b *testing.B) *Store {
 	b.Helper()
-	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
-	if url == "" {
-		b.Skip("LOOM_GATEWAY_TEST_REDIS is not set")
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	b.Cleanup(func() { c.Close() })
-	prefix := fmt.Sprintf("loom-gateway-bench:%d:", time.Now().UnixNano())
-	b.Cleanup(func() {
-		ctx := context.Background()
-		keys, _ := c.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
-	s := redisstore.New(c, redisstore.Options{Prefix: prefix})
+	s, _ := internalRedis(b)
 	now := time.Now()
 	if err := s.CreateRun(context.Background(), store.Run{ID: "r", TokenHash: store.HashToken("t"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 		b.Fatal(err)
