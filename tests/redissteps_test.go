@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -72,11 +73,14 @@ func TestRedisStoreRoundTrips(t *testing.T) {
 	// refused, and only the first of them asks Redis.
 	r.ok(t, "loom_search", `{"query":"q"}`)
 	before = commandCalls(t, rc)
+	start := time.Now()
 	for range calls {
 		wantProblem(t, r.call(t, "loom_search", `{"query":"q"}`), http.StatusTooManyRequests, "rate_limited")
 	}
-	if got := commandsSince(t, rc, before); got["evalsha"] != 1 || outsideScripts(got) != 0 {
-		t.Errorf("%d refused calls ran %v in Redis, want one EVALSHA", calls, got)
+	// The replica asks the store again after at most a second.
+	asks := 1 + int(time.Since(start)/time.Second)
+	if got := commandsSince(t, rc, before); got["evalsha"] < 1 || got["evalsha"] > asks || outsideScripts(got) != 0 {
+		t.Errorf("%d refused calls ran %v in Redis, want one EVALSHA (at most %d)", calls, got, asks)
 	}
 }
 
