@@ -300,7 +300,7 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 	return decodeRunReply(id, v)
 }
 
-// decodeRunReply turns scriptGet's reply into a Run.
+// decodeRunReply turns scriptGet's reply (luaReadRun) into a Run.
 func decodeRunReply(id string, v any) (store.Run, error) {
 	if n, ok := status(v); ok && n == -1 {
 		return store.Run{}, store.ErrRunNotFound
@@ -310,7 +310,7 @@ func decodeRunReply(id string, v any) (store.Run, error) {
 		return store.Run{}, corrupt("run", errReply)
 	}
 	fields, ok := asSlice(a[0])
-	if !ok || len(fields)%2 != 0 {
+	if !ok || len(fields) != len(runFields) {
 		return store.Run{}, corrupt("run", errReply)
 	}
 	calls, ok1 := status(a[1])
@@ -321,10 +321,12 @@ func decodeRunReply(id string, v any) (store.Run, error) {
 	}
 	r := store.Run{ID: id, Calls: int(calls), Handles: int(handles), HasResult: hasResult == 1}
 	var err error
-	for i := 0; i < len(fields) && err == nil; i += 2 {
-		name, _ := fields[i].(string)
-		val, _ := fields[i+1].(string)
-		switch name {
+	for i := 0; i < len(fields) && err == nil; i++ {
+		val, set := fields[i].(string)
+		if !set {
+			continue
+		}
+		switch runFields[i] {
 		case "tok":
 			if len(val) != len(r.TokenHash) {
 				err = errCorrupt

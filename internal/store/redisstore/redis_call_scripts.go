@@ -3,7 +3,8 @@ package redisstore
 // scriptBegin starts an output: it checks the token hash, takes a call
 // from the run's rate bucket (store.Rate.Take in Lua, on the hash fields
 // rl, the calls held, and rlt, when in microseconds) and the next output
-// number, and reads the run as scriptGet does, one HMGET before any write.
+// number, and reads the run as scriptGet does (luaReadRun), one HMGET
+// before any write.
 // KEYS: run, calls, order, result. ARGV: now_us, rate (calls a second;
 // <= 0 no limit), burst, token hash ("" not checked), max seq (<= 0 no
 // cap). Returns scriptGet's reply, -1 (no live run, or another token),
@@ -33,9 +34,7 @@ if rate > 0 then
 else
   redis.call('HSET', run, 'seq', string.format('%d', seq + 1))
 end
-return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
-  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
-`)
+return ` + luaReadRun)
 
 // scriptFinish ends a tool output in one step: it mints as scriptMint
 // does, sets the model-context label if it is still the one the caller

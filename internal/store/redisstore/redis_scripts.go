@@ -222,14 +222,22 @@ if ARGV[1] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
 return 0
 `)
 
+// luaReadRun ends the scripts that read a run (scriptGet, scriptBegin):
+// the run hash's fields runFields (nil where unset), #calls, #handles,
+// hasResult. KEYS: run, calls, order, result.
+const luaReadRun = `{redis.call('HMGET', KEYS[1], 'tok', 'created', 'expires', 'ceil', 'tools', 'mc', 'seq', 'hb'),
+  redis.call('LLEN', KEYS[2]), redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
+`
+
+// runFields are the run hash's fields luaReadRun reads, in its order.
+var runFields = [...]string{"tok", "created", "expires", "ceil", "tools", "mc", "seq", "hb"}
+
 // scriptGet reads a run with its counters.
 // KEYS: run, calls, order, result. ARGV: now_us.
-// Returns {hash as field, value, ..., #calls, #handles, hasResult}.
+// Returns luaReadRun's reply.
 var scriptGet = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
-return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
-  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
-`)
+return ` + luaReadRun)
 
 // scriptDelete removes a live run's keys, publishes the deletion, and
 // returns the run's token hash field. KEYS: run, calls, handles, order,
