@@ -2,71 +2,12 @@ package tests
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
-
-// ownRedis starts a redis-server of the test's own on a free loopback
-// port (no persistence, maxmemory-policy noeviction), stopped at cleanup,
-// and returns its URL and a client. It skips the test without
-// redis-server.
-func ownRedis(t *testing.T) (string, *redis.Client) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("no redis-server in PATH")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--maxmemory-policy", "noeviction", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { c.Close() })
-	for end := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("redis-server did not answer PING in 10 s")
-		}
-	}
-	return "redis://" + addr + "/0", c
-}
-
-// redisUsed is INFO memory's used_memory.
-func redisUsed(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "memory").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO memory has no used_memory")
-	return 0
-}
 
 // TestRedisFullRefusesNewWork: on a Redis past maxmemory with noeviction,
 // a run creation, a tool call and a result each answer 503
@@ -74,23 +15,14 @@ func redisUsed(t *testing.T, c *redis.Client) int64 {
 // still works, and once memory is freed the same run works again.
 func TestRedisFullRefusesNewWork(t *testing.T) {
 	t.Parallel()
-	url, rc := ownRedis(t)
+	url, rc := redistest.Start(t)
 	g := startGateway(t, gwOptions{Flags: []string{"--store", url}})
 	g.setBehaviour(t, "search", behaviour{Stdout: `{"hits":[{"id":"a"}]}`})
 	r := g.newRun(t, client.CreateRunInput{})
 	r.ok(t, "loom_search", `{"query":"before"}`)
 
 	bg := context.Background()
-	filler := strings.Repeat("f", 64<<10)
-	for i := range 32 {
-		if err := rc.Set(bg, "filler:"+strconv.Itoa(i), filler, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	full := redisUsed(t, rc)
-	if err := rc.ConfigSet(bg, "maxmemory", strconv.FormatInt(full-(1<<20), 10)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	full := redistest.Fill(t, rc)
 
 	for range 20 {
 		resp, err := g.hostClient(t).CreateRunWithResponse(ctx(t), client.CreateRunInput{})
@@ -107,7 +39,7 @@ func TestRedisFullRefusesNewWork(t *testing.T) {
 	if runs := rc.Keys(bg, "*:run:*").Val(); len(runs) > 1 {
 		t.Errorf("run keys on a full Redis: %q, want the one run made before", runs)
 	}
-	if used := redisUsed(t, rc); used > full+(256<<10) {
+	if used := redistest.Used(t, rc); used > full+(256<<10) {
 		t.Errorf("Redis grew from %d to %d bytes while full", full, used)
 	}
 

@@ -21,7 +21,11 @@ func (s *Service) Authenticate(ctx context.Context, runID, token string) (store.
 	if token == "" {
 		return store.Run{}, Classify(ErrUnauthorized, "")
 	}
-	h := store.HashToken(token)
+	return s.authenticate(ctx, runID, store.HashToken(token))
+}
+
+// authenticate is Authenticate of a token hashed h.
+func (s *Service) authenticate(ctx context.Context, runID string, h store.TokenHash) (store.Run, error) {
 	if runID != "" {
 		run, err := s.cfg.Store.Run(ctx, runID)
 		switch {
@@ -41,6 +45,36 @@ func (s *Service) Authenticate(ctx context.Context, runID, token string) (store.
 		return store.Run{}, nil
 	}
 	return store.Run{}, Classify(ErrRunNotFound, "")
+}
+
+// A Claim is an agent request's claim to a run, not yet checked: the
+// run id of its path and the hash of its bearer token. CallClaim and
+// DescribeClaim check it in the store step that takes the output number
+// (Store.Begin), so an output reads the store once before its work; a
+// claim that opens no run answers what Authenticate answers.
+type Claim struct {
+	RunID string
+	Token store.TokenHash
+}
+
+// ClaimOf is the claim of a request on runID's path with a bearer token.
+func ClaimOf(runID, token string) Claim {
+	return Claim{RunID: runID, Token: store.HashToken(token)}
+}
+
+// claimOf is the claim of a run Authenticate opened.
+func claimOf(run store.Run) Claim { return Claim{RunID: run.ID, Token: run.TokenHash} }
+
+// Check answers what Authenticate answers for the claim: nil when it
+// opens its run. A face checks a claim with it before answering any
+// error of its own, so a request that opens no run answers as if it had
+// been authenticated first.
+func (s *Service) Check(ctx context.Context, cl Claim) error {
+	if cl.RunID == "" {
+		return Classify(ErrUnauthorized, "")
+	}
+	_, err := s.authenticate(ctx, cl.RunID, cl.Token)
+	return err
 }
 
 // Description is describe_handle's answer, in Gateway decision 10's order:
@@ -65,9 +99,15 @@ type ReferentKind struct {
 // ignored). It is an output of the run like a tool call: it takes an
 // output number and appends a call record.
 func (s *Service) Describe(ctx context.Context, run store.Run, token string) (Description, error) {
+	return s.DescribeClaim(ctx, claimOf(run), token)
+}
+
+// DescribeClaim is Describe for a claim to a run, checked as it takes its
+// output number.
+func (s *Service) DescribeClaim(ctx context.Context, cl Claim, token string) (Description, error) {
 	ctx, span := startCall(ctx, "describe_handle")
 	defer span.End()
-	c, err := s.beginOutput(ctx, run, "describe_handle")
+	c, err := s.beginOutput(ctx, cl, "describe_handle")
 	if err != nil {
 		return Description{}, err
 	}

@@ -15,9 +15,8 @@ import (
 // call is one output of a run in progress: what its call log record and
 // audit record say.
 type call struct {
-	run store.Run
-	// begun is the run as Begin read it when the call took its number.
-	begun    store.Run
+	// run is the run as Begin read it when the call took its number.
+	run      store.Run
 	tool     string
 	outputID string
 	started  time.Time
@@ -38,9 +37,15 @@ type call struct {
 // Every error is an *Error; after the output number is taken it carries
 // the outputId, and the call log holds the call's record.
 func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input []byte) ([]byte, error) {
+	return s.CallClaim(ctx, claimOf(run), tool, input)
+}
+
+// CallClaim is Call for a claim to a run, checked as the call takes its
+// output number: the run is read once, by Begin, before the process.
+func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input []byte) ([]byte, error) {
 	ctx, span := startCall(ctx, string(tool))
 	defer span.End()
-	c, err := s.beginOutput(ctx, run, string(tool))
+	c, err := s.beginOutput(ctx, cl, string(tool))
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +79,8 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 		return nil, s.fail(ctx, c, err)
 	}
 	// The query label is the model-context label at invocation, as
-	// Begin read it: another call of the run may have grown it since auth.
-	fresh := c.begun
+	// Begin read it.
+	fresh := c.run
 
 	// The process and the reading of its output run under one loom slot
 	// and one deadline (loomStage).
@@ -160,35 +165,47 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
-// beginOutput takes a call from the run's rate bucket and the run's next
-// output number, in one store step (Store.Begin), and returns the call with
-// the run as it then stands. Every tool output of a run, errors and
-// describe_handle included, gets a number (Gateway decision 7). A call
-// past RunRate is refused with rate_limited, and one past MaxCallsPerRun
-// outputs with ErrCallLimit: no process, nothing appended to the call
-// log, no outputId; each is audited and counted. Every numbered output
-// appends at most one record, so refusing every number past the cap keeps
-// the log within it exactly, however many calls race; the run as auth
-// read it refuses most of them before they take a number at all.
-func (s *Service) beginOutput(ctx context.Context, run store.Run, tool string) (*call, error) {
-	if max := s.cfg.MaxCallsPerRun; max > 0 && run.Calls >= max {
-		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
+// beginOutput checks the claim, takes a call from the run's rate bucket
+// and the run's next output number, in one store step (Store.Begin), and
+// returns the call with the run as it then stands. Every tool output of a
+// run, errors and describe_handle included, gets a number (Gateway
+// decision 7). A claim that opens no run answers as Authenticate does. A
+// call past RunRate is refused with rate_limited, and one past
+// MaxCallsPerRun outputs with ErrCallLimit: no process, nothing appended
+// to the call log, no outputId, no number taken; each is audited and
+// counted. Every numbered output appends at most one record, so the log
+// stays within the cap exactly, however many calls race. A run Begin
+// refused at its rate is refused here, without the store, until its
+// bucket holds a call again (notBefore).
+func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string) (*call, error) {
+	now := s.now()
+	if wait, ok := s.limited.wait(cl, now); ok {
+		return nil, s.refuseCall(ctx, cl.RunID, tool, &store.RateLimitError{RetryAfter: wait})
 	}
-	begun, err := s.cfg.Store.Begin(ctx, run.ID, s.cfg.RunRate)
-	if errors.Is(err, store.ErrRateLimited) {
-		return nil, s.refuseCall(ctx, run, tool, err)
+	begun, err := s.cfg.Store.Begin(ctx, cl.RunID, store.Begin{
+		Token:  &cl.Token,
+		Rate:   s.cfg.RunRate,
+		MaxSeq: int64(max(s.cfg.MaxCallsPerRun, 0)),
+	})
+	if rl, ok := errors.AsType[*store.RateLimitError](err); ok {
+		s.limited.set(cl, now, now.Add(rl.RetryAfter))
+		return nil, s.refuseCall(ctx, cl.RunID, tool, err)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrRunNotFound):
+		if err := s.Check(ctx, cl); err != nil {
+			return nil, err
+		}
+		return nil, Classify(store.ErrRunNotFound, "") // gone since Begin looked
+	case errors.Is(err, store.ErrOutputLimit):
+		return nil, s.refuseCall(ctx, cl.RunID, tool, ErrCallLimit)
+	case err != nil:
 		return nil, Classify(err, "")
 	}
-	if max := s.cfg.MaxCallsPerRun; max > 0 && begun.Seq > int64(max) {
-		return nil, s.refuseCall(ctx, run, tool, ErrCallLimit)
-	}
 	return &call{
-		run:      run,
-		begun:    begun,
+		run:      begun,
 		tool:     tool,
-		outputID: fmt.Sprintf("%s:%s:%d", run.ID, tool, begun.Seq),
+		outputID: fmt.Sprintf("%s:%s:%d", begun.ID, tool, begun.Seq),
 		started:  s.now(),
 	}, nil
 }
@@ -196,8 +213,8 @@ func (s *Service) beginOutput(ctx context.Context, run store.Run, tool string) (
 // refuseCall audits and counts a call refused before it took an output
 // number (call_limit_reached, rate_limited), which has no outputId and no
 // call log record.
-func (s *Service) refuseCall(ctx context.Context, run store.Run, tool string, cause error) error {
-	c := &call{run: run, tool: tool, started: s.now()}
+func (s *Service) refuseCall(ctx context.Context, runID, tool string, cause error) error {
+	c := &call{run: store.Run{ID: runID}, tool: tool, started: s.now()}
 	err := Classify(cause, "")
 	s.audit(ctx, c, store.Call{Tool: tool, Status: "error", Code: string(err.Code), StartedAt: c.started})
 	return err

@@ -89,8 +89,8 @@ type hookedStore struct {
 	hook func()
 }
 
-func (s *hookedStore) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
-	r, err := s.Store.Begin(ctx, id, rate)
+func (s *hookedStore) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
+	r, err := s.Store.Begin(ctx, id, b)
 	if id == s.id && s.n.Add(1) == s.at {
 		s.hook()
 	}

@@ -42,7 +42,7 @@ type Store interface {
 	Runs(ctx context.Context) ([]store.Run, error)
 	RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error)
 	DeleteRun(ctx context.Context, id string) error
-	Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error)
+	Begin(ctx context.Context, id string, b store.Begin) (store.Run, error)
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
@@ -134,6 +134,9 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	inflight inflight
+	// limited holds the runs Begin last refused at their rate, until
+	// their bucket holds a call again.
+	limited notBefore
 }
 
 // New returns the core over cfg.

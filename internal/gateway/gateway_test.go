@@ -100,8 +100,10 @@ func TestCallClassifiesErrors(t *testing.T) {
 	if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.InvalidInput || e.OutputID != "r:loom_search:2" {
 		t.Fatalf("Call = %#v, want invalid_input with outputId r:loom_search:2", err)
 	}
-	run.Tools = []string{"loom_profile"}
-	_, err = s.Call(ctx, run, loom.Search, []byte(`{"query":"atlas"}`))
+	// A gateway that does not offer the tool, on the same store.
+	cfg := s.cfg
+	cfg.Tools = []loom.Tool{loom.Profile}
+	_, err = New(cfg).Call(ctx, run, loom.Search, []byte(`{"query":"atlas"}`))
 	if e, ok := errors.AsType[*Error](err); !ok || e.Code != problem.NotConfigured || e.OutputID != "r:loom_search:3" {
 		t.Fatalf("Call = %#v, want not_configured with outputId r:loom_search:3", err)
 	}

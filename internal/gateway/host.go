@@ -179,6 +179,7 @@ func (s *Service) DeleteRun(ctx context.Context, id string) error {
 		return Classify(err, "")
 	}
 	s.inflight.cancelRun(id)
+	s.limited.forget(id)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run deleted",
 		slog.String("requestId", reqctx.FromContext(ctx)), slog.String("runId", id))
 	return nil

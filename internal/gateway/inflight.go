@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -83,6 +84,7 @@ func (s *Service) FollowDeletes(ctx context.Context, w DeleteWatcher) {
 	failing := false // only the watch's goroutine calls the functions below
 	w.WatchDeletes(ctx, store.DeleteWatch{
 		Deleted: func(runID string) {
+			s.limited.forget(runID)
 			if n := s.inflight.cancelRun(runID); n > 0 {
 				s.log.InfoContext(ctx, "calls cancelled: run deleted through another replica", "runId", runID, "calls", n)
 			}
@@ -118,4 +120,73 @@ func (s *Service) cancelGoneRuns(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// notBefore holds, per run, when the rate bucket Begin last refused holds
+// a call again, so that a run calling past its rate is refused on this
+// replica without a store step until then. What it holds is what the
+// bucket answered: every replica shares the bucket and only takes calls
+// from it, so none can hold a call sooner. An entry is checked again in
+// the store after at most notBeforeMax, and forgotten when its run is
+// deleted (forget), so a run that ends is answered as ended soon after.
+type notBefore struct {
+	mu   sync.Mutex
+	runs map[string]limitedRun
+}
+
+// limitedRun is a run refused at its rate: the token hash Begin checked,
+// when its bucket holds a call (until) and when to ask the store again.
+type limitedRun struct {
+	token        store.TokenHash
+	until, check time.Time
+}
+
+// notBeforeMax bounds how long a refusal is answered here without asking
+// the store again.
+const notBeforeMax = time.Second
+
+// wait reports whether the claim's run is refused until later than now,
+// and for how long. Only a claim with the token Begin checked matches.
+func (n *notBefore) wait(cl Claim, now time.Time) (time.Duration, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.runs[cl.RunID]
+	switch {
+	case !ok:
+		return 0, false
+	case !now.Before(r.check):
+		delete(n.runs, cl.RunID)
+		return 0, false
+	case r.token != cl.Token:
+		return 0, false
+	}
+	return r.until.Sub(now), true
+}
+
+// set records that Begin refused the claim's run at now until until.
+func (n *notBefore) set(cl Claim, now, until time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.runs == nil {
+		n.runs = map[string]limitedRun{}
+	}
+	if len(n.runs) >= 1024 {
+		for id, r := range n.runs {
+			if !now.Before(r.check) {
+				delete(n.runs, id)
+			}
+		}
+	}
+	check := now.Add(notBeforeMax)
+	if until.Before(check) {
+		check = until
+	}
+	n.runs[cl.RunID] = limitedRun{token: cl.Token, until: until, check: check}
+}
+
+// forget drops the run's entry (the run was deleted).
+func (n *notBefore) forget(runID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.runs, runID)
 }

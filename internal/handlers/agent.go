@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/loom-gateway/gateway/api/agent"
+	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/tooldef"
 )
@@ -54,25 +55,38 @@ func (a *Agent) LoomProfile(ctx context.Context, req agent.LoomProfileRequestObj
 // tool runs one of the eight tools; the body is the result object the
 // core wrote in the reference's key order.
 func (a *Agent) tool(ctx context.Context, t loom.Tool, input []byte) (rawJSON, error) {
-	run, ok := runFrom(ctx)
+	cl, ok := claimOf(ctx)
 	if !ok {
 		return rawJSON{}, errUnauthorized
 	}
-	body, err := a.d.Core.Call(ctx, run, t, input)
+	body, err := a.d.Core.CallClaim(ctx, cl, t, input)
 	if err != nil {
 		return rawJSON{}, err
 	}
 	return rawJSON{status: http.StatusOK, body: body}, nil
 }
 
+// claimOf is the request's claim to its run, for the core to check (a
+// pending claim, agentClaims), or that of the run agentAuth opened.
+func claimOf(ctx context.Context) (gateway.Claim, bool) {
+	if p, ok := claimFrom(ctx); ok {
+		return p.take(), true
+	}
+	run, ok := runFrom(ctx)
+	if !ok {
+		return gateway.Claim{}, false
+	}
+	return gateway.Claim{RunID: run.ID, Token: run.TokenHash}, true
+}
+
 // DescribeHandle reports a held referent's kind, source tool, labelSource
 // and atom types, never its value (Gateway decision 10).
 func (a *Agent) DescribeHandle(ctx context.Context, req agent.DescribeHandleRequestObject) (agent.DescribeHandleResponseObject, error) {
-	run, ok := runFrom(ctx)
+	cl, ok := claimOf(ctx)
 	if !ok {
 		return nil, errUnauthorized
 	}
-	desc, err := a.d.Core.Describe(ctx, run, req.Body.Token)
+	desc, err := a.d.Core.DescribeClaim(ctx, cl, req.Body.Token)
 	if err != nil {
 		return nil, err
 	}

@@ -340,8 +340,8 @@ func (s *countingStore) DeleteRun(ctx context.Context, id string) error {
 	return err
 }
 
-func (s *countingStore) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
-	r, err := s.st.Begin(ctx, id, rate)
+func (s *countingStore) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
+	r, err := s.st.Begin(ctx, id, b)
 	s.m.storeError(ctx, "begin", err)
 	return r, err
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/loom-gateway/gateway/internal/gateway"
+	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
@@ -33,6 +34,47 @@ type runKey struct{}
 func runFrom(ctx context.Context) (store.Run, bool) {
 	r, ok := ctx.Value(runKey{}).(store.Run)
 	return r, ok
+}
+
+// claimKey is the context key of a tool call's claim to a run
+// (agentClaims), checked by the call itself.
+type claimKey struct{}
+
+// pendingClaim is a request's claim to a run, not yet checked. The core
+// checks it as the call takes its output number (gateway.CallClaim);
+// any answer written before that checks it first (settle).
+type pendingClaim struct {
+	claim   gateway.Claim
+	core    *gateway.Service
+	checked bool
+}
+
+// claimFrom returns the request's pending claim, if it has one.
+func claimFrom(ctx context.Context) (*pendingClaim, bool) {
+	p, ok := ctx.Value(claimKey{}).(*pendingClaim)
+	return p, ok
+}
+
+// settle is the error to answer in place of err: the claim's own when it
+// opens no run (what agentAuth would have answered first), else err.
+// It checks the claim at most once; a claim the core has taken in hand
+// (take) is not checked again.
+func (p *pendingClaim) settle(ctx context.Context, err error) error {
+	if p.checked {
+		return err
+	}
+	p.checked = true
+	if cerr := p.core.Check(ctx, p.claim); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// take hands the claim to the core, which checks it and classifies every
+// error it returns.
+func (p *pendingClaim) take() gateway.Claim {
+	p.checked = true
+	return p.claim
 }
 
 // recoverer turns a panic into an internal_error problem and logs it.
@@ -187,6 +229,45 @@ func runIDOfPath(path string) string {
 // method_not_allowed answer).
 func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.Handler {
 	return agentAuthEnded(core, log, nil)
+}
+
+// agentClaims is agentAuth for the contract's routes, except that a tool
+// call or a describe_handle (POST /v1/runs/{runId}/<tool>) goes on with
+// its claim to the run unchecked: the core checks it in the same store
+// step that takes the output number, so such a call reads the store once
+// before its work. Any answer written before then checks the claim first
+// (writeProblem), so a token that opens no run answers as agentAuth
+// answers it, whatever else is wrong with the request.
+func agentClaims(core *gateway.Service, log *slog.Logger) func(http.Handler) http.Handler {
+	auth := agentAuth(core, log)
+	return func(next http.Handler) http.Handler {
+		authed := auth(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tok, ok := bearer(r)
+			id := runIDOfPath(r.URL.EscapedPath())
+			if !ok || id == "" || r.Method != http.MethodPost || !claimable(r.URL.EscapedPath(), id) {
+				authed.ServeHTTP(w, r)
+				return
+			}
+			p := &pendingClaim{claim: gateway.ClaimOf(id, tok), core: core}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimKey{}, p)))
+		})
+	}
+}
+
+// claimable reports whether path is /v1/runs/{id}/<tool> for a loom tool
+// or describe_handle.
+func claimable(path, id string) bool {
+	rest := strings.TrimPrefix(path, "/v1/runs/"+id+"/")
+	if rest == "describe_handle" {
+		return true
+	}
+	for _, t := range loom.Tools {
+		if rest == string(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // agentAuthEnded is agentAuth whose run_ended answer is ended's, when

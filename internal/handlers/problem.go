@@ -78,7 +78,14 @@ func (e *routeError) Unwrap() error { return errRouteNotFound }
 // writeProblem renders err as application/problem+json. Unclassified errors
 // are logged with the request id; their text never reaches the client.
 func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	pending, claimed := claimFrom(r.Context())
+	if claimed {
+		err = pending.settle(r.Context(), err)
+	}
 	p := toProblem(err)
+	if claimed && p.Code == problem.Unauthorized {
+		w.Header().Set("WWW-Authenticate", invalidToken)
+	}
 	p.RequestID = reqid.FromContext(r.Context())
 	noteProblem(r, string(p.Code))
 	telemetry.SetProblem(r.Context(), string(p.Code))

@@ -91,7 +91,7 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
-		r.Use(agentAuth(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
+		r.Use(agentClaims(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
 		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  d.requestErrorHandler,
 			ResponseErrorHandlerFunc: d.errorHandler,

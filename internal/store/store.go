@@ -32,7 +32,22 @@ var (
 	ErrStoreUnavailable = errors.New("store: unavailable")
 	// ErrRateLimited is what a *RateLimitError is (errors.Is).
 	ErrRateLimited = errors.New("store: rate limit reached")
+	// ErrOutputLimit is Begin's refusal of an output past Begin.MaxSeq.
+	ErrOutputLimit = errors.New("store: output limit reached")
 )
+
+// Begin is what starts a tool output (Store.Begin).
+type Begin struct {
+	// Token, when not nil, is the hash the run's token must have: a run
+	// stored with another answers ErrRunNotFound with nothing taken, so
+	// the step that takes the output number also authenticates it.
+	Token *TokenHash
+	// Rate is the run's call rate, the caller's, read at each call.
+	Rate Rate
+	// MaxSeq caps the output numbers: a run that has taken MaxSeq of
+	// them answers ErrOutputLimit with nothing taken. <= 0 is no cap.
+	MaxSeq int64
+}
 
 // Rate is a run's call rate: a token bucket that holds at most Burst calls
 // and refills at PerSecond calls a second, full when the run is created.
@@ -224,14 +239,15 @@ type Store interface {
 
 	// NextOutput increments and returns the run's output sequence.
 	NextOutput(ctx context.Context, id string) (int64, error)
-	// Begin starts an output of the run in one atomic step: it takes a
-	// call from the run's bucket of rate and the next output number, and
-	// returns the run as it then stands, its Seq the number taken.
-	// ErrRunNotFound, or a *RateLimitError (ErrRateLimited) with nothing
-	// taken when the bucket holds less than one call. Every store sharing
-	// a backend shares the bucket; the rate is the caller's, read at each
-	// call.
-	Begin(ctx context.Context, id string, rate Rate) (Run, error)
+	// Begin starts an output of the run in one atomic step: it checks
+	// b.Token, takes a call from the run's bucket of b.Rate and the next
+	// output number, and returns the run as it then stands, its Seq the
+	// number taken. ErrRunNotFound (no live run, or another token),
+	// ErrOutputLimit (b.MaxSeq numbers taken), or a *RateLimitError
+	// (ErrRateLimited) when the bucket holds less than one call, in that
+	// order and each with nothing taken. Every store sharing a backend
+	// shares the bucket; the rate is the caller's, read at each call.
+	Begin(ctx context.Context, id string, b Begin) (Run, error)
 	// Observe joins conf into the run's model-context label
 	// (ifc.JoinModelContext) atomically and returns the new label.
 	// ErrLabelLimit, with nothing written, if the joined label would hold

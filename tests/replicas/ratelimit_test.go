@@ -2,10 +2,15 @@ package replicas
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
 
 // TestRateLimitShared: two replicas on one store share each run's rate
@@ -77,4 +82,50 @@ func post(t *testing.T, url, token string, body any) *http.Response {
 	}
 	resp.Body.Close()
 	return resp
+}
+
+// TestRateLimitedRefusalsCostLittle: two replicas on a Redis of the
+// test's own; once the bucket has refused a run on a replica, that
+// replica refuses the run's calls without asking Redis until the bucket
+// holds a call again (asking again after at most a second), so a flood
+// of refused calls across both costs Redis about one EVALSHA per replica
+// per second, not one or two per call.
+func TestRateLimitedRefusalsCostLittle(t *testing.T) {
+	url, rc := redistest.Start(t)
+	e := setUp(t)
+	flags := []string{"--run-rate", "0.001", "--run-burst", "2"}
+	a := e.start(t, "replica A", url, flags...)
+	b := e.start(t, "replica B", url, flags...)
+	rn := e.newRun(t, a)
+	search := map[string]any{"query": "atlas"}
+	a.call(t, rn, "loom_search", search)
+	b.call(t, rn, "loom_search", search)
+
+	evalsha := func() int {
+		info, err := rc.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _, _ := strings.Cut(rest, ",")
+				v, _ := strconv.Atoi(n)
+				return v
+			}
+		}
+		return 0
+	}
+	const calls = 20
+	before, start := evalsha(), time.Now()
+	for i := range calls {
+		r := []*replica{a, b}[i%2]
+		status, body := do(t, "POST", r.agent+"/v1/runs/"+rn.id+"/loom_search", rn.token, search)
+		if status != http.StatusTooManyRequests {
+			t.Fatalf("%s: refused call %d = %d %s, want 429", r.name, i+1, status, body)
+		}
+	}
+	asks := 2 * (1 + int(time.Since(start)/time.Second))
+	if got := evalsha() - before; got < 2 || got > asks {
+		t.Errorf("%d refused calls across two replicas ran %d EVALSHA, want 2 (one per replica; at most %d)", calls, got, asks)
+	}
 }

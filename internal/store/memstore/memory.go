@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"slices"
 	"sync"
 	"time"
@@ -266,11 +267,11 @@ func (m *Store) NextOutput(_ context.Context, id string) (int64, error) {
 	return r.run.Seq, nil
 }
 
-// Begin takes a call from the run's rate bucket and the next output
-// number under one lock, and returns a copy of the run, its Seq the
-// number taken; ErrRunNotFound, or a *store.RateLimitError with nothing
-// taken.
-func (m *Store) Begin(_ context.Context, id string, rate store.Rate) (store.Run, error) {
+// Begin checks the token, takes a call from the run's rate bucket and
+// the next output number under one lock, and returns a copy of the run,
+// its Seq the number taken; ErrRunNotFound, ErrOutputLimit or a
+// *store.RateLimitError with nothing taken.
+func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -278,7 +279,13 @@ func (m *Store) Begin(_ context.Context, id string, rate store.Rate) (store.Run,
 	if err != nil {
 		return store.Run{}, err
 	}
-	b, wait, ok := rate.Take(r.bucket, now.UnixMicro())
+	if bg.Token != nil && subtle.ConstantTimeCompare(r.run.TokenHash[:], bg.Token[:]) != 1 {
+		return store.Run{}, store.ErrRunNotFound
+	}
+	if bg.MaxSeq > 0 && r.run.Seq >= bg.MaxSeq {
+		return store.Run{}, store.ErrOutputLimit
+	}
+	b, wait, ok := bg.Rate.Take(r.bucket, now.UnixMicro())
 	if !ok {
 		return store.Run{}, &store.RateLimitError{RetryAfter: wait}
 	}

@@ -300,7 +300,7 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 	return decodeRunReply(id, v)
 }
 
-// decodeRunReply turns scriptGet's reply into a Run.
+// decodeRunReply turns scriptGet's reply (luaReadRun) into a Run.
 func decodeRunReply(id string, v any) (store.Run, error) {
 	if n, ok := status(v); ok && n == -1 {
 		return store.Run{}, store.ErrRunNotFound
@@ -310,7 +310,7 @@ func decodeRunReply(id string, v any) (store.Run, error) {
 		return store.Run{}, corrupt("run", errReply)
 	}
 	fields, ok := asSlice(a[0])
-	if !ok || len(fields)%2 != 0 {
+	if !ok || len(fields) != len(runFields) {
 		return store.Run{}, corrupt("run", errReply)
 	}
 	calls, ok1 := status(a[1])
@@ -321,10 +321,12 @@ func decodeRunReply(id string, v any) (store.Run, error) {
 	}
 	r := store.Run{ID: id, Calls: int(calls), Handles: int(handles), HasResult: hasResult == 1}
 	var err error
-	for i := 0; i < len(fields) && err == nil; i += 2 {
-		name, _ := fields[i].(string)
-		val, _ := fields[i+1].(string)
-		switch name {
+	for i := 0; i < len(fields) && err == nil; i++ {
+		val, set := fields[i].(string)
+		if !set {
+			continue
+		}
+		switch runFields[i] {
 		case "tok":
 			if len(val) != len(r.TokenHash) {
 				err = errCorrupt
@@ -567,18 +569,27 @@ func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// Begin takes a call from the run's rate bucket and the next output
-// number in one script, and returns the run as it then stands, its Seq the
-// number taken; ErrRunNotFound, a *store.RateLimitError with nothing
-// taken, or ErrStoreUnavailable. The bucket lives in the run's hash, so
-// every replica on the Redis shares it; it is refilled by the calling
-// store's clock, and a clock behind the last call's refills nothing.
-func (s *Store) Begin(ctx context.Context, id string, rate store.Rate) (store.Run, error) {
+// Begin checks b.Token, takes a call from the run's rate bucket and the
+// next output number in one script, and returns the run as it then
+// stands, its Seq the number taken; ErrRunNotFound, ErrOutputLimit or a
+// *store.RateLimitError with nothing taken, or ErrStoreUnavailable. The
+// bucket lives in the run's hash, so every replica on the Redis shares
+// it; it is refilled by the calling store's clock, and a clock behind the
+// last call's refills nothing.
+func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
 	k := s.keys(id)
-	per := strconv.FormatFloat(max(rate.PerSecond, 0), 'g', -1, 64)
-	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result}, s.nowUS(), per, rate.Burst)
+	per := strconv.FormatFloat(max(b.Rate.PerSecond, 0), 'g', -1, 64)
+	var tok []byte
+	if b.Token != nil {
+		tok = b.Token[:]
+	}
+	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result},
+		s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0))
 	if err != nil {
 		return store.Run{}, fail(ctx, "begin", err)
+	}
+	if n, ok := status(v); ok && n == -3 {
+		return store.Run{}, store.ErrOutputLimit
 	}
 	if a, ok := asSlice(v); ok && len(a) == 2 {
 		if n, _ := status(a[0]); n == -2 {
@@ -739,12 +750,12 @@ func (s *Store) CallsPage(ctx context.Context, id string, after, limit int) ([]s
 
 // mintCandidates is how many MintToken attempts Mint sends per referent at
 // first; a referent needs a second one only when its first token is held by
-// another identity (about one in 24 million per held token), and a third
-// almost never. When a referent runs out, Mint asks again with four times
-// as many, up to maxCandidates.
+// another identity (about one in 24 million per held token). When a
+// referent runs out, Mint asks again with four times as many, up to
+// maxCandidates.
 const (
-	mintCandidates = 3
-	maxCandidates  = 3 << 12
+	mintCandidates = 1
+	maxCandidates  = 1 << 12
 )
 
 // Mint registers refs (Token ignored) in one atomic step and returns their
@@ -753,77 +764,124 @@ const (
 func (s *Store) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
 	m := newMintArgs(id, refs)
 	k := s.keys(id)
-	keys := []string{k.run, k.handles, k.order}
+	toks, _, err := s.minted(ctx, "mint", scriptMint, []string{k.run, k.handles, k.order}, len(refs), func(cands int) []any {
+		return m.args([]any{s.nowUS(), lim.Handles, lim.Bytes, cands}, cands)
+	})
+	return toks, err
+}
+
+// minted runs sc, a minting script (scriptMint, scriptFinish), with
+// args(k), k candidates per referent, asking again with more while a
+// referent runs out, and returns the n tokens it minted. changed is
+// scriptFinish's {4, label}: the label it holds, nothing written.
+func (s *Store) minted(ctx context.Context, op string, sc *luaScript, keys []string, n int, args func(k int) []any) (toks []string, changed *string, err error) {
 	for cands := s.candidates; ; cands *= 4 {
-		args := make([]any, 0, 4+len(refs)*(3+cands))
-		args = append(args, s.nowUS(), lim.Handles, lim.Bytes, cands)
-		args = m.append(args, cands)
-		v, err := s.eval(ctx, true, scriptMint, keys, args...)
+		v, err := s.eval(ctx, true, sc, keys, args(cands)...)
 		if err != nil {
-			return nil, fail(ctx, "mint", err)
+			return nil, nil, fail(ctx, op, err)
 		}
-		if n, ok := status(v); ok {
+		if st, ok := status(v); ok {
 			switch {
-			case n == -1:
-				return nil, store.ErrRunNotFound
-			case n == 2:
-				return nil, store.ErrHandleLimit
-			case n == 3 && cands < maxCandidates:
+			case st == -1:
+				return nil, nil, store.ErrRunNotFound
+			case st == 2:
+				return nil, nil, store.ErrHandleLimit
+			case st == 3 && cands < maxCandidates:
 				continue
 			}
-			return nil, corrupt("mint", errReply)
+			return nil, nil, corrupt(op, errReply)
 		}
 		a, ok := asSlice(v)
-		if !ok || len(a) != 1+len(refs) {
-			return nil, corrupt("mint", errReply)
+		if !ok || len(a) == 0 {
+			return nil, nil, corrupt(op, errReply)
 		}
-		toks := make([]string, len(refs))
+		if st, _ := status(a[0]); st == 4 && len(a) == 2 {
+			got, _ := a[1].(string)
+			return nil, &got, nil
+		}
+		if len(a) != 2 {
+			return nil, nil, corrupt(op, errReply)
+		}
+		sufs, _ := a[1].(string)
+		if len(sufs) != n*store.TokenWidth {
+			return nil, nil, corrupt(op, errReply)
+		}
+		// One string holds every token; each is a piece of it.
+		w := len(store.ValueTokenPrefix) + store.TokenWidth
+		buf := make([]byte, 0, n*w)
+		for i := range n {
+			buf = append(append(buf, store.ValueTokenPrefix...), sufs[i*store.TokenWidth:(i+1)*store.TokenWidth]...)
+		}
+		all := string(buf)
+		toks = make([]string, n)
 		for i := range toks {
-			suf, _ := a[1+i].(string)
-			if len(suf) != store.TokenWidth {
-				return nil, corrupt("mint", errReply)
-			}
-			toks[i] = store.ValueTokenPrefix + suf
+			toks[i] = all[i*w : (i+1)*w]
 		}
-		return toks, nil
+		return toks, nil, nil
 	}
 }
 
-// mintArgs are what the mint scripts are sent of each referent: the
-// dedupe key (the digest of the first-attempt preimage, as Memory keys
-// it), the record and its ReferentBytes (computed here, so both stores
-// count alike); candidates follow.
+// mintArgs are what the mint scripts are sent of each referent (luaMint):
+// 'i' and its dedupe key (the digest of the first-attempt preimage, as
+// Memory keys it), its record, its ReferentBytes (computed here, so both
+// stores count alike) and its candidates.
 type mintArgs struct {
-	id         string
-	refs       []store.Referent
-	digests    [][sha256.Size]byte
-	identities [][]byte
-	recs       [][]byte
+	id      string
+	refs    []store.Referent
+	digests [][sha256.Size]byte
+	size    int // about what the arguments of one candidate each take
 }
 
 func newMintArgs(id string, refs []store.Referent) *mintArgs {
-	m := &mintArgs{id: id, refs: refs, digests: make([][sha256.Size]byte, len(refs)),
-		identities: make([][]byte, len(refs)), recs: make([][]byte, len(refs))}
+	m := &mintArgs{id: id, refs: refs, digests: make([][sha256.Size]byte, len(refs))}
 	var buf []byte
 	for i := range refs {
-		m.identities[i] = store.Identity(refs[i])
-		buf = append(append(append(buf[:0], id...), 0), m.identities[i]...)
+		buf = store.AppendIdentity(append(append(buf[:0], id...), 0), refs[i])
 		m.digests[i] = sha256.Sum256(buf)
-		m.recs[i] = encodeReferent(refs[i])
+		m.size += int(store.ReferentBytes(refs[i])) + 80
 	}
 	return m
 }
 
-// append adds each referent's arguments with cands candidates (MintToken
-// attempts 0..cands-1) to args.
-func (m *mintArgs) append(args []any, cands int) []any {
+// args appends to head each referent's arguments with k candidates
+// (MintToken attempts 0..k-1).
+func (m *mintArgs) args(head []any, k int) []any {
+	b := make([]byte, 0, m.size+len(m.refs)*k*store.TokenWidth)
+	ends := make([]int, 0, len(m.refs)*(3+k))
 	for i := range m.refs {
+		b = append(append(b, 'i'), m.digests[i][:]...)
+		ends = append(ends, len(b))
+		b = appendReferent(b, m.refs[i])
+		ends = append(ends, len(b))
+		b = strconv.AppendInt(b, store.ReferentBytes(m.refs[i]), 10)
+		ends = append(ends, len(b))
 		first := store.SuffixOf(&m.digests[i])
-		args = append(args, m.digests[i][:], m.recs[i], store.ReferentBytes(m.refs[i]), first[:])
-		for attempt := 1; attempt < cands; attempt++ {
-			suf := store.TokenSuffix(m.id, m.identities[i], attempt)
-			args = append(args, string(suf[:]))
+		b = append(b, first[:]...)
+		ends = append(ends, len(b))
+		if k > 1 {
+			identity := store.Identity(m.refs[i])
+			for attempt := 1; attempt < k; attempt++ {
+				suf := store.TokenSuffix(m.id, identity, attempt)
+				b = append(b, suf[:]...)
+				ends = append(ends, len(b))
+			}
 		}
+	}
+	return appendPieces(head, string(b), ends)
+}
+
+// appendPieces appends to args the pieces of s that end at ends, each as
+// a *string: one string holds them all, and an interface holding a
+// pointer costs no allocation.
+func appendPieces(args []any, s string, ends []int) []any {
+	pieces := make([]string, len(ends))
+	from := 0
+	for i, end := range ends {
+		pieces[i], from = s[from:end], end
+	}
+	args = slices.Grow(args, len(pieces))
+	for i := range pieces {
+		args = append(args, &pieces[i])
 	}
 	return args
 }
@@ -836,10 +894,15 @@ func (m *mintArgs) append(args []any, cands int) []any {
 // joined into; otherwise it writes nothing and the join is made again on
 // the label it returns.
 func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
-	parts := encodeCallParts(f.Call, true)
-	if len(parts) != len(f.Refs)+1 {
+	rec, cuts := encodeCallCut(f.Call, true)
+	if len(cuts) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
+	// The record's parts: the token suffix of the i-th referent goes
+	// between parts i and i+1.
+	var parts []any
+	parts = append(parts, len(cuts)+1)
+	parts = appendPieces(parts, string(rec), append(cuts, len(rec)))
 	m := newMintArgs(id, f.Refs)
 	k := s.keys(id)
 	keys := []string{k.run, k.handles, k.order, k.calls}
@@ -851,7 +914,6 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 	if f.Observed != nil {
 		observe = "1"
 	}
-	cands := s.candidates
 	for attempt := 0; ; attempt++ {
 		var old, next []byte
 		if f.Observed != nil {
@@ -881,55 +943,20 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 				next = encodeConf(joined)
 			}
 		}
-		args := make([]any, 0, 8+len(parts)+len(f.Refs)*(3+cands))
-		args = append(args, s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, len(parts))
-		for _, p := range parts {
-			args = append(args, p)
+		toks, changed, err := s.minted(ctx, "finish", scriptFinish, keys, len(f.Refs), func(cands int) []any {
+			head := append([]any{s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next}, parts...)
+			return m.args(head, cands)
+		})
+		if err != nil || changed == nil {
+			return toks, err
 		}
-		args = m.append(args, cands)
-		v, err := s.eval(ctx, true, scriptFinish, keys, args...)
-		if err != nil {
-			return nil, fail(ctx, "finish", err)
+		if attempt == maxSwaps {
+			return nil, fmt.Errorf("store: redis finish: %w: label changed %d times in a row", store.ErrStoreUnavailable, maxSwaps)
 		}
-		if n, ok := status(v); ok {
-			switch {
-			case n == -1:
-				return nil, store.ErrRunNotFound
-			case n == 2:
-				return nil, store.ErrHandleLimit
-			case n == 3 && cands < maxCandidates:
-				cands *= 4
-				continue
-			}
-			return nil, corrupt("finish", errReply)
+		if base, err = decodeLabel(*changed); err != nil {
+			return nil, corrupt("finish", err)
 		}
-		a, ok := asSlice(v)
-		if !ok {
-			return nil, corrupt("finish", errReply)
-		}
-		if n, _ := status(a[0]); n == 4 && len(a) == 2 {
-			got, _ := a[1].(string)
-			if attempt == maxSwaps {
-				return nil, fmt.Errorf("store: redis finish: %w: label changed %d times in a row", store.ErrStoreUnavailable, maxSwaps)
-			}
-			if base, err = decodeLabel(got); err != nil {
-				return nil, corrupt("finish", err)
-			}
-			cur = []byte(got)
-			continue
-		}
-		if len(a) != 1+len(f.Refs) {
-			return nil, corrupt("finish", errReply)
-		}
-		toks := make([]string, len(f.Refs))
-		for i := range toks {
-			suf, _ := a[1+i].(string)
-			if len(suf) != store.TokenWidth {
-				return nil, corrupt("finish", errReply)
-			}
-			toks[i] = store.ValueTokenPrefix + suf
-		}
-		return toks, nil
+		cur = []byte(*changed)
 	}
 }
 

@@ -1,33 +1,40 @@
 package redisstore
 
-// scriptBegin starts an output: it takes a call from the run's rate bucket
-// (store.Rate.Take in Lua, on the hash fields rl, the calls held, and rlt,
-// when in microseconds) and the next output number, and reads the run as
-// scriptGet does. KEYS: run, calls, order, result. ARGV: now_us, rate (calls
-// a second; <= 0 no limit), burst. Returns scriptGet's reply, or
-// {-2, microseconds until the bucket holds a call} with nothing written.
+// scriptBegin starts an output: it checks the token hash, takes a call
+// from the run's rate bucket (store.Rate.Take in Lua, on the hash fields
+// rl, the calls held, and rlt, when in microseconds) and the next output
+// number, and reads the run as scriptGet does (luaReadRun), one HMGET
+// before any write.
+// KEYS: run, calls, order, result. ARGV: now_us, rate (calls a second;
+// <= 0 no limit), burst, token hash ("" not checked), max seq (<= 0 no
+// cap). Returns scriptGet's reply, -1 (no live run, or another token),
+// -3 (max seq numbers taken) or {-2, microseconds until the bucket holds
+// a call}, the refusals with nothing written.
 var scriptBegin = runScript(`
 local run = KEYS[1]
 local now = tonumber(ARGV[1])
-if not live(run, now) then return -1 end
+local f = redis.call('HMGET', run, 'tok', 'expus', 'seq', 'rl', 'rlt')
+if not f[1] or (f[2] and tonumber(f[2]) <= now) then return -1 end
+if ARGV[4] ~= '' and f[1] ~= ARGV[4] then return -1 end
+local seq, maxSeq = tonumber(f[3] or '0'), tonumber(ARGV[5])
+if maxSeq > 0 and seq >= maxSeq then return -3 end
 local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
 if rate > 0 then
-  local b = redis.call('HMGET', run, 'rl', 'rlt')
   local tokens, at = burst, now
-  if b[1] and b[2] then
-    tokens, at = tonumber(b[1]), tonumber(b[2])
+  if f[4] and f[5] then
+    tokens, at = tonumber(f[4]), tonumber(f[5])
     if now > at then
       tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
       at = now
     end
   end
   if tokens < 1 then return {-2, math.ceil((1 - tokens) * 1e6 / rate)} end
-  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at))
+  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at),
+    'seq', string.format('%d', seq + 1))
+else
+  redis.call('HSET', run, 'seq', string.format('%d', seq + 1))
 end
-redis.call('HINCRBY', run, 'seq', 1)
-return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
-  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
-`)
+return ` + luaReadRun)
 
 // scriptFinish ends a tool output in one step: it mints as scriptMint
 // does, sets the model-context label if it is still the one the caller
@@ -37,23 +44,25 @@ return {redis.call('HGETALL', run), redis.call('LLEN', KEYS[2]),
 // ARGV: now_us, max handles, max bytes, k, observe ('1' or '0'), old label,
 // new label ("" = empty), n (the record's parts), the n parts of the
 // record (the token suffix of the i-th referent goes between parts i and
-// i+1), then per referent: digest, record, its bytes, k candidates.
-// Returns {0, suffix...}, 2 (handle limits; nothing written), 3 (out of
+// i+1), then the referents as scriptMint takes them.
+// Returns {0, the suffixes one after another}, 2 (handle limits; nothing
+// written), 3 (out of
 // candidates; nothing written) or {4, label} (the label is no longer the
 // old one: nothing written, join again on it).
 var scriptFinish = mintScript(`
 local run, handles, order, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-if not live(run, ARGV[1]) then return -1 end
+local f = redis.call('HMGET', run, 'tok', 'expus', 'hb', 'pxat', 'mc')
+if not f[1] or (f[2] and tonumber(f[2]) <= tonumber(ARGV[1])) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local observe, old, new = ARGV[5] == '1', ARGV[6], ARGV[7]
-local nparts = tonumber(ARGV[8])
 if observe then
-  local cur = redis.call('HGET', run, 'mc') or ''
+  local cur = f[5] or ''
   if cur ~= old then return {4, cur} end
 end
+local nparts = tonumber(ARGV[8])
 local out, newRefs, bytes = pick(handles, 9 + nparts, k)
 if not out then return 3 end
-local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes)
+local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes, f[3], f[4])
 if refused then return refused end
 if observe and new ~= old then
   if new == '' then
@@ -67,6 +76,8 @@ for i = 2, #out do
   rec[#rec + 1] = out[i]
   rec[#rec + 1] = ARGV[8 + i]
 end
-if redis.call('RPUSH', calls, table.concat(rec)) == 1 then expireAt(run, calls) end
-return out
+if redis.call('RPUSH', calls, table.concat(rec)) == 1 and f[4] then
+  redis.call('PEXPIREAT', calls, f[4])
+end
+return {0, table.concat(out, '', 2)}
 `)

@@ -277,9 +277,12 @@ func decodeTime(rec []byte) (time.Time, error) {
 }
 
 // encodeReferent writes a referent without its token (the token is the
-// field it is stored under).
-func encodeReferent(r store.Referent) []byte {
-	e := newEncoder()
+// hash field that holds the record).
+func encodeReferent(r store.Referent) []byte { return appendReferent(nil, r) }
+
+// appendReferent appends encodeReferent(r) to b.
+func appendReferent(b []byte, r store.Referent) []byte {
+	e := encoder{b: append(b, codecVersion)}
 	e.str(r.Kind)
 	e.str(r.Source)
 	e.bytes(r.Value)
@@ -299,15 +302,23 @@ func decodeReferent(rec []byte, token string) (store.Referent, error) {
 	return r, d.done()
 }
 
-func encodeCall(c store.Call) []byte { return encodeCallParts(c, false)[0] }
+func encodeCall(c store.Call) []byte {
+	rec, _ := encodeCallCut(c, false)
+	return rec
+}
 
-// encodeCallParts is encodeCall, cut, when cut is set, where the token
-// suffix of each admitted entry goes: parts[0], the first admitted entry's
-// suffix, parts[1], ... is the record (each Handle a token of
-// store.TokenWidth characters, whatever the entry held).
-func encodeCallParts(c store.Call, cut bool) [][]byte {
-	var parts [][]byte
-	e := newEncoder()
+// encodeCallCut is encodeCall, less, when cut is set, the token suffix of
+// each admitted entry: it returns the record without them and, for each
+// admitted entry in order, the bytes of the record before its suffix goes
+// in (each Handle a token of store.TokenWidth characters, whatever the
+// entry held).
+func encodeCallCut(c store.Call, cut bool) ([]byte, []int) {
+	var cuts []int
+	if cut {
+		cuts = make([]int, 0, len(c.Entries))
+	}
+	e := encoder{b: make([]byte, 1, 256+64*len(c.Entries))}
+	e.b[0] = codecVersion
 	e.str(c.OutputID)
 	e.str(c.Tool)
 	e.str(c.Status)
@@ -337,8 +348,7 @@ func encodeCallParts(c store.Call, cut bool) [][]byte {
 		if cut && x.Status == "admitted" {
 			e.uvarint(uint64(len(store.ValueTokenPrefix) + store.TokenWidth))
 			e.b = append(e.b, store.ValueTokenPrefix...)
-			parts = append(parts, e.b)
-			e.b = nil
+			cuts = append(cuts, len(e.b))
 		} else {
 			e.str(x.Handle)
 		}
@@ -347,7 +357,7 @@ func encodeCallParts(c store.Call, cut bool) [][]byte {
 	if c.TraceID != "" { // a record without it reads as before
 		e.str(c.TraceID)
 	}
-	return append(parts, e.b)
+	return e.b, cuts
 }
 
 func decodeCall(rec []byte) (store.Call, error) {

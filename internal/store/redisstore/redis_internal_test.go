@@ -19,7 +19,7 @@ import (
 
 // internalRedis returns a store on the test Redis under a prefix of its
 // own, or skips the test.
-func internalRedis(t *testing.T) (*Store, *redis.Client) {
+func internalRedis(t testing.TB) (*Store, *redis.Client) {
 	t.Helper()
 	c := redis.NewClient(testRedisOptions(t))
 	prefix := fmt.Sprintf("loom-gateway-itest:%d:", time.Now().UnixNano())
@@ -36,7 +36,7 @@ func internalRedis(t *testing.T) (*Store, *redis.Client) {
 
 // testRedisOptions returns the options of the test server's URL
 // (LOOM_GATEWAY_TEST_REDIS), or skips t when there is none.
-func testRedisOptions(t *testing.T) *redis.Options {
+func testRedisOptions(t testing.TB) *redis.Options {
 	t.Helper()
 	url := os.Getenv("LOOM_GATEWAY_TEST_REDIS")
 	if url == "" {

@@ -3,90 +3,14 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"net"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
+	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
-
-// startRedis starts a redis-server of the test's own on a free loopback
-// port, with no persistence and maxmemory-policy noeviction, stopped at
-// cleanup, and returns a client of it. It skips the test without
-// redis-server.
-func startRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("no redis-server in PATH")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--maxmemory-policy", "noeviction", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
-	t.Cleanup(func() { c.Close() })
-	for end := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("redis-server did not answer PING in 10 s")
-		}
-	}
-	return c
-}
-
-// fillRedis writes 2 MiB of filler keys, then sets maxmemory 1 MiB below
-// what Redis uses: Redis is full, whatever a refused command's buffers
-// give back, and stays so until maxmemory is raised.
-func fillRedis(t *testing.T, c *redis.Client) {
-	t.Helper()
-	ctx := context.Background()
-	filler := strings.Repeat("f", 64<<10)
-	for i := range 32 {
-		if err := c.Set(ctx, "filler:"+strconv.Itoa(i), filler, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(usedMemory(t, c)-(1<<20), 10)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Set(ctx, "filler:more", "x", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
-		t.Fatalf("SET on a full Redis = %v, want an OOM error", err)
-	}
-}
-
-func usedMemory(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "memory").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO memory has no used_memory")
-	return 0
-}
 
 // TestRedisFull: on a Redis at maxmemory with noeviction, every method
 // that adds data (a run, an output number, a label, a call record, a
@@ -94,7 +18,7 @@ func usedMemory(t *testing.T, c *redis.Client) int64 {
 // while reads and a deletion (which frees memory) work; once memory is
 // freed the same run takes writes again.
 func TestRedisFull(t *testing.T) {
-	c := startRedis(t)
+	_, c := redistest.Start(t)
 	ctx := context.Background()
 	s := redisstore.New(c, redisstore.Options{MaxRuns: 100})
 	now := time.Now()
@@ -124,7 +48,7 @@ func TestRedisFull(t *testing.T) {
 		"PutResult": func() error { return s.PutResult(ctx, "kept", store.Result{Value: []byte(`1`), WrittenAt: now}) },
 	}
 
-	fillRedis(t, c)
+	redistest.Fill(t, c)
 	for name, write := range writes {
 		if err := write(); !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Errorf("%s on a full Redis = %v, want ErrStoreUnavailable", name, err)

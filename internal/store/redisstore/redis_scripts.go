@@ -67,48 +67,98 @@ end
 
 // luaMint is prepended to the scripts that mint handles (scriptMint,
 // scriptFinish). pick(handles, first, k) reads the referents from
-// ARGV[first] on (each: digest, record, its bytes, k candidate token
-// suffixes) and gives each its held token or the first free candidate:
-// it returns {0, token...}, the new identities ({digest, record, token})
-// and their bytes, or nil when a referent ran out of candidates. mint
-// writes the new identities, or returns 2 with nothing written when they
-// would pass max handles or max bytes (0: no cap).
+// ARGV[first] on (each: 'i' and its identity digest, its record, its
+// bytes, k candidate token suffixes) and gives each its held token or its
+// first free candidate, reading the handle table in one HMGET of the
+// identities (and one of the first candidates, when some are new): it
+// returns {0, token...}, the new identities ({'i'..digest, record,
+// token}) and their bytes, or nil when a referent ran out of candidates.
+// mint writes the new identities (one HSET and one RPUSH per 250), or
+// returns 2 with nothing written when they would pass max handles or max
+// bytes (0: no cap); hb is the held bytes, pxat the run's expiry (nil:
+// none).
 const luaMint = `
+local function hmget(key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #got do out[i + j - 1] = got[j] end
+  end
+  return out
+end
 local function pick(handles, first, k)
+  local stride = 3 + k
+  local keys = {}
+  for base = first, #ARGV, stride do keys[#keys + 1] = ARGV[base] end
+  local held = hmget(handles, keys)
   local out, fresh, taken, new = {0}, {}, {}, {}
+  local firsts
   local bytes = 0
-  for base = first, #ARGV, 3 + k do
-    local digest = ARGV[base]
-    local tok = redis.call('HGET', handles, 'i' .. digest) or fresh[digest]
+  for i = 1, #keys do
+    local tok = held[i]
     if not tok then
-      for c = base + 3, base + 2 + k do
-        local cand = ARGV[c]
-        if not taken[cand] and redis.call('HEXISTS', handles, 't' .. cand) == 0 then
-          tok = cand
-          break
+      if not firsts then
+        local names, at = {}, {}
+        for j = i, #keys do
+          if not held[j] then
+            names[#names + 1] = 't' .. ARGV[first + (j - 1) * stride + 3]
+            at[j] = #names
+          end
         end
+        local got = hmget(handles, names)
+        firsts = {}
+        for j, n in pairs(at) do firsts[j] = got[n] end
       end
-      if not tok then return nil end
-      fresh[digest], taken[tok] = tok, true
-      new[#new + 1] = {digest, ARGV[base + 1], tok}
-      bytes = bytes + tonumber(ARGV[base + 2])
+      local base, key = first + (i - 1) * stride, keys[i]
+      tok = fresh[key]
+      if not tok then
+        for c = base + 3, base + 2 + k do
+          local cand = ARGV[c]
+          if not taken[cand] then
+            local busy
+            if c == base + 3 then
+              busy = firsts[i]
+            else
+              busy = redis.call('HEXISTS', handles, 't' .. cand) == 1
+            end
+            if not busy then
+              tok = cand
+              break
+            end
+          end
+        end
+        if not tok then return nil end
+        fresh[key], taken[tok] = tok, true
+        new[#new + 1] = {key, ARGV[base + 1], tok}
+        bytes = bytes + tonumber(ARGV[base + 2])
+      end
     end
     out[#out + 1] = tok
   end
   return out, new, bytes
 end
-local function mint(run, handles, order, new, bytes, max, maxBytes)
+local function mint(run, handles, order, new, bytes, max, maxBytes, hb, pxat)
   if #new == 0 then return nil end
   if max > 0 and redis.call('LLEN', order) + #new > max then return 2 end
-  local held = tonumber(redis.call('HGET', run, 'hb') or '0')
-  if maxBytes > 0 and held + bytes > maxBytes then return 2 end
-  for _, r in ipairs(new) do
-    redis.call('HSET', handles, 'i' .. r[1], r[3], 't' .. r[3], r[2])
-    redis.call('RPUSH', order, r[3])
+  if maxBytes > 0 and tonumber(hb or '0') + bytes > maxBytes then return 2 end
+  for i = 1, #new, 250 do
+    local fields, toks = {}, {}
+    for j = i, math.min(i + 249, #new) do
+      local r = new[j]
+      fields[#fields + 1] = r[1]
+      fields[#fields + 1] = r[3]
+      fields[#fields + 1] = 't' .. r[3]
+      fields[#fields + 1] = r[2]
+      toks[#toks + 1] = r[3]
+    end
+    redis.call('HSET', handles, unpack(fields))
+    redis.call('RPUSH', order, unpack(toks))
   end
   redis.call('HINCRBY', run, 'hb', string.format('%d', bytes))
-  expireAt(run, handles)
-  expireAt(run, order)
+  if pxat then
+    redis.call('PEXPIREAT', handles, pxat)
+    redis.call('PEXPIREAT', order, pxat)
+  end
   return nil
 end
 `
@@ -172,14 +222,22 @@ if ARGV[1] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
 return 0
 `)
 
+// luaReadRun ends the scripts that read a run (scriptGet, scriptBegin):
+// the run hash's fields runFields (nil where unset), #calls, #handles,
+// hasResult. KEYS: run, calls, order, result.
+const luaReadRun = `{redis.call('HMGET', KEYS[1], 'tok', 'created', 'expires', 'ceil', 'tools', 'mc', 'seq', 'hb'),
+  redis.call('LLEN', KEYS[2]), redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
+`
+
+// runFields are the run hash's fields luaReadRun reads, in its order.
+var runFields = [...]string{"tok", "created", "expires", "ceil", "tools", "mc", "seq", "hb"}
+
 // scriptGet reads a run with its counters.
 // KEYS: run, calls, order, result. ARGV: now_us.
-// Returns {hash as field, value, ..., #calls, #handles, hasResult}.
+// Returns luaReadRun's reply.
 var scriptGet = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
-return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),
-  redis.call('LLEN', KEYS[3]), redis.call('EXISTS', KEYS[4])}
-`)
+return ` + luaReadRun)
 
 // scriptDelete removes a live run's keys, publishes the deletion, and
 // returns the run's token hash field. KEYS: run, calls, handles, order,
@@ -243,23 +301,26 @@ return {redis.call('HGET', KEYS[1], 'tok'), redis.call('LLEN', KEYS[2]),
 // scriptMint registers referents.
 // KEYS: run, handles (hash: 'i'..identity digest -> token suffix,
 // 't'..suffix -> referent record), order (list of suffixes, minting order).
-// ARGV: now_us, max handles, max bytes, k, then per referent: digest,
-// record, its bytes (ReferentBytes), and k candidate suffixes (MintToken
-// attempts 0..k-1). The run hash's hb field is the table's held bytes.
-// A held identity keeps its suffix; a new one takes its first candidate
-// that is neither held nor taken earlier in the batch. Returns {0, suffix...},
-// 2 (the new identities would pass max handles or max bytes; nothing
-// written) or 3 (some referent ran out of candidates; nothing written, call
-// again with more). Byte counts stay far below 2^53, so exact in Lua.
+// ARGV: now_us, max handles, max bytes, k, then per referent: 'i' and its
+// identity digest, its record, its bytes (ReferentBytes), and k candidate
+// suffixes (MintToken attempts 0..k-1). The run hash's hb field is the
+// table's held bytes. A held identity keeps its suffix; a new one takes
+// its first candidate that is neither held nor taken earlier in the
+// batch. Returns {0, the suffixes one after another}, 2 (the new
+// identities would pass max
+// handles or max bytes; nothing written) or 3 (some referent ran out of
+// candidates; nothing written, call again with more). Byte counts stay
+// far below 2^53, so exact in Lua.
 var scriptMint = mintScript(`
 local run, handles, order = KEYS[1], KEYS[2], KEYS[3]
-if not live(run, ARGV[1]) then return -1 end
+local f = redis.call('HMGET', run, 'tok', 'expus', 'hb', 'pxat')
+if not f[1] or (f[2] and tonumber(f[2]) <= tonumber(ARGV[1])) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out, new, bytes = pick(handles, 5, k)
 if not out then return 3 end
-local refused = mint(run, handles, order, new, bytes, max, maxBytes)
+local refused = mint(run, handles, order, new, bytes, max, maxBytes, f[3], f[4])
 if refused then return refused end
-return out
+return {0, table.concat(out, '', 2)}
 `)
 
 // scriptHandles reads the handle table in minting order.

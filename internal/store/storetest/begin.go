@@ -18,7 +18,7 @@ func testBegin(t *testing.T, h *harness) {
 	create(t, s, want)
 	create(t, s, h.run("run-2"))
 	for n := int64(1); n <= 3; n++ {
-		got, err := s.Begin(ctx, "run-1", store.Rate{})
+		got, err := s.Begin(ctx, "run-1", store.Begin{})
 		if err != nil || got.Seq != n {
 			t.Fatalf("Begin(run-1) = Seq %d, %v, want %d, nil", got.Seq, err, n)
 		}
@@ -29,10 +29,10 @@ func testBegin(t *testing.T, h *harness) {
 	if n, err := s.NextOutput(ctx, "run-1"); err != nil || n != 4 {
 		t.Errorf("NextOutput after three Begins = %d, %v, want 4, nil (one sequence)", n, err)
 	}
-	if got, err := s.Begin(ctx, "run-2", store.Rate{}); err != nil || got.Seq != 1 {
+	if got, err := s.Begin(ctx, "run-2", store.Begin{}); err != nil || got.Seq != 1 {
 		t.Errorf("Begin(run-2) = Seq %d, %v, want 1, nil (sequences are per run)", got.Seq, err)
 	}
-	_, err := s.Begin(ctx, "nope", store.Rate{PerSecond: 1, Burst: 1})
+	_, err := s.Begin(ctx, "nope", store.Begin{Rate: store.Rate{PerSecond: 1, Burst: 1}})
 	wantErr(t, "Begin(unknown run)", err, store.ErrRunNotFound)
 }
 
@@ -42,7 +42,7 @@ func testBeginRate(t *testing.T, h *harness) {
 	create(t, s, h.run("run-1"))
 	create(t, s, h.run("run-2"))
 	rate := store.Rate{PerSecond: 10, Burst: 3}
-	begin := func(id string) (store.Run, error) { return s.Begin(ctx, id, rate) }
+	begin := func(id string) (store.Run, error) { return s.Begin(ctx, id, store.Begin{Rate: rate}) }
 	for i := range 3 {
 		if _, err := begin("run-1"); err != nil {
 			t.Fatalf("Begin #%d within the burst = %v, want nil", i+1, err)
@@ -101,7 +101,7 @@ func testBeginRateConcurrent(t *testing.T, h *harness) {
 	seqs := make([]int64, goroutines)
 	errs := make([]error, goroutines)
 	parallel(goroutines, func(g int) {
-		r, err := s.Begin(ctx, "run-1", store.Rate{PerSecond: 1e-6, Burst: burst})
+		r, err := s.Begin(ctx, "run-1", store.Begin{Rate: store.Rate{PerSecond: 1e-6, Burst: burst}})
 		seqs[g], errs[g] = r.Seq, err
 	})
 	seen := map[int64]bool{}
@@ -121,5 +121,52 @@ func testBeginRateConcurrent(t *testing.T, h *harness) {
 	}
 	if seq := getRun(t, s, "run-1").Seq; seq != burst {
 		t.Errorf("Seq = %d, want %d", seq, burst)
+	}
+}
+
+// testBeginToken: Begin with a token hash opens only the run stored with
+// it; another hash, or the hash of another run, takes nothing.
+func testBeginToken(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	r1, r2 := h.run("run-1"), h.run("run-2")
+	create(t, s, r1)
+	create(t, s, r2)
+	rate := store.Rate{PerSecond: 1e-6, Burst: 1}
+	for _, tok := range []store.TokenHash{r2.TokenHash, store.HashToken("not a token")} {
+		_, err := s.Begin(ctx, "run-1", store.Begin{Token: &tok, Rate: rate})
+		wantErr(t, "Begin(run-1) with another token", err, store.ErrRunNotFound)
+	}
+	got, err := s.Begin(ctx, "run-1", store.Begin{Token: &r1.TokenHash, Rate: rate})
+	if err != nil || got.Seq != 1 || got.ID != "run-1" {
+		t.Fatalf("Begin(run-1) with its token = Seq %d, %v, want 1, nil (the refusals took nothing)", got.Seq, err)
+	}
+	if _, err := s.Begin(ctx, "nope", store.Begin{Token: &r1.TokenHash}); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("Begin(unknown run) = %v, want ErrRunNotFound", err)
+	}
+}
+
+// testBeginMaxSeq: past MaxSeq numbers Begin takes nothing, not even a
+// call from the bucket, and answers ErrOutputLimit before ErrRateLimited.
+func testBeginMaxSeq(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	b := store.Begin{Rate: store.Rate{PerSecond: 1e-6, Burst: 3}, MaxSeq: 2}
+	for n := int64(1); n <= 2; n++ {
+		if got, err := s.Begin(ctx, "run-1", b); err != nil || got.Seq != n {
+			t.Fatalf("Begin #%d = Seq %d, %v, want %d, nil", n, got.Seq, err, n)
+		}
+	}
+	for range 3 {
+		_, err := s.Begin(ctx, "run-1", b)
+		wantErr(t, "Begin past MaxSeq", err, store.ErrOutputLimit)
+	}
+	if seq := getRun(t, s, "run-1").Seq; seq != 2 {
+		t.Errorf("Seq = %d, want 2 (a refusal takes no number)", seq)
+	}
+	b.MaxSeq = 0
+	if got, err := s.Begin(ctx, "run-1", b); err != nil || got.Seq != 3 {
+		t.Errorf("Begin with no cap = Seq %d, %v, want 3, nil (the refusals took no call from the bucket)", got.Seq, err)
 	}
 }

@@ -180,3 +180,60 @@ func containsClause(c ifc.Confidentiality, clause string) bool {
 	}
 	return false
 }
+
+// testFinishLarge mints batches past what a store may read or write in
+// one command (thousands of referents, identities repeated within and
+// across batches): the tokens, the table's order and the call record's
+// handles are those of minting one referent at a time.
+func testFinishLarge(t *testing.T, h *harness) {
+	ctx := context.Background()
+	s := h.store(t, 0)
+	create(t, s, h.run("run-1"))
+	var a, b []int
+	for n := range 2600 {
+		a = append(a, n)
+	}
+	for n := range 100 {
+		a = append(a, n)
+	}
+	for n := 2000; n < 3200; n++ {
+		b = append(b, n)
+	}
+	want := expectedTokens("run-1", append(refs(a...), refs(b...)...))
+	got, err := s.Mint(ctx, "run-1", refs(a...), store.MintLimits{})
+	if err != nil {
+		t.Fatalf("Mint of %d = %v", len(a), err)
+	}
+	toks, err := s.Finish(ctx, "run-1", store.Finish{Refs: refs(b...), Observed: conf(`"A"`), Base: h.run("run-1").ModelContext, Call: finishCall(1, len(b))})
+	if err != nil {
+		t.Fatalf("Finish of %d = %v", len(b), err)
+	}
+	if diff := cmp.Diff(want, append(got, toks...)); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+	var order []string
+	seen := map[string]bool{}
+	for _, tok := range want {
+		if !seen[tok] {
+			seen[tok] = true
+			order = append(order, tok)
+		}
+	}
+	var held []string
+	for _, r := range handles(t, s, "run-1") {
+		held = append(held, r.Token)
+	}
+	if diff := cmp.Diff(order, held); diff != "" {
+		t.Errorf("handle table's order (-want +got):\n%s", diff)
+	}
+	calls, _, err := s.CallsPage(ctx, "run-1", 0, 0)
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("CallsPage = %d records, %v", len(calls), err)
+	}
+	if diff := cmp.Diff(toks, entryHandles(calls[0])); diff != "" {
+		t.Errorf("the call record's handles (-want +got):\n%s", diff)
+	}
+	if r, ok, err := s.Handle(ctx, "run-1", toks[len(toks)-1]); err != nil || !ok || string(r.Value) != string(ref(3199).Value) {
+		t.Errorf("Handle(last) = %s, %v, %v, want row 3199", r.Value, ok, err)
+	}
+}

@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/store"
+)
+
+// benchRef is a search row of about 230 bytes under a one-clause label,
+// as memstore's benchmarks mint.
+func benchRef(n int) store.Referent {
+	return store.Referent{
+		Kind:   "document",
+		Source: "loom_search",
+		Value: []byte(fmt.Sprintf(`{"id":"page-%08d","title":"Quarterly planning notes %d",`+
+			`"snippet":"Agreed to move the review to Thursday and to share the draft with the team beforehand.",`+
+			`"updated":"2025-03-14T09:26:53Z"}`, n, n)),
+		Label: ifc.Label{
+			Confidentiality: ifc.Confidentiality{ifc.Clause(`{"type":"https://commonfabric.org/cfc/atom/Space","space":"work"}`)},
+			Integrity:       []ifc.Atom{ifc.Atom(`"loom"`)},
+		},
+		LabelSource: "row",
+	}
+}
+
+// benchFinish is the end of a call that admitted rows first..first+n-1.
+func benchFinish(first, n int) store.Finish {
+	f := store.Finish{Call: store.Call{OutputID: "r:loom_search:1", Tool: "loom_search", Status: "ok", Admitted: n, StartedAt: time.Now()}}
+	for i := range n {
+		ref := benchRef(first + i)
+		f.Refs = append(f.Refs, ref)
+		f.Call.Entries = append(f.Call.Entries, store.CallEntry{Status: "admitted", LabelSource: "row", Label: ifc.Disclose(ref.Label)})
+	}
+	f.Observed = f.Refs[0].Label.Confidentiality
+	f.Base = f.Observed
+	return f
+}
+
+// benchStore is a Redis store on LOOM_GATEWAY_TEST_REDIS under a prefix of
+// its own, holding run "r" (token "t"), or the benchmark is skipped.
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	s, _ := internalRedis(b)
+	now := time.Now()
+	if err := s.CreateRun(context.Background(), store.Run{ID: "r", TokenHash: store.HashToken("t"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkCall is a tool call's store steps on Redis: Begin (the token,
+// the rate bucket, the output number) and Finish of 48 admitted rows, as
+// cmd/loadgen's 10 KB search at the work ceiling. held: the rows are held
+// from an earlier call (the same query again); new: every call mints 48.
+//
+//	go test ./internal/store/redisstore -run '^$' -bench Call -benchmem
+func BenchmarkCall(b *testing.B) {
+	for _, held := range []bool{true, false} {
+		name := "new"
+		if held {
+			name = "held"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			tok := store.HashToken("t")
+			rate := store.Rate{PerSecond: 1e9, Burst: 1 << 30}
+			b.ReportAllocs()
+			n := 0
+			f := benchFinish(0, 48)
+			for b.Loop() {
+				if !held {
+					b.StopTimer()
+					f = benchFinish(n*48, 48)
+					b.StartTimer()
+				}
+				if _, err := s.Begin(ctx, "r", store.Begin{Token: &tok, Rate: rate}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Finish(ctx, "r", f); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		})
+	}
+}
+
+// BenchmarkBegin is Begin alone: the token, the bucket and the number.
+func BenchmarkBegin(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	tok := store.HashToken("t")
+	rate := store.Rate{PerSecond: 1e9, Burst: 1 << 30}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Begin(ctx, "r", store.Begin{Token: &tok, Rate: rate}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
