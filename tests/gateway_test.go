@@ -97,10 +97,6 @@ func freePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// randomHex is testkit.RandomHex, for the files that have not yet moved to
-// it.
-func randomHex(n int) string { return testkit.RandomHex(n) }
-
 // gatewayEnv is the environment every gateway runs with: the suite's own,
 // without the variables that configure the gateway, plus a secret the
 // fake loom must never see.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // The trace tests run the gateway with tracing on, exporting over OTLP to
@@ -211,7 +213,7 @@ func wantParent(t testing.TB, child, parent span) {
 
 // traceparent is a new sampled W3C traceparent and its trace and span ids.
 func traceparent() (header, traceID, spanID string) {
-	traceID, spanID = randomHex(16), randomHex(8)
+	traceID, spanID = testkit.RandomHex(16), testkit.RandomHex(8)
 	return "00-" + traceID + "-" + spanID + "-01", traceID, spanID
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // The runner tests re-execute the test binary as a fake loom. The fake is
@@ -527,7 +529,7 @@ func TestRunLimiter(t *testing.T) {
 		_, err := cli.Run(ctx, sleepArgv, sleepEnv)
 		done <- err
 	}()
-	waitFor(t, func() bool { return cli.InFlight() == 1 })
+	testkit.WaitFor(t, 30*time.Second, func() bool { return cli.InFlight() == 1 })
 
 	argv, env := fake(t, "print", "{}", "0")
 	start := time.Now()
@@ -550,7 +552,7 @@ func TestRunLimiter(t *testing.T) {
 		_, err = cli.Run(qctx, argv, env)
 		queued <- err
 	}()
-	waitFor(t, func() bool { return cli.Queued() == 1 })
+	testkit.WaitFor(t, 30*time.Second, func() bool { return cli.Queued() == 1 })
 	qcancel()
 	if err := <-queued; !errors.Is(err, ErrCancelled) {
 		t.Errorf("queued Run cancelled = %v, want ErrCancelled", err)
@@ -560,7 +562,7 @@ func TestRunLimiter(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrCancelled) {
 		t.Errorf("first Run = %v, want ErrCancelled", err)
 	}
-	waitFor(t, func() bool { return cli.InFlight() == 0 && cli.Queued() == 0 })
+	testkit.WaitFor(t, 30*time.Second, func() bool { return cli.InFlight() == 0 && cli.Queued() == 0 })
 	if _, err := cli.Run(context.Background(), argv, env); err != nil {
 		t.Errorf("Run after the slot freed = %v", err)
 	}
@@ -594,22 +596,11 @@ func TestRunNoQueueWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go cli.Run(ctx, sleepArgv, sleepEnv)
-	waitFor(t, func() bool { return cli.InFlight() == 1 })
+	testkit.WaitFor(t, 30*time.Second, func() bool { return cli.InFlight() == 1 })
 	argv, env := fake(t, "print", "{}", "0")
 	start := time.Now()
 	if _, err := cli.Run(context.Background(), argv, env); !errors.Is(err, ErrBusy) || time.Since(start) > time.Second {
 		t.Fatalf("Run = %v after %v, want ErrBusy at once", err, time.Since(start))
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/testkit"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 
@@ -100,7 +101,7 @@ func (r *replica) callAsync(rn run, tool, input string) <-chan callResult {
 // newRun creates a run through r's host API.
 func (e *env) newRun(t *testing.T, r *replica) run {
 	t.Helper()
-	rn := run{id: "del-" + randomHex(6)}
+	rn := run{id: "del-" + testkit.RandomHex(6)}
 	status, body := do(t, "POST", r.host+"/host/v1/runs", e.hostToken, map[string]any{"runId": rn.id, "ttlSeconds": 600})
 	var created struct{ Token string }
 	expect(t, r.name+": create run", status, body, http.StatusCreated, &created)

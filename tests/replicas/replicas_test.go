@@ -3,8 +3,6 @@ package replicas
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // env is what every gateway of the test shares.
@@ -99,7 +99,7 @@ func setUp(t *testing.T) *env {
 // cliPath (its instanceDir is dir) and a host token.
 func setUpWith(t *testing.T, dir, cliPath string) *env {
 	t.Helper()
-	e := &env{dir: dir, gateway: gatewayBin, hostToken: "host-" + randomHex(16)}
+	e := &env{dir: dir, gateway: gatewayBin, hostToken: "host-" + testkit.RandomHex(16)}
 	cfg, _ := json.Marshal(map[string]any{
 		"cliPath":   cliPath,
 		"transport": map[string]any{"kind": "direct", "instanceDir": dir, "runId": "replicas"},
@@ -112,12 +112,6 @@ func setUpWith(t *testing.T, dir, cliPath string) *env {
 		}
 	}
 	return e
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // replica is one running gateway process.
@@ -384,7 +378,7 @@ func testReplicas(t *testing.T, url string) {
 	b := e.start(t, "replica B", url)
 
 	// A run created through A.
-	rn := run{id: "replicas-" + randomHex(6)}
+	rn := run{id: "replicas-" + testkit.RandomHex(6)}
 	status, body := do(t, "POST", a.host+"/host/v1/runs", e.hostToken, map[string]any{"runId": rn.id, "ttlSeconds": 600})
 	var created struct{ RunID, Token string }
 	expect(t, "A: create run", status, body, http.StatusCreated, &created)

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // TestRunsPagedShared: on a store shared by replicas the run list pages
@@ -20,7 +22,7 @@ func testRunsPagedShared(t *testing.T, storeURL string) {
 	e := setUp(t)
 	a := e.start(t, "replica A", storeURL)
 	b := e.start(t, "replica B", storeURL)
-	tag := randomHex(4)
+	tag := testkit.RandomHex(4)
 	var created []string
 	for i := range 13 {
 		r := []*replica{a, b}[i%2]

@@ -22,6 +22,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // redisURL returns the Redis the tests may use (scripts/redis.sh start
@@ -501,7 +502,7 @@ func TestRedisCluster(t *testing.T) {
 	url := redisClusterURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
 		c := redisClusterClient(t, url)
-		prefix := "loom-gateway-test:" + randomHex(t, 6) + ":"
+		prefix := "loom-gateway-test:" + testkit.RandomHex(6) + ":"
 		t.Cleanup(func() {
 			ctx := context.Background()
 			err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
@@ -541,7 +542,7 @@ func TestRedisWatch(t *testing.T) {
 func TestRedisClusterWatch(t *testing.T) {
 	url := redisClusterURL(t)
 	storetest.RunWatch(t, func(t *testing.T) (a, b storetest.Watcher) {
-		prefix := "loom-gateway-test:" + randomHex(t, 6) + ":"
+		prefix := "loom-gateway-test:" + testkit.RandomHex(6) + ":"
 		// Every run of the suite is deleted: no key is left to drop.
 		return redisstore.New(redisClusterClient(t, url), redisstore.Options{Prefix: prefix}),
 			redisstore.New(redisClusterClient(t, url), redisstore.Options{Prefix: prefix})
@@ -673,7 +674,7 @@ func TestRedisWatchRefused(t *testing.T) {
 	ctx := context.Background()
 	admin := redisClient(t, url)
 	prefix := testPrefix(t, admin)
-	user, pass := "loom-gateway-test-"+randomHex(t, 4), randomHex(t, 16)
+	user, pass := "loom-gateway-test-"+testkit.RandomHex(4), testkit.RandomHex(16)
 	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">"+pass, "~"+prefix+"*", "resetchannels", "+@all").Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
@@ -724,11 +725,4 @@ func TestRedisWatchRefused(t *testing.T) {
 	if _, err := s.Run(ctx, "r"); !errors.Is(err, store.ErrRunNotFound) {
 		t.Errorf("Run after the delete = %v, want ErrRunNotFound", err)
 	}
-}
-
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
