@@ -146,12 +146,19 @@ const (
 	condenseRead = 128 << 10 // read from stdout at once
 )
 
-// condenseBuffers are a Condense call's read buffer and the first
-// capacity of its window, reused between calls.
+// condenseBuffers are a Condense call's read buffer, the first capacity of
+// its window and the buffer what it keeps is built in, reused between
+// calls. What is kept is built there and copied out once, at its length,
+// when the reading ends: appending rows to a slice of its own would copy
+// and reallocate it a few dozen times as it grows.
 type condenseBuffers struct {
 	raw    [condenseRead]byte
 	window []byte
+	keep   []byte
 }
+
+// maxPooledKeep bounds the keep buffer condenseBufs holds on to.
+const maxPooledKeep = 1 << 20
 
 var condenseBufs = sync.Pool{New: func() any {
 	return &condenseBuffers{window: make([]byte, 0, 2*condenseRead)}
@@ -240,10 +247,11 @@ func (c *condenser) run() {
 		mode = modeArray
 	}
 	bufs := condenseBufs.Get().(*condenseBuffers)
-	defer condenseBufs.Put(bufs)
 	c.b, c.raw = bufs.window[:0], bufs.raw[:]
-	defer func() { c.b, c.raw = nil, nil }()
-	ok := false
+	// What is kept is built in bufs.keep: the payload, or, of a list
+	// tool's object, the list (object), never both.
+	c.payload, c.list = bufs.keep[:0], bufs.keep[:0]
+	ok, oneRow := false, false
 	switch ch := c.peek(); {
 	case ch == '{' && mode == modeRow:
 		c.out = &c.payload
@@ -251,10 +259,7 @@ func (c *condenser) run() {
 		ok = c.row(0)
 		c.rowBytes = append(c.rowBytes, int(c.offset()-start))
 		c.rowSpans = append(c.rowSpans[:0], span{0, len(c.payload)})
-		if ok {
-			c.facts, ok = readFacts(c.payload)
-			c.shaped = true
-		}
+		oneRow = ok
 	case ch == '{':
 		ok = c.object(listName, envelope)
 	case ch == '[' && mode == modeArray:
@@ -270,6 +275,25 @@ func (c *condenser) run() {
 		c.bad = true
 	}
 	c.drain()
+	kept := c.payload
+	if cap(c.list) > cap(kept) {
+		kept = c.list
+	}
+	if !c.bad && !c.refused {
+		c.payload = append([]byte(nil), c.payload...)
+		if oneRow {
+			// The facts are read from the copy: they are slices of it.
+			c.facts, ok = readFacts(c.payload)
+			c.shaped = true
+			c.bad = !ok
+		}
+	}
+	c.list = nil
+	if cap(kept) <= maxPooledKeep {
+		bufs.keep = kept[:0]
+	}
+	condenseBufs.Put(bufs)
+	c.b, c.raw = nil, nil
 	if c.bad {
 		*c = condenser{}
 	}
