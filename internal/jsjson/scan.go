@@ -228,8 +228,17 @@ func specialMask(v uint64) uint64 {
 
 // scanNumber reads the number at s.i and reports whether it is valid.
 func (s *Scanner) scanNumber() bool {
-	b := s.b
-	i := s.i
+	i := numberEnd(s.b, s.i)
+	if i < 0 {
+		return false
+	}
+	s.i = i
+	return true
+}
+
+// numberEnd returns where the number at b[i] ends, or -1 when none starts
+// there.
+func numberEnd(b []byte, i int) int {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -242,12 +251,12 @@ func (s *Scanner) scanNumber() bool {
 			i++
 		}
 	default:
-		return false
+		return -1
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
@@ -259,21 +268,31 @@ func (s *Scanner) scanNumber() bool {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
 		}
 	}
-	s.i = i
-	return true
+	return i
 }
 
 // scanLiteral reads true, false or null at s.i and reports whether it is
 // one of them.
 func (s *Scanner) scanLiteral() bool {
+	i := literalEnd(s.b, s.i)
+	if i < 0 {
+		return false
+	}
+	s.i = i
+	return true
+}
+
+// literalEnd returns where the literal true, false or null at b[i] ends,
+// or -1 when none is there; b[i] must be 't', 'f' or 'n'.
+func literalEnd(b []byte, i int) int {
 	var lit string
-	switch s.b[s.i] {
+	switch b[i] {
 	case 't':
 		lit = "true"
 	case 'f':
@@ -281,11 +300,10 @@ func (s *Scanner) scanLiteral() bool {
 	default:
 		lit = "null"
 	}
-	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return false
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
 	}
-	s.i += len(lit)
-	return true
+	return i + len(lit)
 }
 
 // scanScalar reads the string, number or literal starting with c at s.i
@@ -312,11 +330,94 @@ func (s *Scanner) scalar(c byte) ([]byte, error) {
 	return s.b[start:s.i], nil
 }
 
+// stringEnd returns where the string whose opening quote is b[i] ends
+// (past its closing quote), or -1 when it is not a valid one. It is
+// scanStr without the notes Writer reads (escapes, ASCII).
+func stringEnd(b []byte, i int) int {
+	i++
+	for {
+		// Eight bytes at a time while none of them ends the run, then
+		// straight to the first that does; a byte at a time near the end
+		// of the input.
+		for {
+			if i+8 > len(b) {
+				for i < len(b) && strPlain[b[i]] {
+					i++
+				}
+				if i >= len(b) {
+					return -1
+				}
+				break
+			}
+			if m := specialMask(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(b[min(i+2, len(b)):]); !ok {
+					return -1
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default: // a control character
+			return -1
+		}
+	}
+}
+
+// wsEnd returns where the whitespace at b[i] ends: at the next byte that
+// is not whitespace, or at len(b).
+func wsEnd(b []byte, i int) int {
+	for i < len(b) {
+		c := b[i]
+		if c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// nameEnd returns where the member name at b[i] and the colon after it
+// end, or -1 when they are not valid.
+func nameEnd(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = stringEnd(b, i); i < 0 {
+		return -1
+	}
+	if i < len(b) && b[i] == ':' {
+		return i + 1
+	}
+	if i = wsEnd(b, i); i < len(b) && b[i] == ':' {
+		return i + 1
+	}
+	return -1
+}
+
 // skip reads one whole value inside depth open containers and returns it
-// raw, as jsontext's ReadValue would.
+// raw, as jsontext's ReadValue would. It reads over locals, not s.i, and
+// goes through each string without the notes scanStr takes: it is the
+// validating scan of every row Condense does not keep.
 func (s *Scanner) skip(depth int) ([]byte, error) {
-	c := s.ws()
-	start := s.i
+	b := s.b
+	i := wsEnd(b, s.i)
+	start := i
 	// The containers open in the value: n of them, the innermost 64 in
 	// kinds (innermost lowest, 1 for an object), the outer ones beyond
 	// those in s.stack, so that most values need no memory.
@@ -324,12 +425,18 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 	n := 0
 	s.stack = s.stack[:0]
 	for {
-		// A value is expected; c, at s.i, is its first byte.
+		// A value is expected at b[i].
+		if i >= len(b) {
+			s.i = i
+			return nil, ErrSyntax
+		}
+		c := b[i]
 		if c == '{' || c == '[' {
 			if depth+n >= MaxDepth {
+				s.i = i
 				return nil, ErrDepth
 			}
-			s.i++
+			i++
 			if n >= 64 {
 				s.stack = append(s.stack, byte(kinds>>63))
 			}
@@ -338,43 +445,79 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 				kinds |= 1
 			}
 			n++
-			open := c
-			if c = s.ws(); c != Closer(open) {
-				if open == '{' {
-					if !s.name(c) {
+			if i < len(b) && b[i] <= ' ' {
+				i = wsEnd(b, i)
+			}
+			if i >= len(b) || b[i] != Closer(c) {
+				if c == '{' {
+					k := nameEnd(b, i)
+					if k < 0 {
+						s.i = i
 						return nil, ErrSyntax
 					}
-					c = s.ws()
+					i = k
+					if i < len(b) && b[i] <= ' ' {
+						i = wsEnd(b, i)
+					}
 				}
 				continue
 			}
-			s.i++ // an empty container
+			i++ // an empty container
 			kinds, n = s.pop(kinds, n)
-		} else if !s.scanScalar(c) {
-			return nil, ErrSyntax
+		} else {
+			k := -1
+			switch {
+			case c == '"':
+				k = stringEnd(b, i)
+			case c == 't' || c == 'f' || c == 'n':
+				k = literalEnd(b, i)
+			case c == '-' || '0' <= c && c <= '9':
+				k = numberEnd(b, i)
+			}
+			if k < 0 {
+				s.i = i
+				return nil, ErrSyntax
+			}
+			i = k
 		}
 		// After a value.
 		for {
 			if n == 0 {
-				return s.b[start:s.i], nil
+				s.i = i
+				return b[start:i], nil
 			}
+			if i < len(b) && b[i] <= ' ' {
+				i = wsEnd(b, i)
+			}
+			if i >= len(b) {
+				s.i = i
+				return nil, ErrSyntax
+			}
+			c = b[i]
 			obj := kinds&1 == 1
-			c = s.ws()
 			if obj && c == '}' || !obj && c == ']' {
-				s.i++
+				i++
 				kinds, n = s.pop(kinds, n)
 				continue
 			}
 			if c != ',' {
+				s.i = i
 				return nil, ErrSyntax
 			}
-			s.i++
-			c = s.ws()
+			i++
+			if i < len(b) && b[i] <= ' ' {
+				i = wsEnd(b, i)
+			}
 			if obj {
-				if !s.name(c) {
+				k := nameEnd(b, i)
+				if k < 0 {
+					s.i = i
 					return nil, ErrSyntax
 				}
-				c = s.ws()
+				i = k
+				if i < len(b) && b[i] <= ' ' {
+					i = wsEnd(b, i)
+				}
 			}
 			break
 		}
@@ -390,16 +533,6 @@ func (s *Scanner) pop(kinds uint64, n int) (uint64, int) {
 		s.stack = s.stack[:len(s.stack)-1]
 	}
 	return kinds, n
-}
-
-// name reads a member name (c, at s.i, must be its '"') and the colon
-// after it, and reports whether they are valid.
-func (s *Scanner) name(c byte) bool {
-	if c != '"' || !s.scanStr() || s.ws() != ':' {
-		return false
-	}
-	s.i++
-	return true
 }
 
 // Closer returns the closing byte of an opening one: '{'+2 is '}' and
