@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -45,6 +46,27 @@ type Condensed struct {
 	Refused bool
 	// Read is how many bytes of stdout were read.
 	Read int64
+
+	// keep is the pooled memory Payload, Rows and RowBytes are in, as
+	// Condense took it (its generation then in gen); nil when none is
+	// held (Release).
+	keep *keepBuffers
+	gen  uint64
+}
+
+// Release gives the memory Payload, Rows, RowBytes and the facts are in
+// back to Condense, for a later call to build in, and clears c. Nothing
+// read from c (a row, a fact) may be used after it: the caller releases
+// once it is done with them (ifc.Measure copies what its Result holds).
+// Releasing a Condensed that holds nothing, or a copy of one already
+// released, does nothing. A Condensed never released is left to the
+// collector.
+func (c *Condensed) Release() {
+	k, gen := c.keep, c.gen
+	*c = Condensed{}
+	if k != nil && k.gen.CompareAndSwap(gen, gen+1) {
+		k.put()
+	}
 }
 
 // Bounds of what Condense holds of one piece of a payload. A payload that
@@ -112,13 +134,22 @@ func Condense(tool Tool, r io.Reader) Condensed {
 		return Condensed{Refused: true, Read: c.offset()}
 	}
 	out := Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
+	k := c.keep
+	if k == nil { // not one JSON value: nothing is held
+		return out
+	}
+	out.keep, out.gen = k, k.gen.Load()
+	if len(out.RowBytes) == 0 {
+		out.RowBytes = nil
+	}
 	if c.shaped {
-		out.Rows = make([]jsontext.Value, len(c.rowSpans))
-		for i, sp := range c.rowSpans {
-			out.Rows[i] = jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi])
+		rows := k.rows[:0]
+		for _, sp := range c.rowSpans {
+			rows = append(rows, jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi]))
 		}
-		if len(out.Rows) == 0 {
-			out.Rows = nil
+		k.rows = rows
+		if len(rows) > 0 {
+			out.Rows = rows[:len(rows):len(rows)]
 		}
 		if c.envelope != nil {
 			out.Envelope = c.envelope
@@ -146,19 +177,42 @@ const (
 	condenseRead = 128 << 10 // read from stdout at once
 )
 
-// condenseBuffers are a Condense call's read buffer, the first capacity of
-// its window and the buffer what it keeps is built in, reused between
-// calls. What is kept is built there and copied out once, at its length,
-// when the reading ends: appending rows to a slice of its own would copy
-// and reallocate it a few dozen times as it grows.
+// condenseBuffers are a Condense call's read buffer and the first
+// capacity of its window, reused between calls.
 type condenseBuffers struct {
 	raw    [condenseRead]byte
 	window []byte
-	keep   []byte
 }
 
-// maxPooledKeep bounds the keep buffer condenseBufs holds on to.
+// keepBuffers are the memory what one Condense call keeps is built in:
+// the payload, its rows and their lengths, and the rows' spans. A
+// Condensed holds them until Release; a reading that keeps nothing gives
+// them back at once. gen counts the releases, so that only the holder of
+// the current generation gives them back.
+type keepBuffers struct {
+	payload  []byte
+	rows     []jsontext.Value
+	rowBytes []int
+	spans    []span
+	gen      atomic.Uint64
+}
+
+var keeps = sync.Pool{New: func() any { return new(keepBuffers) }}
+
+// maxPooledKeep bounds the payload buffer keeps holds on to; the rows,
+// lengths and spans are at most ifc.MaxMeasuredRows long.
 const maxPooledKeep = 1 << 20
+
+// put returns k to keeps, unless its payload buffer has grown past
+// maxPooledKeep. The rows it held are cleared: the pool keeps no slice
+// of a payload.
+func (k *keepBuffers) put() {
+	if cap(k.payload) > maxPooledKeep {
+		return
+	}
+	clear(k.rows[:cap(k.rows)])
+	keeps.Put(k)
+}
 
 var condenseBufs = sync.Pool{New: func() any {
 	return &condenseBuffers{window: make([]byte, 0, 2*condenseRead)}
@@ -176,6 +230,7 @@ const (
 type condenser struct {
 	src  io.Reader
 	tool Tool
+	keep *keepBuffers // where what is kept is built
 
 	// The decoded window: b[i:] is unread, b[:i] read; base is the decoded
 	// offset of b[0].
@@ -248,9 +303,14 @@ func (c *condenser) run() {
 	}
 	bufs := condenseBufs.Get().(*condenseBuffers)
 	c.b, c.raw = bufs.window[:0], bufs.raw[:]
-	// What is kept is built in bufs.keep: the payload, or, of a list
-	// tool's object, the list (object), never both.
-	c.payload, c.list = bufs.keep[:0], bufs.keep[:0]
+	// What is kept is built in pooled buffers (keepBuffers): the payload,
+	// or, of a list tool's object, the list (object), which becomes the
+	// payload, never both; appending rows to a slice of its own would
+	// copy and reallocate it a few dozen times as it grows.
+	k := keeps.Get().(*keepBuffers)
+	c.keep = k
+	c.payload, c.list = k.payload[:0], k.payload[:0]
+	c.rowBytes, c.rowSpans = k.rowBytes[:0], k.spans[:0]
 	ok, oneRow := false, false
 	switch ch := c.peek(); {
 	case ch == '{' && mode == modeRow:
@@ -275,25 +335,25 @@ func (c *condenser) run() {
 		c.bad = true
 	}
 	c.drain()
-	kept := c.payload
-	if cap(c.list) > cap(kept) {
-		kept = c.list
-	}
-	if !c.bad && !c.refused {
-		c.payload = append([]byte(nil), c.payload...)
-		if oneRow {
-			// The facts are read from the copy: they are slices of it.
-			c.facts, ok = readFacts(c.payload)
-			c.shaped = true
-			c.bad = !ok
-		}
-	}
-	c.list = nil
-	if cap(kept) <= maxPooledKeep {
-		bufs.keep = kept[:0]
-	}
 	condenseBufs.Put(bufs)
 	c.b, c.raw = nil, nil
+	if oneRow && !c.bad && !c.refused {
+		c.facts, ok = readFacts(c.payload)
+		c.shaped = true
+		c.bad = !ok
+	}
+	// The buffers keep what they grew to; the payload is the list or
+	// the payload itself, whichever grew.
+	k.payload = c.payload
+	if cap(c.list) > cap(k.payload) {
+		k.payload = c.list
+	}
+	k.rowBytes, k.spans = c.rowBytes, c.rowSpans
+	c.list = nil
+	if c.bad || c.refused {
+		c.keep = nil
+		k.put()
+	}
 	if c.bad {
 		*c = condenser{}
 	}
