@@ -218,12 +218,14 @@ const (
 // or a control character (below 0x20), and 0 when there is none. Bits above
 // the lowest may be set for bytes that are not special.
 func specialMask(v uint64) uint64 {
-	quote := v ^ ('"' * loBits)
-	bslash := v ^ ('\\' * loBits)
-	q := (quote - loBits) &^ quote
-	bs := (bslash - loBits) &^ bslash
-	ctl := (v - 0x20*loBits) &^ v
-	return (q | bs | ctl) & hiBits
+	// '"' xor 2 is ' ', so after flipping that bit the quote and the
+	// control characters are the bytes below '!' (flipping it keeps a
+	// control character below ' ', and moves ' ' itself to '"').
+	qc := v ^ (0x02 * loBits)
+	qc = (qc - '!'*loBits) &^ qc
+	bs := v ^ ('\\' * loBits)
+	bs = (bs - loBits) &^ bs
+	return (qc | bs) & hiBits
 }
 
 // scanNumber reads the number at s.i and reports whether it is valid.
@@ -330,11 +332,10 @@ func (s *Scanner) scalar(c byte) ([]byte, error) {
 	return s.b[start:s.i], nil
 }
 
-// stringEnd returns where the string whose opening quote is b[i] ends
-// (past its closing quote), or -1 when it is not a valid one. It is
-// scanStr without the notes Writer reads (escapes, ASCII).
-func stringEnd(b []byte, i int) int {
-	i++
+// stringTail returns where the string b[i] is inside of ends (past its
+// closing quote), or -1 when it is not a valid one: scanStr without the
+// notes the writer reads (escapes, ASCII), from inside the string.
+func stringTail(b []byte, i int) int {
 	for {
 		// Eight bytes at a time while none of them ends the run, then
 		// straight to the first that does; a byte at a time near the end
@@ -392,28 +393,13 @@ func wsEnd(b []byte, i int) int {
 	return i
 }
 
-// nameEnd returns where the member name at b[i] and the colon after it
-// end, or -1 when they are not valid.
-func nameEnd(b []byte, i int) int {
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i = stringEnd(b, i); i < 0 {
-		return -1
-	}
-	if i < len(b) && b[i] == ':' {
-		return i + 1
-	}
-	if i = wsEnd(b, i); i < len(b) && b[i] == ':' {
-		return i + 1
-	}
-	return -1
-}
-
 // skip reads one whole value inside depth open containers and returns it
-// raw, as jsontext's ReadValue would. It reads over locals, not s.i, and
-// goes through each string without the notes scanStr takes: it is the
-// validating scan of every row Condense does not keep.
+// raw, as jsontext's ReadValue would. It is the validating scan of every
+// row Condense does not keep, so it is written for speed: the offset in
+// a local, strings scanned in place eight bytes at a time without the
+// notes scanStr takes for the writer, and the grammar as jumps between
+// three states (a value expected, after a value, a member name
+// expected). On an error s.i is where the token that failed begins.
 func (s *Scanner) skip(depth int) ([]byte, error) {
 	b := s.b
 	i := wsEnd(b, s.i)
@@ -424,104 +410,155 @@ func (s *Scanner) skip(depth int) ([]byte, error) {
 	var kinds uint64
 	n := 0
 	s.stack = s.stack[:0]
-	for {
-		// A value is expected at b[i].
-		if i >= len(b) {
+	var c byte
+	var k int
+	var m uint64
+
+value: // a value is expected at b[i]
+	if i >= len(b) {
+		goto fail
+	}
+	c = b[i]
+	switch {
+	case c == '{' || c == '[':
+		if depth+n >= MaxDepth {
 			s.i = i
-			return nil, ErrSyntax
+			return nil, ErrDepth
 		}
-		c := b[i]
-		if c == '{' || c == '[' {
-			if depth+n >= MaxDepth {
-				s.i = i
-				return nil, ErrDepth
-			}
+		i++
+		if n >= 64 {
+			s.stack = append(s.stack, byte(kinds>>63))
+		}
+		kinds <<= 1
+		if c == '{' {
+			kinds |= 1
+		}
+		n++
+		if i < len(b) && b[i] <= ' ' {
+			i = wsEnd(b, i)
+		}
+		if i < len(b) && b[i] == Closer(c) { // an empty container
 			i++
-			if n >= 64 {
-				s.stack = append(s.stack, byte(kinds>>63))
-			}
-			kinds <<= 1
-			if c == '{' {
-				kinds |= 1
-			}
-			n++
-			if i < len(b) && b[i] <= ' ' {
-				i = wsEnd(b, i)
-			}
-			if i >= len(b) || b[i] != Closer(c) {
-				if c == '{' {
-					k := nameEnd(b, i)
-					if k < 0 {
-						s.i = i
-						return nil, ErrSyntax
-					}
-					i = k
-					if i < len(b) && b[i] <= ' ' {
-						i = wsEnd(b, i)
-					}
-				}
-				continue
-			}
-			i++ // an empty container
 			kinds, n = s.pop(kinds, n)
-		} else {
-			k := -1
-			switch {
-			case c == '"':
-				k = stringEnd(b, i)
-			case c == 't' || c == 'f' || c == 'n':
-				k = literalEnd(b, i)
-			case c == '-' || '0' <= c && c <= '9':
-				k = numberEnd(b, i)
-			}
-			if k < 0 {
-				s.i = i
-				return nil, ErrSyntax
-			}
-			i = k
+			goto after
 		}
-		// After a value.
+		if c == '{' {
+			goto name
+		}
+		goto value
+	case c == '"':
+		// Eight bytes at a time to the first quote, backslash or control
+		// character: the string's end, in most.
+		k = i + 1
 		for {
-			if n == 0 {
-				s.i = i
-				return b[start:i], nil
+			if k+8 > len(b) {
+				k = stringTail(b, k)
+				break
 			}
-			if i < len(b) && b[i] <= ' ' {
-				i = wsEnd(b, i)
-			}
-			if i >= len(b) {
-				s.i = i
-				return nil, ErrSyntax
-			}
-			c = b[i]
-			obj := kinds&1 == 1
-			if obj && c == '}' || !obj && c == ']' {
-				i++
-				kinds, n = s.pop(kinds, n)
+			if m = specialMask(binary.LittleEndian.Uint64(b[k : k+8])); m == 0 {
+				k += 8
 				continue
 			}
-			if c != ',' {
-				s.i = i
-				return nil, ErrSyntax
-			}
-			i++
-			if i < len(b) && b[i] <= ' ' {
-				i = wsEnd(b, i)
-			}
-			if obj {
-				k := nameEnd(b, i)
-				if k < 0 {
-					s.i = i
-					return nil, ErrSyntax
-				}
-				i = k
-				if i < len(b) && b[i] <= ' ' {
-					i = wsEnd(b, i)
-				}
+			k += bits.TrailingZeros64(m) >> 3
+			if b[k] == '"' {
+				k++
+			} else {
+				k = stringTail(b, k)
 			}
 			break
 		}
+	case c == 't' || c == 'f' || c == 'n':
+		k = literalEnd(b, i)
+	case c == '-' || '0' <= c && c <= '9':
+		k = numberEnd(b, i)
+	default:
+		k = -1
 	}
+	if k < 0 {
+		goto fail
+	}
+	i = k
+
+after: // a value ended at b[i]
+	if n == 0 {
+		s.i = i
+		return b[start:i], nil
+	}
+	if i < len(b) && b[i] <= ' ' {
+		i = wsEnd(b, i)
+	}
+	if i >= len(b) {
+		goto fail
+	}
+	c = b[i]
+	if kinds&1 == 1 {
+		switch c {
+		case ',':
+			i++
+			if i < len(b) && b[i] <= ' ' {
+				i = wsEnd(b, i)
+			}
+			goto name
+		case '}':
+			i++
+			kinds, n = s.pop(kinds, n)
+			goto after
+		}
+		goto fail
+	}
+	switch c {
+	case ',':
+		i++
+		if i < len(b) && b[i] <= ' ' {
+			i = wsEnd(b, i)
+		}
+		goto value
+	case ']':
+		i++
+		kinds, n = s.pop(kinds, n)
+		goto after
+	}
+	goto fail
+
+name: // a member name is expected at b[i], then its colon
+	if i >= len(b) || b[i] != '"' {
+		goto fail
+	}
+	k = i + 1
+	for {
+		if k+8 > len(b) {
+			k = stringTail(b, k)
+			break
+		}
+		if m = specialMask(binary.LittleEndian.Uint64(b[k : k+8])); m == 0 {
+			k += 8
+			continue
+		}
+		k += bits.TrailingZeros64(m) >> 3
+		if b[k] == '"' {
+			k++
+		} else {
+			k = stringTail(b, k)
+		}
+		break
+	}
+	if k < 0 {
+		goto fail
+	}
+	if k >= len(b) || b[k] != ':' {
+		if k = wsEnd(b, k); k >= len(b) || b[k] != ':' {
+			goto fail
+		}
+	}
+	i = k + 1
+	if i < len(b) && b[i] <= ' ' {
+		i = wsEnd(b, i)
+	}
+	goto value
+
+fail:
+	s.i = i
+	return nil, ErrSyntax
 }
 
 // pop closes the innermost of skip's n open containers.
