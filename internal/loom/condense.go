@@ -3,6 +3,7 @@ package loom
 import (
 	"bytes"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -174,7 +175,9 @@ const condenseUnits = ifc.StringBound + 8
 
 // Sizes of the window Condense reads stdout through.
 const (
-	condenseRead = 128 << 10 // read from stdout at once
+	condenseRead  = 128 << 10 // read from stdout at once
+	condenseLow   = 16 << 10  // readAhead reads on below this much unread
+	condenseAhead = 64 << 10  // to this much
 )
 
 // condenseBuffers are a Condense call's read buffer and the first
@@ -363,7 +366,11 @@ func (c *condenser) run() {
 func (c *condenser) offset() int64 { return c.base + int64(c.i) }
 
 // fill reads more of stdout into the window, keeping b[i:]; it returns
-// false at the end (nothing was added).
+// false at the end (nothing was added). It reads straight into the
+// window's free space, after the bytes of an incomplete UTF-8 sequence
+// held back from the last read (raw[:pend]): stdout that is valid UTF-8,
+// as loom's is, is never copied. Bytes that are not are copied to raw
+// and decoded back into the window.
 func (c *condenser) fill() bool {
 	if c.eof {
 		return false
@@ -375,19 +382,24 @@ func (c *condenser) fill() bool {
 		c.i = 0
 	}
 	for {
-		n, err := c.src.Read(c.raw[c.pend:])
-		p := c.raw[:c.pend+n]
+		if cap(c.b)-len(c.b) < len(c.raw) {
+			c.b = slices.Grow(c.b, len(c.raw))
+		}
+		free := c.b[len(c.b) : len(c.b)+len(c.raw)]
+		copy(free, c.raw[:c.pend])
+		n, err := c.src.Read(free[c.pend:])
+		p := free[:c.pend+n]
 		if err != nil {
 			c.eof = true
 		}
 		if !c.started {
 			if len(p) < 3 && !c.eof {
-				c.pend = len(p)
+				c.pend = copy(c.raw, p)
 				continue
 			}
 			c.started = true
 			if bytes.HasPrefix(p, bom) {
-				p = p[3:]
+				p = free[:copy(free, p[3:])]
 			}
 		}
 		j := len(p)
@@ -395,12 +407,15 @@ func (c *condenser) fill() bool {
 			j = completeUTF8(p)
 		}
 		added := j > 0
+		var held [utf8.UTFMax]byte // the incomplete sequence after p[:j]
+		h := copy(held[:], p[j:])
 		if utf8.Valid(p[:j]) {
-			c.b = append(c.b, p[:j]...)
+			c.b = c.b[:len(c.b)+j]
 		} else {
-			c.b = appendDecodedUTF8(c.b, p[:j])
+			// p is the window's free space, which decoding writes.
+			c.b = appendDecodedUTF8(c.b, c.raw[:copy(c.raw, p[:j])])
 		}
-		c.pend = copy(c.raw, p[j:])
+		c.pend = copy(c.raw, held[:h])
 		if added {
 			return true
 		}
@@ -873,6 +888,7 @@ func (c *condenser) rows(depth int) bool {
 			*c.out = append(*c.out, ',')
 		}
 		c.peek()
+		c.readAhead()
 		start := c.offset()
 		lo := -1
 		if c.out != nil {
@@ -897,6 +913,20 @@ func (c *condenser) rows(depth int) bool {
 		default:
 			return false
 		}
+	}
+}
+
+// readAhead reads on, when less than condenseLow bytes of the window are
+// unread, until condenseAhead are (or stdout ends), so that a row of
+// less is wholly in the window and read by wholeRow: a pipe read while
+// loom writes returns a page or a few, and a row cut by the window's end
+// is read by row, a byte at a time. The window is moved once for each
+// condenseAhead-condenseLow bytes read.
+func (c *condenser) readAhead() {
+	if c.eof || len(c.b)-c.i >= condenseLow {
+		return
+	}
+	for len(c.b)-c.i < condenseAhead && c.fill() {
 	}
 }
 

@@ -53,3 +53,29 @@ func TestCondensedRelease(t *testing.T) {
 	var none Condensed
 	none.Release() // holds nothing: nothing happens
 }
+
+// TestCondenseDecodesAcrossPieces: stdout read straight into the window
+// decodes as the reference does wherever a read ends: in a BOM, in a
+// character, in an invalid sequence, at a row's end.
+func TestCondenseDecodesAcrossPieces(t *testing.T) {
+	row := func(i int, s string) string {
+		return fmt.Sprintf(`{"id":"%d","t":"%s","ifc":{"confidentiality":["https://loom.example/facet/work"]}}`, i, s)
+	}
+	texts := []string{"é", "🙂", "\xff", "\xe2\x82", "a\xf0\x9f", "\xc3\xa9\xc3", "\u2028", "plain"}
+	var b strings.Builder
+	b.WriteString("\xef\xbb\xbf{\"query\":\"q\xff\",\"hits\":[")
+	for i := range 60 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row(i, strings.Repeat(texts[i%len(texts)], 1+i%5)))
+	}
+	b.WriteString("]}\n\xff")
+	bad := []byte(b.String())
+	good := bytes.TrimSuffix(bad, []byte("\xff"))
+	for _, stdout := range [][]byte{good, bad} {
+		for _, cuts := range [][]byte{{0}, {1}, {2}, {1, 0, 2}, {3, 1}, {9}} {
+			checkCondense(t, Search, stdout, cuts)
+		}
+	}
+}
