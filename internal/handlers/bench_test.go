@@ -16,12 +16,12 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 )
 
-// BenchmarkToolCall is the gateway's own work for one loom_search call
-// (issue 6, target 3), everything cmd/loadgen's gateway does but the
-// process and the network: the agent router with its middleware (request
-// id, request log, auth, body checks, contract validation), the strict
-// handler, Interpret, split, measure, handle minting, the call log, the
-// response and the audit record, at info level into io.Discard. The loom
+// BenchmarkToolCall is the gateway's own work for one loom_search call,
+// everything cmd/loadgen's gateway does but the process and the network:
+// the agent router with its middleware (request id, request log, auth,
+// body checks, contract validation), the strict handler, Condense reading
+// stdout, Decide, measure, handle minting, the call log, the response
+// and the audit record, at info level into io.Discard. The loom
 // answers at once with cmd/loadgen's 10 KB fake payload; the run has the
 // work-only ceiling, so its 48 hits are admitted, withheld and unreadable
 // in turns.
