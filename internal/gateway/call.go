@@ -112,6 +112,9 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	if kept == nil {
 		kept = &loom.Condensed{}
 	}
+	// What Condense kept goes back to it when the call ends: the result,
+	// the handles and the records hold copies (ifc.Measure).
+	defer kept.Release()
 	if kept.Refused {
 		// One JSON value past what the reading holds of a piece of it
 		// (a name, a number, an envelope value, an object's names).

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,21 +16,34 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 )
 
-// BenchmarkToolCall is the gateway's own work for one loom_search call
-// (issue 6, target 3), everything cmd/loadgen's gateway does but the
-// process and the network: the agent router with its middleware (request
-// id, request log, auth, body checks, contract validation), the strict
-// handler, Interpret, split, measure, handle minting, the call log, the
-// response and the audit record, at info level into io.Discard. The loom
+// BenchmarkToolCall is the gateway's own work for one loom_search call,
+// everything cmd/loadgen's gateway does but the process and the network:
+// the agent router with its middleware (request id, request log, auth,
+// body checks, contract validation), the strict handler, Condense reading
+// stdout, Decide, measure, handle minting, the call log, the response
+// and the audit record, at info level into io.Discard. The loom
 // answers at once with cmd/loadgen's 10 KB fake payload; the run has the
 // work-only ceiling, so its 48 hits are admitted, withheld and unreadable
 // in turns.
 //
 //	go test ./internal/handlers -run '^$' -bench ToolCall -benchmem
-func BenchmarkToolCall(b *testing.B) {
+func BenchmarkToolCall(b *testing.B) { benchToolCall(b, benchdata.Search10K()) }
+
+// BenchmarkToolCallLarge is BenchmarkToolCall with search payloads of
+// 1 MB and 5 MB, as cmd/loadgen --payload-bytes prints them: the rows
+// past the measured ones are read and counted, never kept.
+//
+//	go test ./internal/handlers -run '^$' -bench ToolCallLarge -benchmem
+func BenchmarkToolCallLarge(b *testing.B) {
+	for _, size := range []int{1 << 20, 5 << 20} {
+		payload := benchdata.Search(size)
+		b.Run(fmt.Sprintf("search-%dMB", size>>20), func(b *testing.B) { benchToolCall(b, payload) })
+	}
+}
+
+func benchToolCall(b *testing.B, payload []byte) {
 	g := newTestGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30})
 	g.deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	payload := benchdata.Search10K()
 	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
 		return loom.Output{Stdout: payload}, nil
 	})

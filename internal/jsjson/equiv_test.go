@@ -98,6 +98,32 @@ func TestScannerMatchesJSONText(t *testing.T) {
 	}
 }
 
+// FuzzScannerMatchesJSONText holds the validating scan to jsontext on
+// arbitrary bytes: the same verdict, and the same raw value when valid.
+func FuzzScannerMatchesJSONText(f *testing.F) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for range 40 {
+		var b bytes.Buffer
+		jsjsontest.GenValue(rng, &b, 3)
+		f.Add(b.Bytes())
+		f.Add(jsjsontest.Mutate(rng, b.Bytes()))
+	}
+	f.Add([]byte(`{"id":"mail:000001","people":["p:ada"],"score":0.5,"ifc":{"confidentiality":["x"]}}`))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		var s jsjson.Scanner
+		s.Reset(v)
+		raw, err := s.Value(0)
+		got := err == nil && s.AtEnd()
+		want := jsontext.Value(v).IsValid(jsjson.DecodeOptions...)
+		if got != want {
+			t.Fatalf("%q: scanner valid %v (%v), jsontext %v", v, got, err, want)
+		}
+		if got && !bytes.Equal(raw, bytes.Trim(v, " \t\r\n")) {
+			t.Fatalf("%q: raw %q", v, raw)
+		}
+	})
+}
+
 func TestAppendBoundedMatchesPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := 20000

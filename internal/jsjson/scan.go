@@ -218,18 +218,29 @@ const (
 // or a control character (below 0x20), and 0 when there is none. Bits above
 // the lowest may be set for bytes that are not special.
 func specialMask(v uint64) uint64 {
-	quote := v ^ ('"' * loBits)
-	bslash := v ^ ('\\' * loBits)
-	q := (quote - loBits) &^ quote
-	bs := (bslash - loBits) &^ bslash
-	ctl := (v - 0x20*loBits) &^ v
-	return (q | bs | ctl) & hiBits
+	// '"' xor 2 is ' ', so after flipping that bit the quote and the
+	// control characters are the bytes below '!' (flipping it keeps a
+	// control character below ' ', and moves ' ' itself to '"').
+	qc := v ^ (0x02 * loBits)
+	qc = (qc - '!'*loBits) &^ qc
+	bs := v ^ ('\\' * loBits)
+	bs = (bs - loBits) &^ bs
+	return (qc | bs) & hiBits
 }
 
 // scanNumber reads the number at s.i and reports whether it is valid.
 func (s *Scanner) scanNumber() bool {
-	b := s.b
-	i := s.i
+	i := numberEnd(s.b, s.i)
+	if i < 0 {
+		return false
+	}
+	s.i = i
+	return true
+}
+
+// numberEnd returns where the number at b[i] ends, or -1 when none starts
+// there.
+func numberEnd(b []byte, i int) int {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -242,12 +253,12 @@ func (s *Scanner) scanNumber() bool {
 			i++
 		}
 	default:
-		return false
+		return -1
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
@@ -259,21 +270,31 @@ func (s *Scanner) scanNumber() bool {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return false
+			return -1
 		}
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 			i++
 		}
 	}
-	s.i = i
-	return true
+	return i
 }
 
 // scanLiteral reads true, false or null at s.i and reports whether it is
 // one of them.
 func (s *Scanner) scanLiteral() bool {
+	i := literalEnd(s.b, s.i)
+	if i < 0 {
+		return false
+	}
+	s.i = i
+	return true
+}
+
+// literalEnd returns where the literal true, false or null at b[i] ends,
+// or -1 when none is there; b[i] must be 't', 'f' or 'n'.
+func literalEnd(b []byte, i int) int {
 	var lit string
-	switch s.b[s.i] {
+	switch b[i] {
 	case 't':
 		lit = "true"
 	case 'f':
@@ -281,11 +302,10 @@ func (s *Scanner) scanLiteral() bool {
 	default:
 		lit = "null"
 	}
-	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return false
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
 	}
-	s.i += len(lit)
-	return true
+	return i + len(lit)
 }
 
 // scanScalar reads the string, number or literal starting with c at s.i
@@ -312,73 +332,233 @@ func (s *Scanner) scalar(c byte) ([]byte, error) {
 	return s.b[start:s.i], nil
 }
 
+// stringTail returns where the string b[i] is inside of ends (past its
+// closing quote), or -1 when it is not a valid one: scanStr without the
+// notes the writer reads (escapes, ASCII), from inside the string.
+func stringTail(b []byte, i int) int {
+	for {
+		// Eight bytes at a time while none of them ends the run, then
+		// straight to the first that does; a byte at a time near the end
+		// of the input.
+		for {
+			if i+8 > len(b) {
+				for i < len(b) && strPlain[b[i]] {
+					i++
+				}
+				if i >= len(b) {
+					return -1
+				}
+				break
+			}
+			if m := specialMask(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(b[min(i+2, len(b)):]); !ok {
+					return -1
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default: // a control character
+			return -1
+		}
+	}
+}
+
+// wsEnd returns where the whitespace at b[i] ends: at the next byte that
+// is not whitespace, or at len(b).
+func wsEnd(b []byte, i int) int {
+	for i < len(b) {
+		c := b[i]
+		if c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+		i++
+	}
+	return i
+}
+
 // skip reads one whole value inside depth open containers and returns it
-// raw, as jsontext's ReadValue would.
+// raw, as jsontext's ReadValue would. It is the validating scan of every
+// row Condense does not keep, so it is written for speed: the offset in
+// a local, strings scanned in place eight bytes at a time without the
+// notes scanStr takes for the writer, and the grammar as jumps between
+// three states (a value expected, after a value, a member name
+// expected). On an error s.i is where the token that failed begins.
 func (s *Scanner) skip(depth int) ([]byte, error) {
-	c := s.ws()
-	start := s.i
+	b := s.b
+	i := wsEnd(b, s.i)
+	start := i
 	// The containers open in the value: n of them, the innermost 64 in
 	// kinds (innermost lowest, 1 for an object), the outer ones beyond
 	// those in s.stack, so that most values need no memory.
 	var kinds uint64
 	n := 0
 	s.stack = s.stack[:0]
-	for {
-		// A value is expected; c, at s.i, is its first byte.
-		if c == '{' || c == '[' {
-			if depth+n >= MaxDepth {
-				return nil, ErrDepth
-			}
-			s.i++
-			if n >= 64 {
-				s.stack = append(s.stack, byte(kinds>>63))
-			}
-			kinds <<= 1
-			if c == '{' {
-				kinds |= 1
-			}
-			n++
-			open := c
-			if c = s.ws(); c != Closer(open) {
-				if open == '{' {
-					if !s.name(c) {
-						return nil, ErrSyntax
-					}
-					c = s.ws()
-				}
-				continue
-			}
-			s.i++ // an empty container
-			kinds, n = s.pop(kinds, n)
-		} else if !s.scanScalar(c) {
-			return nil, ErrSyntax
+	var c byte
+	var k int
+	var m uint64
+
+value: // a value is expected at b[i]
+	if i >= len(b) {
+		goto fail
+	}
+	c = b[i]
+	switch {
+	case c == '{' || c == '[':
+		if depth+n >= MaxDepth {
+			s.i = i
+			return nil, ErrDepth
 		}
-		// After a value.
+		i++
+		if n >= 64 {
+			s.stack = append(s.stack, byte(kinds>>63))
+		}
+		kinds <<= 1
+		if c == '{' {
+			kinds |= 1
+		}
+		n++
+		if i < len(b) && b[i] <= ' ' {
+			i = wsEnd(b, i)
+		}
+		if i < len(b) && b[i] == Closer(c) { // an empty container
+			i++
+			kinds, n = s.pop(kinds, n)
+			goto after
+		}
+		if c == '{' {
+			goto name
+		}
+		goto value
+	case c == '"':
+		// Eight bytes at a time to the first quote, backslash or control
+		// character: the string's end, in most.
+		k = i + 1
 		for {
-			if n == 0 {
-				return s.b[start:s.i], nil
+			if k+8 > len(b) {
+				k = stringTail(b, k)
+				break
 			}
-			obj := kinds&1 == 1
-			c = s.ws()
-			if obj && c == '}' || !obj && c == ']' {
-				s.i++
-				kinds, n = s.pop(kinds, n)
+			if m = specialMask(binary.LittleEndian.Uint64(b[k : k+8])); m == 0 {
+				k += 8
 				continue
 			}
-			if c != ',' {
-				return nil, ErrSyntax
-			}
-			s.i++
-			c = s.ws()
-			if obj {
-				if !s.name(c) {
-					return nil, ErrSyntax
-				}
-				c = s.ws()
+			k += bits.TrailingZeros64(m) >> 3
+			if b[k] == '"' {
+				k++
+			} else {
+				k = stringTail(b, k)
 			}
 			break
 		}
+	case c == 't' || c == 'f' || c == 'n':
+		k = literalEnd(b, i)
+	case c == '-' || '0' <= c && c <= '9':
+		k = numberEnd(b, i)
+	default:
+		k = -1
 	}
+	if k < 0 {
+		goto fail
+	}
+	i = k
+
+after: // a value ended at b[i]
+	if n == 0 {
+		s.i = i
+		return b[start:i], nil
+	}
+	if i < len(b) && b[i] <= ' ' {
+		i = wsEnd(b, i)
+	}
+	if i >= len(b) {
+		goto fail
+	}
+	c = b[i]
+	if kinds&1 == 1 {
+		switch c {
+		case ',':
+			i++
+			if i < len(b) && b[i] <= ' ' {
+				i = wsEnd(b, i)
+			}
+			goto name
+		case '}':
+			i++
+			kinds, n = s.pop(kinds, n)
+			goto after
+		}
+		goto fail
+	}
+	switch c {
+	case ',':
+		i++
+		if i < len(b) && b[i] <= ' ' {
+			i = wsEnd(b, i)
+		}
+		goto value
+	case ']':
+		i++
+		kinds, n = s.pop(kinds, n)
+		goto after
+	}
+	goto fail
+
+name: // a member name is expected at b[i], then its colon
+	if i >= len(b) || b[i] != '"' {
+		goto fail
+	}
+	k = i + 1
+	for {
+		if k+8 > len(b) {
+			k = stringTail(b, k)
+			break
+		}
+		if m = specialMask(binary.LittleEndian.Uint64(b[k : k+8])); m == 0 {
+			k += 8
+			continue
+		}
+		k += bits.TrailingZeros64(m) >> 3
+		if b[k] == '"' {
+			k++
+		} else {
+			k = stringTail(b, k)
+		}
+		break
+	}
+	if k < 0 {
+		goto fail
+	}
+	if k >= len(b) || b[k] != ':' {
+		if k = wsEnd(b, k); k >= len(b) || b[k] != ':' {
+			goto fail
+		}
+	}
+	i = k + 1
+	if i < len(b) && b[i] <= ' ' {
+		i = wsEnd(b, i)
+	}
+	goto value
+
+fail:
+	s.i = i
+	return nil, ErrSyntax
 }
 
 // pop closes the innermost of skip's n open containers.
@@ -390,16 +570,6 @@ func (s *Scanner) pop(kinds uint64, n int) (uint64, int) {
 		s.stack = s.stack[:len(s.stack)-1]
 	}
 	return kinds, n
-}
-
-// name reads a member name (c, at s.i, must be its '"') and the colon
-// after it, and reports whether they are valid.
-func (s *Scanner) name(c byte) bool {
-	if c != '"' || !s.scanStr() || s.ws() != ':' {
-		return false
-	}
-	s.i++
-	return true
 }
 
 // Closer returns the closing byte of an opening one: '{'+2 is '}' and

@@ -3,7 +3,9 @@ package loom
 import (
 	"bytes"
 	"io"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -45,6 +47,27 @@ type Condensed struct {
 	Refused bool
 	// Read is how many bytes of stdout were read.
 	Read int64
+
+	// keep is the pooled memory Payload, Rows and RowBytes are in, as
+	// Condense took it (its generation then in gen); nil when none is
+	// held (Release).
+	keep *keepBuffers
+	gen  uint64
+}
+
+// Release gives the memory Payload, Rows, RowBytes and the facts are in
+// back to Condense, for a later call to build in, and clears c. Nothing
+// read from c (a row, a fact) may be used after it: the caller releases
+// once it is done with them (ifc.Measure copies what its Result holds).
+// Releasing a Condensed that holds nothing, or a copy of one already
+// released, does nothing. A Condensed never released is left to the
+// collector.
+func (c *Condensed) Release() {
+	k, gen := c.keep, c.gen
+	*c = Condensed{}
+	if k != nil && k.gen.CompareAndSwap(gen, gen+1) {
+		k.put()
+	}
 }
 
 // Bounds of what Condense holds of one piece of a payload. A payload that
@@ -112,13 +135,22 @@ func Condense(tool Tool, r io.Reader) Condensed {
 		return Condensed{Refused: true, Read: c.offset()}
 	}
 	out := Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
+	k := c.keep
+	if k == nil { // not one JSON value: nothing is held
+		return out
+	}
+	out.keep, out.gen = k, k.gen.Load()
+	if len(out.RowBytes) == 0 {
+		out.RowBytes = nil
+	}
 	if c.shaped {
-		out.Rows = make([]jsontext.Value, len(c.rowSpans))
-		for i, sp := range c.rowSpans {
-			out.Rows[i] = jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi])
+		rows := k.rows[:0]
+		for _, sp := range c.rowSpans {
+			rows = append(rows, jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi]))
 		}
-		if len(out.Rows) == 0 {
-			out.Rows = nil
+		k.rows = rows
+		if len(rows) > 0 {
+			out.Rows = rows[:len(rows):len(rows)]
 		}
 		if c.envelope != nil {
 			out.Envelope = c.envelope
@@ -143,7 +175,9 @@ const condenseUnits = ifc.StringBound + 8
 
 // Sizes of the window Condense reads stdout through.
 const (
-	condenseRead = 128 << 10 // read from stdout at once
+	condenseRead  = 128 << 10 // read from stdout at once
+	condenseLow   = 16 << 10  // readAhead reads on below this much unread
+	condenseAhead = 64 << 10  // to this much
 )
 
 // condenseBuffers are a Condense call's read buffer and the first
@@ -151,6 +185,36 @@ const (
 type condenseBuffers struct {
 	raw    [condenseRead]byte
 	window []byte
+}
+
+// keepBuffers are the memory what one Condense call keeps is built in:
+// the payload, its rows and their lengths, and the rows' spans. A
+// Condensed holds them until Release; a reading that keeps nothing gives
+// them back at once. gen counts the releases, so that only the holder of
+// the current generation gives them back.
+type keepBuffers struct {
+	payload  []byte
+	rows     []jsontext.Value
+	rowBytes []int
+	spans    []span
+	gen      atomic.Uint64
+}
+
+var keeps = sync.Pool{New: func() any { return new(keepBuffers) }}
+
+// maxPooledKeep bounds the payload buffer keeps holds on to; the rows,
+// lengths and spans are at most ifc.MaxMeasuredRows long.
+const maxPooledKeep = 1 << 20
+
+// put returns k to keeps, unless its payload buffer has grown past
+// maxPooledKeep. The rows it held are cleared: the pool keeps no slice
+// of a payload.
+func (k *keepBuffers) put() {
+	if cap(k.payload) > maxPooledKeep {
+		return
+	}
+	clear(k.rows[:cap(k.rows)])
+	keeps.Put(k)
 }
 
 var condenseBufs = sync.Pool{New: func() any {
@@ -169,6 +233,7 @@ const (
 type condenser struct {
 	src  io.Reader
 	tool Tool
+	keep *keepBuffers // where what is kept is built
 
 	// The decoded window: b[i:] is unread, b[:i] read; base is the decoded
 	// offset of b[0].
@@ -240,10 +305,16 @@ func (c *condenser) run() {
 		mode = modeArray
 	}
 	bufs := condenseBufs.Get().(*condenseBuffers)
-	defer condenseBufs.Put(bufs)
 	c.b, c.raw = bufs.window[:0], bufs.raw[:]
-	defer func() { c.b, c.raw = nil, nil }()
-	ok := false
+	// What is kept is built in pooled buffers (keepBuffers): the payload,
+	// or, of a list tool's object, the list (object), which becomes the
+	// payload, never both; appending rows to a slice of its own would
+	// copy and reallocate it a few dozen times as it grows.
+	k := keeps.Get().(*keepBuffers)
+	c.keep = k
+	c.payload, c.list = k.payload[:0], k.payload[:0]
+	c.rowBytes, c.rowSpans = k.rowBytes[:0], k.spans[:0]
+	ok, oneRow := false, false
 	switch ch := c.peek(); {
 	case ch == '{' && mode == modeRow:
 		c.out = &c.payload
@@ -251,10 +322,7 @@ func (c *condenser) run() {
 		ok = c.row(0)
 		c.rowBytes = append(c.rowBytes, int(c.offset()-start))
 		c.rowSpans = append(c.rowSpans[:0], span{0, len(c.payload)})
-		if ok {
-			c.facts, ok = readFacts(c.payload)
-			c.shaped = true
-		}
+		oneRow = ok
 	case ch == '{':
 		ok = c.object(listName, envelope)
 	case ch == '[' && mode == modeArray:
@@ -270,6 +338,25 @@ func (c *condenser) run() {
 		c.bad = true
 	}
 	c.drain()
+	condenseBufs.Put(bufs)
+	c.b, c.raw = nil, nil
+	if oneRow && !c.bad && !c.refused {
+		c.facts, ok = readFacts(c.payload)
+		c.shaped = true
+		c.bad = !ok
+	}
+	// The buffers keep what they grew to; the payload is the list or
+	// the payload itself, whichever grew.
+	k.payload = c.payload
+	if cap(c.list) > cap(k.payload) {
+		k.payload = c.list
+	}
+	k.rowBytes, k.spans = c.rowBytes, c.rowSpans
+	c.list = nil
+	if c.bad || c.refused {
+		c.keep = nil
+		k.put()
+	}
 	if c.bad {
 		*c = condenser{}
 	}
@@ -279,7 +366,11 @@ func (c *condenser) run() {
 func (c *condenser) offset() int64 { return c.base + int64(c.i) }
 
 // fill reads more of stdout into the window, keeping b[i:]; it returns
-// false at the end (nothing was added).
+// false at the end (nothing was added). It reads straight into the
+// window's free space, after the bytes of an incomplete UTF-8 sequence
+// held back from the last read (raw[:pend]): stdout that is valid UTF-8,
+// as loom's is, is never copied. Bytes that are not are copied to raw
+// and decoded back into the window.
 func (c *condenser) fill() bool {
 	if c.eof {
 		return false
@@ -291,19 +382,24 @@ func (c *condenser) fill() bool {
 		c.i = 0
 	}
 	for {
-		n, err := c.src.Read(c.raw[c.pend:])
-		p := c.raw[:c.pend+n]
+		if cap(c.b)-len(c.b) < len(c.raw) {
+			c.b = slices.Grow(c.b, len(c.raw))
+		}
+		free := c.b[len(c.b) : len(c.b)+len(c.raw)]
+		copy(free, c.raw[:c.pend])
+		n, err := c.src.Read(free[c.pend:])
+		p := free[:c.pend+n]
 		if err != nil {
 			c.eof = true
 		}
 		if !c.started {
 			if len(p) < 3 && !c.eof {
-				c.pend = len(p)
+				c.pend = copy(c.raw, p)
 				continue
 			}
 			c.started = true
 			if bytes.HasPrefix(p, bom) {
-				p = p[3:]
+				p = free[:copy(free, p[3:])]
 			}
 		}
 		j := len(p)
@@ -311,12 +407,15 @@ func (c *condenser) fill() bool {
 			j = completeUTF8(p)
 		}
 		added := j > 0
+		var held [utf8.UTFMax]byte // the incomplete sequence after p[:j]
+		h := copy(held[:], p[j:])
 		if utf8.Valid(p[:j]) {
-			c.b = append(c.b, p[:j]...)
+			c.b = c.b[:len(c.b)+j]
 		} else {
-			c.b = appendDecodedUTF8(c.b, p[:j])
+			// p is the window's free space, which decoding writes.
+			c.b = appendDecodedUTF8(c.b, c.raw[:copy(c.raw, p[:j])])
 		}
-		c.pend = copy(c.raw, p[j:])
+		c.pend = copy(c.raw, held[:h])
 		if added {
 			return true
 		}
@@ -789,6 +888,7 @@ func (c *condenser) rows(depth int) bool {
 			*c.out = append(*c.out, ',')
 		}
 		c.peek()
+		c.readAhead()
 		start := c.offset()
 		lo := -1
 		if c.out != nil {
@@ -813,6 +913,20 @@ func (c *condenser) rows(depth int) bool {
 		default:
 			return false
 		}
+	}
+}
+
+// readAhead reads on, when less than condenseLow bytes of the window are
+// unread, until condenseAhead are (or stdout ends), so that a row of
+// less is wholly in the window and read by wholeRow: a pipe read while
+// loom writes returns a page or a few, and a row cut by the window's end
+// is read by row, a byte at a time. The window is moved once for each
+// condenseAhead-condenseLow bytes read.
+func (c *condenser) readAhead() {
+	if c.eof || len(c.b)-c.i >= condenseLow {
+		return
+	}
+	for len(c.b)-c.i < condenseAhead && c.fill() {
 	}
 }
 

@@ -632,7 +632,7 @@ func FuzzCondenseMatchesReference(f *testing.F) {
 }
 
 // BenchmarkCondense: Condense alone on a search payload in memory, read in
-// 64 KB pieces as a pipe delivers them.
+// 64 KB pieces as a full pipe delivers them, and in 4 KB pieces.
 //
 //	go test ./internal/loom -run '^$' -bench Condense -benchmem
 func BenchmarkCondense(b *testing.B) {
@@ -655,6 +655,19 @@ func BenchmarkCondense(b *testing.B) {
 				if c.Payload == nil {
 					b.Fatal("not condensed")
 				}
+				c.Release()
+			}
+		})
+		// A pipe read while loom is still writing delivers a page or a
+		// few at a time.
+		b.Run(fmt.Sprintf("search-%dKB-pieces-4KB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				c := Condense(Search, &chunked{data: payload, cuts: []byte{64}})
+				if c.Payload == nil {
+					b.Fatal("not condensed")
+				}
+				c.Release()
 			}
 		})
 	}

@@ -14,6 +14,7 @@
 //	argv, err := BuildArgv(cfg, tool, input) // pure; every refusal happens here
 //	out, err := cli.RunTool(ctx, tool, argv, Env(cfg, path, set))
 //	kept := out.Condensed                    // Condense read stdout as it arrived
+//	defer kept.Release()                     // its memory back to Condense when the call ends
 //	// kept.Refused: ErrMalformedPayload, before anything else is read
 //	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 //	// !kept.Shaped: ErrMalformedPayload
@@ -27,7 +28,12 @@
 // result writer still reads; later rows are checked and counted. It holds
 // no name over 64 KiB or number over 4 KiB, no more than 65,536 members of the objects
 // open at once and no envelope value over 1 MiB: a payload past those is
-// Refused. Run keeps stdout whole instead (CondenseOutput reads it as
+// Refused. What it keeps is built in pooled memory, which the caller gives
+// back with Release once it is done with the rows (ifc.Measure's result
+// holds copies), so a call neither copies it out nor leaves it to the
+// collector. The window reads on whenever less than 16 KiB of it is
+// unread, so that a row is most often wholly in it and checked in one
+// jsjson.Scanner pass. Run keeps stdout whole instead (CondenseOutput reads it as
 // RunTool would), and reading that whole stdout with Interpret and
 // SplitContext is the reference the equivalence tests hold Condense to.
 //
