@@ -1,0 +1,62 @@
+package mcpface
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestParseDirect: which requests the direct path answers (the rest go
+// to the SDK handler), and the id it writes back.
+func TestParseDirect(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name     string
+		revision string
+		header   map[string]string
+		body     string
+		id       string // "" when not direct
+	}{
+		{"ping", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "1"},
+		{"ping without the header", "", nil, `{"jsonrpc":"2.0","id":"a","method":"ping"}`, `"a"`},
+		{"a string id, escaped as the SDK does", "2025-11-25", nil, `{"jsonrpc":"2.0","id":"\u003c","method":"ping"}`, `"\u003c"`},
+		{"a negative id", "2025-06-18", nil, `{"jsonrpc":"2.0","id":-3,"method":"ping"}`, "-3"},
+		{"a fraction id", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, ""},
+		{"an exponent id", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1e2,"method":"ping"}`, ""},
+		{"an id past float64", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1234567890123456,"method":"ping"}`, ""},
+		{"a leading zero", "2025-06-18", nil, `{"jsonrpc":"2.0","id":01,"method":"ping"}`, ""},
+		{"a null id", "2025-06-18", nil, `{"jsonrpc":"2.0","id":null,"method":"ping"}`, ""},
+		{"no id", "2025-06-18", nil, `{"jsonrpc":"2.0","method":"ping"}`, ""},
+		{"initialize", "", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, ""},
+		{"a revision not spoken after initialize", "2025-03-26", nil, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, ""},
+		{"tools/list", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":1}}}`, "1"},
+		{"tools/list with a cursor", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}`, ""},
+		{"tools/call", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_search","arguments":{}}}`, "1"},
+		{"tools/call without params", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, ""},
+		{"tools/call with a progress token", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"loom_search"}}`, ""},
+		{"a protocol version in _meta", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"},"name":"loom_search"}}`, ""},
+		{"Last-Event-ID", "2025-06-18", map[string]string{"Last-Event-ID": "x"}, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, ""},
+		{"stateless tools/call", "2026-07-28", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "loom_search"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"loom_search"}}`, "1"},
+		{"stateless without Mcp-Name", "2026-07-28", map[string]string{"Mcp-Method": "tools/call"}, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `,"name":"loom_search"}}`, ""},
+		{"stateless without _meta", "2026-07-28", map[string]string{"Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ""},
+		{"stateless ping", "2026-07-28", map[string]string{"Mcp-Method": "ping"}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + meta + `}}`, ""},
+		{"stateless tools/list", "2026-07-28", map[string]string{"Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, "1"},
+		{"a stateless _meta under 2025-11-25", "2025-11-25", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, ""},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+		if tc.revision != "" {
+			r.Header.Set("MCP-Protocol-Version", tc.revision)
+		}
+		for k, v := range tc.header {
+			r.Header.Set(k, v)
+		}
+		d, ok := parseDirect(r, []byte(tc.body))
+		switch {
+		case ok != (tc.id != ""):
+			t.Errorf("%s: direct = %v, want %v", tc.name, ok, tc.id != "")
+		case ok && string(d.id) != tc.id:
+			t.Errorf("%s: id %s, want %s", tc.name, d.id, tc.id)
+		}
+	}
+}
