@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -214,7 +215,7 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 		return false
 	}
 	names := f.cfg.Core.Callable(run)
-	var res []byte
+	var out, kept []byte
 	switch d.method {
 	case "tools/call":
 		if !contains(names, d.tool) {
@@ -224,37 +225,110 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		a := f.answer(r.Context(), run, d.tool, args)
+		var meta []byte
 		if d.stateless {
-			// Every result names the server in its _meta.
-			a.Meta = mcp.Meta{metaServerInfo: f.impl}
+			meta = f.serverMeta
 		}
-		b, err := json.Marshal(a)
-		if err != nil || len(b) < 2 {
-			return false
-		}
-		if d.stateless {
-			// The stateless revision requires a result type of every result.
-			b = append([]byte(`{"resultType":"complete",`), b[1:]...)
-		}
-		res = b
+		body, isError := f.answer(r.Context(), run, d.tool, args)
+		out = toolResult(d.id, body, isError, meta)
 	default:
-		res = f.kept(r, run, names, d.method, d.stateless)
-		if res == nil {
+		// The kept result is written as it is, not copied.
+		if kept = f.kept(r, run, names, d.method, d.stateless); kept == nil {
 			return false
 		}
+		out = appendHead(make([]byte, 0, len(d.id)+32), d.id)
 	}
-	out := make([]byte, 0, len(res)+len(d.id)+40)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, d.id...)
-	out = append(out, `,"result":`...)
-	out = append(out, res...)
-	out = append(out, '}')
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	if kept == nil {
+		_, _ = w.Write(out)
+		return true
+	}
+	if _, err := w.Write(out); err == nil {
+		if _, err := w.Write(kept); err == nil {
+			_, _ = w.Write([]byte{'}'})
+		}
+	}
 	return true
+}
+
+// appendHead appends a JSON-RPC response's head, up to its result.
+func appendHead(out, id []byte) []byte {
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	return append(out, `,"result":`...)
+}
+
+// toolResult is the JSON-RPC response of request id whose result is the
+// tool result of body (a JSON object) and isError, as the SDK writes it:
+// one text block and the same JSON as structured content; with meta as
+// its _meta (the stateless revision's: meta is not nil, and the result
+// has a result type). It is written here rather than marshalled: the
+// encoder would compact the structured content and each nested value
+// again.
+func toolResult(id, body []byte, isError bool, meta []byte) []byte {
+	out := make([]byte, 0, 2*len(body)+len(body)/8+len(id)+len(meta)+128)
+	out = appendHead(out, id)
+	out = append(out, '{')
+	if meta != nil {
+		out = append(out, `"resultType":"complete","_meta":`...)
+		out = append(out, meta...)
+		out = append(out, ',')
+	}
+	out = append(out, `"content":[{"type":"text","text":`...)
+	out = appendString(out, body)
+	out = append(out, `}],"structuredContent":`...)
+	out = append(out, body...)
+	if isError {
+		out = append(out, `,"isError":true`...)
+	}
+	return append(out, '}', '}')
+}
+
+// appendString appends s as a JSON string that reads back as
+// encoding/json's encoding of string(s) reads back: each invalid UTF-8
+// byte is U+FFFD.
+func appendString(out, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		out = append(out, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			out = append(out, '\\', c)
+		case '\n':
+			out = append(out, '\\', 'n')
+		case '\r':
+			out = append(out, '\\', 'r')
+		case '\t':
+			out = append(out, '\\', 't')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
 }
 
 func contains(names []string, name string) bool {

@@ -1,10 +1,14 @@
 package mcpface
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestParseDirect: which requests the direct path answers (the rest go
@@ -59,4 +63,61 @@ func TestParseDirect(t *testing.T) {
 			t.Errorf("%s: id %s, want %s", tc.name, d.id, tc.id)
 		}
 	}
+}
+
+// TestToolResult: the direct path's tool result reads back as the SDK's
+// marshalling of the same result, its text any bytes at all.
+func TestToolResult(t *testing.T) {
+	meta, _ := json.Marshal(mcp.Meta{metaServerInfo: &mcp.Implementation{Name: "loom-gateway", Version: "v"}})
+	for _, text := range []string{
+		`{}`, `{"a":"b"}`, `{"q":"\"quoted\" \\ <tag> & \u2028 \u0001 \t\n\r é 日本"}`,
+		"{\"bad\":\"\xff\xfe\xc3\"}", "{\"cut\":\"\xe6\x97\"}", `{"ctl":"\u0000\u001f` + "\x7f\"}",
+	} {
+		for _, isError := range []bool{false, true} {
+			for _, m := range [][]byte{nil, meta} {
+				want := result([]byte(text), isError)
+				if m != nil {
+					want.Meta = mcp.Meta{metaServerInfo: &mcp.Implementation{Name: "loom-gateway", Version: "v"}}
+				}
+				wantJSON, err := json.Marshal(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					ID     int             `json:"id"`
+					Result json.RawMessage `json:"result"`
+				}
+				out := toolResult([]byte("7"), []byte(text), isError, m)
+				if err := json.Unmarshal(out, &got); err != nil || got.ID != 7 {
+					t.Fatalf("%q: %s: %v", text, out, err)
+				}
+				var g, w map[string]any
+				_ = json.Unmarshal(got.Result, &g)
+				_ = json.Unmarshal(wantJSON, &w)
+				if m != nil {
+					w["resultType"] = "complete"
+				}
+				if diff := cmp.Diff(w, g); diff != "" {
+					t.Errorf("%q isError %v meta %s (-SDK +direct):\n%s", text, isError, m, diff)
+				}
+			}
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a", "\"\\", "\xff", "\u2028<>&", "\x00\x1f"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, _ := json.Marshal(string(b))
+		var g, w string
+		if err := json.Unmarshal(appendString(nil, b), &g); err != nil {
+			t.Fatalf("%q: %s: %v", b, appendString(nil, b), err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if g != w {
+			t.Errorf("%q reads back %q, encoding/json's %q", b, g, w)
+		}
+	})
 }

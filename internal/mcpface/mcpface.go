@@ -60,6 +60,9 @@ type Face struct {
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
 	impl    *mcp.Implementation
+	// serverMeta is the _meta of every stateless result: the server's
+	// name and version.
+	serverMeta []byte
 	// results holds the SDK's result of ping and tools/list per method,
 	// revision and set of tools, for the direct path (direct.go).
 	results map[string][]byte
@@ -72,6 +75,7 @@ type runKey struct{}
 func New(cfg Config) *Face {
 	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}, results: map[string][]byte{},
 		impl: &mcp.Implementation{Name: "loom-gateway", Version: cfg.Version}}
+	f.serverMeta, _ = json.Marshal(mcp.Meta{metaServerInfo: f.impl})
 	f.handler = mcp.NewStreamableHTTPHandler(f.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -189,21 +193,21 @@ func (f *Face) call(name string) mcp.ToolHandler {
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		return f.answer(ctx, run, name, args), nil
+		return result(f.answer(ctx, run, name, args)), nil
 	}
 }
 
-// answer is the tool result of a call of tool name with args (a JSON
-// value) for run: the result, or the problem as a result with isError.
-func (f *Face) answer(ctx context.Context, run store.Run, name string, args []byte) *mcp.CallToolResult {
+// answer is what a call of tool name with args (a JSON value) for run
+// answers as its tool result: the result, or the problem and isError.
+func (f *Face) answer(ctx context.Context, run store.Run, name string, args []byte) (body []byte, isError bool) {
 	body, err := f.run(ctx, run, name, args)
 	if err != nil {
 		p := gateway.Problem(err)
 		p.RequestID = reqid.FromContext(ctx)
 		telemetry.Fail(ctx, string(p.Code))
-		return result(p.JSON(), true)
+		return p.JSON(), true
 	}
-	return result(body, false)
+	return body, false
 }
 
 // run validates args as the REST route does, then calls the core.
