@@ -208,6 +208,9 @@ func TestMCPDirectIsSDK(t *testing.T) {
 		}
 		reqs = append(reqs,
 			mcpRequest{name: rev + " last event id", run: "r", revision: rev, header: map[string]string{"Last-Event-ID": "x"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+			mcpRequest{name: rev + " a session id", run: "r", revision: rev, header: map[string]string{"Mcp-Session-Id": "s"}, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+			mcpRequest{name: rev + " another Mcp-Method", run: "r", revision: rev, header: map[string]string{"Mcp-Method": "ping", "Mcp-Name": "x"}, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_handle","arguments":{"token":"$HANDLE"}}}`},
+			mcpRequest{name: rev + " result", run: "r", revision: rev, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"result","arguments":{"value":{"cites":["$HANDLE"]}}}}`},
 			mcpRequest{name: rev + " tool the run may not call", run: "narrow", revision: rev, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_timeline","arguments":{}}}`},
 			mcpRequest{name: rev + " narrow tools/list", run: "narrow", revision: rev, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
 			mcpRequest{name: rev + " ended run", run: "ended", revision: rev, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas"}}}`},
