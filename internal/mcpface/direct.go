@@ -15,17 +15,21 @@ import (
 )
 
 // The direct path answers the face's hot requests (ping, tools/list and
-// tools/call, one JSON-RPC request under a revision spoken after
-// initialize, or under the stateless revision) without an SDK session: the stateless transport connects
-// and closes a whole server session (a JSON-RPC connection and its
-// goroutines) for every request. It answers only requests whose answer
-// it knows to be the SDK's: a request with anything else in it (another
-// method, a notification, an id that is not a string or a plain
-// integer, a field the SDK reads that the direct path does not, a
-// _meta naming a protocol version or a progress token, a tool the run
-// may not call, a Last-Event-ID) goes to the SDK handler unchanged.
-// ping and tools/list answer from the SDK's own result for the run's
-// set of tools and the request's revision, asked for once and kept.
+// tools/call: one JSON-RPC request under a revision spoken after
+// initialize, or under the stateless revision) without an SDK session:
+// the SDK's stateless transport connects and closes a whole server
+// session (a JSON-RPC connection and its goroutines) for every request.
+// It answers only requests whose answer it knows to be the SDK's: a
+// request with anything else in it (another method, a notification, an
+// id that is not a string or a plain integer, a field the SDK reads that
+// the direct path does not, a progress token, a tool the run may not
+// call, a Last-Event-ID; under the stateless revision a _meta or an
+// Mcp-Method or Mcp-Name header the SDK would refuse) goes to the SDK
+// handler unchanged. ping and tools/list answer from the SDK's own
+// result for the run's set of tools and the request's revision, asked
+// for once and kept. A tools/call runs under the request's context, so a
+// client that goes away cancels it under every revision (the SDK handler
+// cancels it only under the stateless revision).
 
 // directRevisions are the MCP-Protocol-Version values the direct path
 // answers under: the revisions spoken after initialize, none (the SDK's
