@@ -58,8 +58,9 @@ func (f *Face) Check(r *http.Request) error {
 	return err
 }
 
-// check is Check, returning the body it read.
-func (f *Face) check(r *http.Request) ([]byte, error) {
+// check is Check, returning, for a request the direct path may answer,
+// what parseDirect read of it (nil for any other).
+func (f *Face) check(r *http.Request) (*direct, error) {
 	if r.Method != http.MethodPost {
 		p := problem.New(problem.MethodNotAllowed)
 		p.Allow = []string{http.MethodPost}
@@ -93,7 +94,10 @@ func (f *Face) check(r *http.Request) ([]byte, error) {
 		body = b
 		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
-	return body, checkMessage(body)
+	if d, ok := parseDirect(r, body); ok {
+		return &d, nil // within checkMessage's bounds
+	}
+	return nil, checkMessage(body)
 }
 
 // message is what Check reads of a JSON-RPC message: the names an

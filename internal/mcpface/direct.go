@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loom-gateway/gateway/internal/store"
@@ -74,8 +75,11 @@ type direct struct {
 	args      json.RawMessage // tools/call's arguments, as sent
 }
 
-// parseDirect reads body as a request the direct path answers, or
-// reports false.
+// parseDirect reads body as a request the direct path answers, in one
+// pass, or reports false. A request it takes is within every bound
+// checkMessage holds (so that Check need not read it again): one object,
+// its id, method and tool name within MaxNameBytes. A duplicate member
+// name, or invalid UTF-8, is the SDK's.
 func parseDirect(r *http.Request, body []byte) (direct, bool) {
 	var d direct
 	revision := r.Header.Get("MCP-Protocol-Version")
@@ -84,53 +88,103 @@ func parseDirect(r *http.Request, body []byte) (direct, bool) {
 		return d, false
 	}
 	d.stateless = rev.stateless
-	keys := paramKeys[d.stateless]
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil || string(top["jsonrpc"]) != `"2.0"` {
+	var (
+		idRaw, meta                []byte
+		tagged, hasParams, hasName bool
+		hasArgs, read              bool
+	)
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	// value returns the next value as a slice of body (not a copy).
+	value := func() ([]byte, bool) {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		end := int(dec.InputOffset())
+		return body[end-len(v) : end], true
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return d, false
 	}
-	for k := range top {
-		if k != "jsonrpc" && k != "id" && k != "method" && k != "params" {
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return d, false
+		}
+		switch name.String() {
+		case "jsonrpc":
+			v, ok := value()
+			if !ok || string(v) != `"2.0"` {
+				return d, false
+			}
+			tagged = true
+		case "id":
+			if idRaw, read = value(); !read {
+				return d, false
+			}
+		case "method":
+			tok, err := dec.ReadToken()
+			if err != nil || tok.Kind() != '"' {
+				return d, false
+			}
+			d.method = tok.String()
+		case "params":
+			if dec.PeekKind() != '{' {
+				return d, false
+			}
+			hasParams = true
+			_, _ = dec.ReadToken()
+			for dec.PeekKind() != '}' {
+				name, err := dec.ReadToken()
+				if err != nil {
+					return d, false
+				}
+				switch name.String() {
+				case "_meta":
+					if meta, read = value(); !read {
+						return d, false
+					}
+				case "name":
+					tok, err := dec.ReadToken()
+					if err != nil || tok.Kind() != '"' {
+						return d, false
+					}
+					d.tool, hasName = tok.String(), true
+				case "arguments":
+					if d.args, hasArgs = value(); !hasArgs {
+						return d, false
+					}
+				default:
+					return d, false
+				}
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return d, false
+			}
+		default:
 			return d, false
 		}
 	}
-	id, ok := directID(top["id"])
-	if !ok || json.Unmarshal(top["method"], &d.method) != nil || keys[d.method] == nil {
+	if _, err := dec.ReadToken(); err != nil || !tagged {
 		return d, false
 	}
-	if d.stateless && r.Header.Get("Mcp-Method") != d.method {
-		return d, false
-	}
-	d.id = id
-	raw, present := top["params"]
-	if !present {
-		return d, d.method != "tools/call" && !d.stateless
-	}
-	var params map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &params) != nil {
-		return d, false
-	}
-	for k := range params {
-		if !keys[d.method][k] {
-			return d, false
-		}
-	}
-	m, hasMeta := params["_meta"]
+	call := d.method == "tools/call"
+	keys := paramKeys[d.stateless][d.method]
 	switch {
-	case d.stateless && (!hasMeta || !statelessMeta(m, revision)):
-		return d, false
-	case !d.stateless && hasMeta && !plainMeta(m):
+	case keys == nil, len(idRaw) > MaxNameBytes, len(d.method) > MaxNameBytes, len(d.tool) > MaxNameBytes,
+		call && (!hasName || !hasParams), !call && (hasName || hasArgs),
+		d.stateless && r.Header.Get("Mcp-Method") != d.method,
+		d.stateless && call && r.Header.Get("Mcp-Name") != d.tool:
 		return d, false
 	}
-	if d.method == "tools/call" {
-		name, ok := params["name"]
-		if !ok || len(name) == 0 || name[0] != '"' || json.Unmarshal(name, &d.tool) != nil {
-			return d, false
-		}
-		if d.stateless && r.Header.Get("Mcp-Name") != d.tool {
-			return d, false
-		}
-		d.args = params["arguments"]
+	if d.id, ok = directID(idRaw); !ok {
+		return d, false
+	}
+	switch {
+	case d.stateless && (meta == nil || !statelessMeta(meta, revision)):
+		return d, false
+	case !d.stateless && meta != nil && !plainMeta(meta):
+		return d, false
 	}
 	return d, true
 }
@@ -166,58 +220,78 @@ func directID(raw json.RawMessage) ([]byte, bool) {
 	return strconv.AppendInt(nil, n, 10), true
 }
 
-// plainMeta reports whether a _meta is an object (or null) with none of
-// the members the SDK acts on.
-func plainMeta(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+// eachMember calls fn with each member of raw, a JSON object (or null:
+// none), its value a slice of raw, while fn says go on; it reports
+// whether raw was read whole and fn never stopped. A duplicate name is
+// an error.
+func eachMember(raw []byte, fn func(name string, value []byte) bool) bool {
+	if string(raw) == "null" {
+		return true
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
-	_, progress := m[metaProgressToken]
-	_, version := m[metaVersion]
-	return !progress && !version
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		name := tok.String() // before the next read voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return false
+		}
+		end := int(dec.InputOffset())
+		if !fn(name, raw[end-len(v):end]) {
+			return false
+		}
+	}
+	_, err := dec.ReadToken()
+	return err == nil
+}
+
+// plainMeta reports whether a _meta is an object (or null) with none of
+// the members the SDK acts on.
+func plainMeta(raw []byte) bool {
+	return eachMember(raw, func(name string, _ []byte) bool {
+		return name != metaProgressToken && name != metaVersion
+	})
 }
 
 // statelessMeta reports whether a _meta is what a stateless request
 // carries, as the SDK reads it: the protocol version, the header's
 // revision; the client's capabilities and, if any, its info, each of
 // their types; no progress token.
-func statelessMeta(raw json.RawMessage, revision string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	var version string
-	if json.Unmarshal(m[metaVersion], &version) != nil || version != revision {
-		return false
-	}
-	if _, ok := m[metaProgressToken]; ok {
-		return false
-	}
-	var caps struct {
-		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	}
-	if c := m[metaCapabilities]; len(c) == 0 || c[0] != '{' || json.Unmarshal(c, &caps) != nil {
-		return false
-	}
-	if info, ok := m[metaClientInfo]; ok {
-		var impl mcp.Implementation
-		if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+func statelessMeta(raw []byte, revision string) bool {
+	var version, caps bool
+	whole := eachMember(raw, func(name string, v []byte) bool {
+		switch name {
+		case metaProgressToken:
 			return false
+		case metaVersion:
+			version = string(v) == `"`+revision+`"`
+			return version
+		case metaCapabilities:
+			var c struct {
+				mcp.ClientCapabilities
+				Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+			}
+			caps = string(v) == "{}" || len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &c) == nil
+			return caps
+		case metaClientInfo:
+			var impl mcp.Implementation
+			return len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &impl) == nil
 		}
-	}
-	return true
+		return true
+	})
+	return whole && version && caps
 }
 
-// serveDirect answers r, a request of run whose body Check has read,
+// serveDirect answers d, what parseDirect read of r, a request of run,
 // on the direct path, and reports whether it did; when it did not, it
 // has written nothing.
-func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run, body []byte) bool {
-	d, ok := parseDirect(r, body)
-	if !ok {
-		return false
-	}
+func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run, d *direct) bool {
 	names := f.cfg.Core.Callable(run)
 	var out, kept []byte
 	switch d.method {

@@ -47,6 +47,14 @@ func TestParseDirect(t *testing.T) {
 		{"stateless ping", "2026-07-28", map[string]string{"Mcp-Method": "ping"}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + meta + `}}`, ""},
 		{"stateless tools/list", "2026-07-28", map[string]string{"Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, "1"},
 		{"a stateless _meta under 2025-11-25", "2025-11-25", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, ""},
+		{"a duplicate member", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, ""},
+		{"a duplicate param", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, ""},
+		{"params first", "2025-06-18", nil, `{"params":{"arguments":{"q":1},"name":"loom_search"},"id":9,"method":"tools/call","jsonrpc":"2.0"}`, "9"},
+		{"no version tag", "2025-06-18", nil, `{"id":1,"method":"ping"}`, ""},
+		{"a name on tools/list", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}`, ""},
+		{"a long id", "2025-06-18", nil, `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", MaxNameBytes) + `","method":"ping"}`, ""},
+		{"a long tool name", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + strings.Repeat("t", MaxNameBytes+1) + `"}}`, ""},
+		{"a tool name at the bound", "2025-06-18", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + strings.Repeat("t", MaxNameBytes) + `"}}`, "1"},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
 		if tc.revision != "" {
@@ -61,6 +69,9 @@ func TestParseDirect(t *testing.T) {
 			t.Errorf("%s: direct = %v, want %v", tc.name, ok, tc.id != "")
 		case ok && string(d.id) != tc.id:
 			t.Errorf("%s: id %s, want %s", tc.name, d.id, tc.id)
+		case ok && checkMessage([]byte(tc.body)) != nil:
+			// Check reads a request the direct path takes no further.
+			t.Errorf("%s: direct, but checkMessage refuses it: %v", tc.name, checkMessage([]byte(tc.body)))
 		}
 	}
 }

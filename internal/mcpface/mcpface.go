@@ -97,7 +97,7 @@ func New(cfg Config) *Face {
 // knows the SDK's answer to is answered there (direct.go); everything
 // else by the SDK handler.
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
-	body, err := f.check(r)
+	d, err := f.check(r)
 	if err != nil {
 		p := gateway.Problem(err)
 		if re, ok := errors.AsType[*refusal](err); ok {
@@ -111,7 +111,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	defer span.End()
 	w = httptrace.MCPResponse(w, span)
 	r = r.WithContext(context.WithValue(r.Context(), runKey{}, run))
-	if !f.cfg.SDKOnly && f.serveDirect(w, r, run, body) {
+	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
 		return
 	}
 	f.handler.ServeHTTP(w, r)
