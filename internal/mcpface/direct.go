@@ -165,7 +165,7 @@ func parseDirect(r *http.Request, body []byte) (direct, bool) {
 			return d, false
 		}
 	}
-	if _, err := dec.ReadToken(); err != nil || !tagged {
+	if _, err := dec.ReadToken(); err != nil || !tagged || !jsonSpace(body[dec.InputOffset():]) {
 		return d, false
 	}
 	call := d.method == "tools/call"
@@ -187,6 +187,16 @@ func parseDirect(r *http.Request, body []byte) (direct, bool) {
 		return d, false
 	}
 	return d, true
+}
+
+// jsonSpace reports whether b is only JSON's whitespace.
+func jsonSpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // directID returns a request id as the SDK writes it back: a string, or

@@ -2,6 +2,7 @@ package mcpface
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,6 +130,37 @@ func FuzzAppendString(f *testing.F) {
 		_ = json.Unmarshal(want, &w)
 		if g != w {
 			t.Errorf("%q reads back %q, encoding/json's %q", b, g, w)
+		}
+	})
+}
+
+// FuzzParseDirect: a body the direct path takes is one Check takes too,
+// and its id is what the SDK would write back.
+func FuzzParseDirect(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"loom_search","arguments":{"query":"x"},"_meta":{}}}`,
+		`{"jsonrpc":"2.0","id":-0,"method":"tools/list","params":{"_meta":null}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		d, ok := parseDirect(r, body)
+		if !ok {
+			return
+		}
+		if err := checkMessage(body); err != nil {
+			t.Fatalf("%q: direct, but checkMessage: %v", body, err)
+		}
+		var m struct{ ID any }
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%q: direct, but not JSON: %v", body, err)
+		}
+		var id any
+		if err := json.Unmarshal(d.id, &id); err != nil || id != m.ID && fmt.Sprint(id) != fmt.Sprint(m.ID) {
+			t.Fatalf("%q: id %s, sent %v", body, d.id, m.ID)
 		}
 	})
 }
