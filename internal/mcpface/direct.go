@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -318,7 +319,16 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 			meta = f.serverMeta
 		}
 		body, isError := f.answer(r.Context(), run, d.tool, args)
-		out = toolResult(d.id, body, isError, meta)
+		// The answer is built in a pooled buffer (it is written before
+		// serveDirect returns).
+		buf := answers.Get().(*[]byte)
+		out = appendToolResult((*buf)[:0], d.id, body, isError, meta)
+		defer func() {
+			if cap(out) <= maxPooledAnswer {
+				*buf = out
+				answers.Put(buf)
+			}
+		}()
 	default:
 		// The kept result is written as it is, not copied.
 		if kept = f.kept(r, run, names, d.method, d.stateless); kept == nil {
@@ -341,6 +351,12 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 	return true
 }
 
+// answers holds the buffers the direct path builds tool results in;
+// one grown past maxPooledAnswer is left to the collector.
+var answers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledAnswer = 256 << 10
+
 // appendHead appends a JSON-RPC response's head, up to its result.
 func appendHead(out, id []byte) []byte {
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
@@ -356,7 +372,11 @@ func appendHead(out, id []byte) []byte {
 // encoder would compact the structured content and each nested value
 // again.
 func toolResult(id, body []byte, isError bool, meta []byte) []byte {
-	out := make([]byte, 0, 2*len(body)+len(body)/8+len(id)+len(meta)+128)
+	return appendToolResult(make([]byte, 0, 2*len(body)+len(body)/8+len(id)+len(meta)+128), id, body, isError, meta)
+}
+
+// appendToolResult appends toolResult's answer to out.
+func appendToolResult(out, id, body []byte, isError bool, meta []byte) []byte {
 	out = appendHead(out, id)
 	out = append(out, '{')
 	if meta != nil {
