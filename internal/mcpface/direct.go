@@ -394,6 +394,15 @@ func appendToolResult(out, id, body []byte, isError bool, meta []byte) []byte {
 	return append(out, '}', '}')
 }
 
+// plain marks the bytes appendString copies as they are: ASCII but the
+// control characters, '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string that reads back as
 // encoding/json's encoding of string(s) reads back: each invalid UTF-8
 // byte is U+FFFD.
@@ -402,11 +411,13 @@ func appendString(out, s []byte) []byte {
 	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		for i < len(s) && plain[s[i]] {
 			i++
-			continue
 		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRune(s[i:])
 			if r != utf8.RuneError || size != 1 {
