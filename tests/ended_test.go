@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,33 +11,6 @@ import (
 
 	"github.com/loom-gateway/gateway/api/client"
 )
-
-// agentDo sends one request to the agent listener and returns the
-// response (its body read) and the body.
-func agentDo(t *testing.T, g *gateway, method, path, token, body string, header map[string]string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx(t), method, g.AgentURL+path, strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, v := range header {
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := mcpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, string(out)
-}
 
 // TestRunEnded: the token of a deleted or expired run is told, on both
 // faces, that the run is over and retrying will not help: REST 410
@@ -116,9 +88,7 @@ func TestRunEnded(t *testing.T) {
 			t.Errorf("%s: %d %q %s", tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 		}
 	}
-	if n := len(g.loomCalls(t)); n != 0 {
-		t.Errorf("%d loom calls", n)
-	}
+	noLoomCalls(t, g, "ended runs")
 }
 
 // TestNoOAuthDiscovery: the OAuth and OpenID discovery documents answer

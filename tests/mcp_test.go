@@ -369,22 +369,11 @@ func TestMCPReasons(t *testing.T) {
 	// A key given twice is the message's fault: 400 with the pointer into
 	// the message, and no tool runs.
 	dup := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas","query":"atlas"}}}`
-	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", strings.NewReader(dup))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+r.Token)
-	resp, err := mcpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"reason":"duplicate_key"`) || !strings.Contains(string(body), `"/params/arguments/query"`) {
+	resp, body := mcpPost(t, g, r.ID, r.Token, dup, nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"reason":"duplicate_key"`) || !strings.Contains(body, `"/params/arguments/query"`) {
 		t.Errorf("a duplicate key: %d %s", resp.StatusCode, body)
 	}
-	if n := len(g.loomCalls(t)); n != 0 {
-		t.Errorf("%d loom processes started for refused input", n)
-	}
+	noLoomCalls(t, g, "refused input")
 }
 
 // TestMCPNoHostText: loom failing loudly (its stderr, its own message and

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,27 +17,28 @@ import (
 // mcpRevisions are the revisions the gateway speaks (docs/agents.md).
 var mcpRevisions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
 
-// mcpPost sends one raw request to run's MCP endpoint: a JSON body with
-// the headers a streamable client sends, then header (an empty value
-// deletes the header).
-func mcpPost(t *testing.T, g *gateway, runID, token, body string, header map[string]string) (*http.Response, string) {
+// agentDo sends one request to the agent listener (a non-empty body as
+// JSON, token as a bearer token, then header: a value sets the header,
+// Host the request's host, an empty value deletes it) and returns the
+// response (its body read) and the body.
+func agentDo(t *testing.T, g *gateway, method, path, token, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx(t), http.MethodPost, g.AgentURL+"/v1/runs/"+runID+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req, _ := http.NewRequestWithContext(ctx(t), method, g.AgentURL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for k, v := range header {
-		if v == "" {
+		switch {
+		case v == "":
 			req.Header.Del(k)
-			continue
-		}
-		if strings.EqualFold(k, "Host") {
+		case strings.EqualFold(k, "Host"):
 			req.Host = v
-			continue
+		default:
+			req.Header.Set(k, v)
 		}
-		req.Header.Set(k, v)
 	}
 	resp, err := mcpClient.Do(req)
 	if err != nil {
@@ -45,6 +47,25 @@ func mcpPost(t *testing.T, g *gateway, runID, token, body string, header map[str
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp, string(out)
+}
+
+// mcpPost sends one raw request to run's MCP endpoint: the headers a
+// streamable client sends (Content-Type even with no body), then header
+// as agentDo reads it.
+func mcpPost(t *testing.T, g *gateway, runID, token, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	maps.Copy(h, header)
+	return agentDo(t, g, http.MethodPost, "/v1/runs/"+runID+"/mcp", token, body, h)
+}
+
+// noLoomCalls fails the test if the gateway started any loom process
+// for what.
+func noLoomCalls(t *testing.T, g *gateway, what string) {
+	t.Helper()
+	if n := len(g.loomCalls(t)); n != 0 {
+		t.Errorf("%s started %d loom processes", what, n)
+	}
 }
 
 // mcpProblemOf reads a problem body, failing unless resp is one.
@@ -85,9 +106,7 @@ func TestMCPBatchRefused(t *testing.T) {
 			t.Errorf("a batch under %q: %d %s", v, resp.StatusCode, body)
 		}
 	}
-	if n := len(g.loomCalls(t)); n != 0 {
-		t.Errorf("batches ran %d loom calls", n)
-	}
+	noLoomCalls(t, g, "batches")
 }
 
 // TestMCPEchoBounded: a name longer than the gateway's bound (a method,
@@ -113,9 +132,7 @@ func TestMCPEchoBounded(t *testing.T) {
 	for _, tc := range cases {
 		for _, v := range []string{"", "2025-06-18", "2026-07-28"} {
 			h := map[string]string{"MCP-Protocol-Version": v}
-			for k, hv := range tc.header {
-				h[k] = hv
-			}
+			maps.Copy(h, tc.header)
 			resp, body := mcpPost(t, g, r.ID, r.Token, tc.body, h)
 			code, pointer, reason := mcpProblemOf(t, resp, body)
 			if resp.StatusCode != http.StatusBadRequest || code != "invalid_input" || pointer != tc.pointer || reason != "too_long" || len(body) > 2048 {
@@ -131,9 +148,7 @@ func TestMCPEchoBounded(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"error"`) || len(body) > 1024 {
 		t.Errorf("an unknown tool of 128 bytes: %d %s", resp.StatusCode, body)
 	}
-	if n := len(g.loomCalls(t)); n != 0 {
-		t.Errorf("%d loom calls", n)
-	}
+	noLoomCalls(t, g, "names refused or unknown")
 }
 
 // TestMCPTransportProblems: every refusal of the transport is a problem
@@ -147,10 +162,8 @@ func TestMCPTransportProblems(t *testing.T) {
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	v := map[string]string{"MCP-Protocol-Version": "2025-06-18"}
 	with := func(extra map[string]string) map[string]string {
-		h := map[string]string{"MCP-Protocol-Version": "2025-06-18"}
-		for k, x := range extra {
-			h[k] = x
-		}
+		h := maps.Clone(v)
+		maps.Copy(h, extra)
 		return h
 	}
 	cases := []struct {
@@ -182,16 +195,8 @@ func TestMCPTransportProblems(t *testing.T) {
 		t.Errorf("a ping without MCP-Protocol-Version: %d %s", resp.StatusCode, body)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut} {
-		req, _ := http.NewRequestWithContext(ctx(t), m, g.AgentURL+"/v1/runs/"+r.ID+"/mcp", nil)
-		req.Header.Set("Authorization", "Bearer "+r.Token)
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := mcpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if code, _, _ := mcpProblemOf(t, resp, string(body)); resp.StatusCode != 405 || code != "method_not_allowed" || resp.Header.Get("Allow") != "POST" {
+		resp, body := agentDo(t, g, m, "/v1/runs/"+r.ID+"/mcp", r.Token, "", map[string]string{"Accept": "text/event-stream"})
+		if code, _, _ := mcpProblemOf(t, resp, body); resp.StatusCode != 405 || code != "method_not_allowed" || resp.Header.Get("Allow") != "POST" {
 			t.Errorf("%s: %d %s Allow %q", m, resp.StatusCode, body, resp.Header.Get("Allow"))
 		}
 	}
@@ -202,16 +207,8 @@ func TestMCPTransportProblems(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 			t.Errorf("MCP with Host %s: %d %s", host, resp.StatusCode, body)
 		}
-		req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, g.AgentURL+"/v1/runs/"+r.ID+"/tools", nil)
-		req.Host = host
-		req.Header.Set("Authorization", "Bearer "+r.Token)
-		rresp, err := mcpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rresp.Body.Close()
-		if rresp.StatusCode != http.StatusOK {
-			t.Errorf("REST with Host %s: %d", host, rresp.StatusCode)
+		if resp, _ := agentDo(t, g, http.MethodGet, "/v1/runs/"+r.ID+"/tools", r.Token, "", map[string]string{"Host": host}); resp.StatusCode != http.StatusOK {
+			t.Errorf("REST with Host %s: %d", host, resp.StatusCode)
 		}
 	}
 }

@@ -94,6 +94,7 @@ type config struct {
 	shape              string
 	flood              floodConfig
 	mcp                bool
+	mcpRevision        string
 }
 
 type multi []string
@@ -126,6 +127,7 @@ func main() {
 	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
 	floodFlags(&c.flood)
 	flag.BoolVar(&c.mcp, "mcp", false, "measure the MCP face against REST instead (mcp.go): CPU per request and p50 of ping, tools/list, describe_handle and loom_search, then loom_search throughput")
+	flag.StringVar(&c.mcpRevision, "mcp-revision", "2025-06-18", "with --mcp: the MCP-Protocol-Version the requests speak; 2026-07-28 sends its _meta and Mcp-Method/Mcp-Name headers, and has no ping")
 	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
 	flag.Parse()
 	if *serveBareLoom != "" {

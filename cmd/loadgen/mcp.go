@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// mcpRevision is the revision the --mcp requests speak: stateless after
-// the transport's synthesized initialize, one POST per request.
-const mcpRevision = "2025-06-18"
+// statelessRevision is the MCP revision whose requests each carry the
+// revision and the client's capabilities in _meta and name the method
+// (and tool) in the Mcp-Method (and Mcp-Name) header; it has no ping.
+const statelessRevision = "2026-07-28"
 
 // mcpPair is one method measured on both faces: an MCP request and the
 // REST request that does the same work.
@@ -43,10 +44,28 @@ func mcpMode(ctx context.Context, c config, tg *target, client *http.Client, w i
 		return fmt.Errorf("first search: no handle in %.300s", body.String())
 	}
 	describeInput := `{"token":"` + handle + `"}`
-	rpc := func(method, params string) func(ctx context.Context, r runToken) error {
-		msg := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"` + params + `}`
+	// rpc is one MCP request of method under c.mcpRevision: a tools/call
+	// of tool with args when tool is not "".
+	rpc := func(method, tool, args string) func(ctx context.Context, r runToken) error {
+		var params []string
+		h := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": c.mcpRevision}
+		if c.mcpRevision >= statelessRevision {
+			params = append(params, `"_meta":{"io.modelcontextprotocol/protocolVersion":"`+c.mcpRevision+`","io.modelcontextprotocol/clientCapabilities":{}}`)
+			h["Mcp-Method"] = method
+		}
+		if tool != "" {
+			params = append(params, `"name":"`+tool+`","arguments":`+args)
+			if c.mcpRevision >= statelessRevision {
+				h["Mcp-Name"] = tool
+			}
+		}
+		msg := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"`
+		if len(params) > 0 {
+			msg += `,"params":{` + strings.Join(params, ",") + `}`
+		}
+		msg += `}`
 		return func(ctx context.Context, r runToken) error {
-			return postMCP(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/mcp", r.token, msg)
+			return postMCP(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/mcp", r.token, msg, h)
 		}
 	}
 	restPost := func(tool, input string) func(ctx context.Context, r runToken) error {
@@ -55,15 +74,18 @@ func mcpMode(ctx context.Context, c config, tg *target, client *http.Client, w i
 		}
 	}
 	restDescribe := restPost("describe_handle", describeInput)
-	pairs := []mcpPair{
-		{"ping / REST describe_handle", rpc("ping", ""), restDescribe},
-		{"tools/list / GET tools", rpc("tools/list", ""), func(ctx context.Context, r runToken) error {
+	var pairs []mcpPair
+	if c.mcpRevision < statelessRevision {
+		pairs = append(pairs, mcpPair{"ping / REST describe_handle", rpc("ping", "", ""), restDescribe})
+	}
+	pairs = append(pairs,
+		mcpPair{"tools/list / GET tools", rpc("tools/list", "", ""), func(ctx context.Context, r runToken) error {
 			return get(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/tools", r.token)
 		}},
-		{"describe_handle", rpc("tools/call", `,"params":{"name":"describe_handle","arguments":`+describeInput+`}`), restDescribe},
-		{"loom_search", rpc("tools/call", `,"params":{"name":"loom_search","arguments":{"query":"atlas"}}`), restPost("loom_search", `{"query":"atlas"}`)},
-	}
-	fmt.Fprintf(w, "loadgen --mcp: gateway %s, MCP %s, %d sequential requests per face and method\n", describe(c), mcpRevision, c.n)
+		mcpPair{"describe_handle", rpc("tools/call", "describe_handle", describeInput), restDescribe},
+		mcpPair{"loom_search", rpc("tools/call", "loom_search", `{"query":"atlas"}`), restPost("loom_search", `{"query":"atlas"}`)},
+	)
+	fmt.Fprintf(w, "loadgen --mcp: gateway %s, MCP %s, %d sequential requests per face and method\n", describe(c), c.mcpRevision, c.n)
 	fmt.Fprintf(w, "  %-30s %12s %12s %7s %10s %10s %7s\n", "method (MCP / REST)", "MCP CPU/req", "REST CPU/req", "ratio", "MCP p50", "REST p50", "ratio")
 	for _, p := range pairs {
 		for range c.warmup {
@@ -125,10 +147,9 @@ func errorsOf(errs ...error) error {
 	return nil
 }
 
-// postMCP POSTs one JSON-RPC message to an MCP endpoint and checks that
-// the answer is 200 and a result, not an error.
-func postMCP(ctx context.Context, client *http.Client, url, token, msg string) error {
-	h := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": mcpRevision}
+// postMCP POSTs one JSON-RPC message with headers h to an MCP endpoint
+// and checks that the answer is 200 and a result, not an error.
+func postMCP(ctx context.Context, client *http.Client, url, token, msg string, h map[string]string) error {
 	var body bytes.Buffer
 	if err := post(ctx, client, url, token, msg, h, &body); err != nil {
 		return err

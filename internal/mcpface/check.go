@@ -54,40 +54,50 @@ func refuse(code problem.Code) *refusal { return &refusal{problem.New(code)} }
 // is in memory (the listener read and checked it); Check leaves it to be
 // read again. Any other error is an invalid input to render.
 func (f *Face) Check(r *http.Request) error {
+	_, err := f.check(r)
+	return err
+}
+
+// check is Check, returning, for a request the direct path may answer,
+// what parseDirect read of it (nil for any other).
+func (f *Face) check(r *http.Request) (*direct, error) {
 	if r.Method != http.MethodPost {
 		p := problem.New(problem.MethodNotAllowed)
 		p.Allow = []string{http.MethodPost}
-		return &refusal{p}
+		return nil, &refusal{p}
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		return refuse(problem.UnsupportedMediaType)
+		return nil, refuse(problem.UnsupportedMediaType)
 	}
 	if !accepts(r.Header.Values("Accept")) {
-		return problem.Invalid("Accept", problem.NotInChoices,
+		return nil, problem.Invalid("Accept", problem.NotInChoices,
 			"The Accept header must name both application/json and text/event-stream.",
 			"application/json", "text/event-stream")
 	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(revisions, v) && v < revisions[0] {
 		// A revision newer than any spoken goes on: the SDK answers it
 		// with the JSON-RPC error that names the revisions spoken.
-		return problem.Invalid("MCP-Protocol-Version", problem.NotInChoices,
+		return nil, problem.Invalid("MCP-Protocol-Version", problem.NotInChoices,
 			"The MCP-Protocol-Version header names a revision this gateway does not speak.", revisions...)
 	}
 	for _, h := range []string{"Mcp-Method", "Mcp-Name"} {
 		if len(r.Header.Get(h)) > MaxNameBytes {
-			return problem.Invalid(h, problem.TooLong, "The "+h+" header is longer than any name the gateway knows.")
+			return nil, problem.Invalid(h, problem.TooLong, "The "+h+" header is longer than any name the gateway knows.")
 		}
 	}
 	var body []byte
 	if r.Body != nil {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = b
 		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
-	return checkMessage(body)
+	if d, ok := parseDirect(r, body); ok {
+		return &d, nil // within checkMessage's bounds
+	}
+	return nil, checkMessage(body)
 }
 
 // message is what Check reads of a JSON-RPC message: the names an

@@ -44,6 +44,9 @@ type Config struct {
 	Version string
 	// MaxRequestBytes caps a request body (the REST routes' cap).
 	MaxRequestBytes int64
+	// SDKOnly sends every request to the SDK handler, the direct path
+	// off: the reference the direct path is held to (tests, benchmarks).
+	SDKOnly bool
 }
 
 // Face serves POST /v1/runs/{runId}/mcp for an authenticated run.
@@ -56,6 +59,13 @@ type Face struct {
 	// server. There are at most as many sets as subsets of the tools.
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
+	impl    *mcp.Implementation
+	// serverMeta is the _meta of every stateless result: the server's
+	// name and version.
+	serverMeta []byte
+	// results holds the SDK's result of ping and tools/list per method,
+	// revision and set of tools, for the direct path (direct.go).
+	results map[string][]byte
 }
 
 // runKey holds, in a request's context, the run the token opened.
@@ -63,7 +73,9 @@ type runKey struct{}
 
 // New returns the face over cfg.
 func New(cfg Config) *Face {
-	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}}
+	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}, results: map[string][]byte{},
+		impl: &mcp.Implementation{Name: "loom-gateway", Version: cfg.Version}}
+	f.serverMeta, _ = json.Marshal(mcp.Meta{metaServerInfo: f.impl})
 	f.handler = mcp.NewStreamableHTTPHandler(f.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -81,9 +93,12 @@ func New(cfg Config) *Face {
 // ServeRun answers one MCP request of run, whose token the listener
 // has checked. Everything the transport refuses is refused here first,
 // as a problem (Check), so the SDK never answers in text of its own and
-// no batch reaches it.
+// no batch reaches it. A ping, tools/list or tools/call the direct path
+// knows the SDK's answer to is answered there (direct.go); everything
+// else by the SDK handler.
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
-	if err := f.Check(r); err != nil {
+	d, err := f.check(r)
+	if err != nil {
 		p := gateway.Problem(err)
 		if re, ok := errors.AsType[*refusal](err); ok {
 			p = re.problem
@@ -95,7 +110,11 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	r, span := httptrace.StartMCP(r, knownTool)
 	defer span.End()
 	w = httptrace.MCPResponse(w, span)
-	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
+	r = r.WithContext(context.WithValue(r.Context(), runKey{}, run))
+	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
+		return
+	}
+	f.handler.ServeHTTP(w, r)
 }
 
 // knownTool reports whether name is one of the gateway's tools, the only
@@ -118,7 +137,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 	if s, ok := f.servers[key]; ok {
 		return s
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "loom-gateway", Version: f.cfg.Version}, &mcp.ServerOptions{
+	s := mcp.NewServer(f.impl, &mcp.ServerOptions{
 		Instructions:              Instructions,
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SupportedProtocolVersions: Revisions(),
@@ -174,15 +193,21 @@ func (f *Face) call(name string) mcp.ToolHandler {
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		body, err := f.run(ctx, run, name, args)
-		if err != nil {
-			p := gateway.Problem(err)
-			p.RequestID = reqid.FromContext(ctx)
-			telemetry.Fail(ctx, string(p.Code))
-			return result(p.JSON(), true), nil
-		}
-		return result(body, false), nil
+		return result(f.answer(ctx, run, name, args)), nil
 	}
+}
+
+// answer is what a call of tool name with args (a JSON value) for run
+// answers as its tool result: the result, or the problem and isError.
+func (f *Face) answer(ctx context.Context, run store.Run, name string, args []byte) (body []byte, isError bool) {
+	body, err := f.run(ctx, run, name, args)
+	if err != nil {
+		p := gateway.Problem(err)
+		p.RequestID = reqid.FromContext(ctx)
+		telemetry.Fail(ctx, string(p.Code))
+		return p.JSON(), true
+	}
+	return body, false
 }
 
 // run validates args as the REST route does, then calls the core.
