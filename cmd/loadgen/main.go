@@ -202,6 +202,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 
 	if c.flood.on {
+		sit := beginSitting(w)
+		defer sit.end(w)
 		return flood(ctx, c, dir, loomPath, w)
 	}
 	if c.memory > 0 {
@@ -239,6 +241,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		return memory(ctx, c, tg, call, w)
 	}
 	if c.mcp {
+		sit := beginSitting(w)
+		defer sit.end(w)
 		return mcpMode(ctx, c, tg, client, w)
 	}
 	direct := func(ctx context.Context) error { return execLoom(ctx, loomPath) }
