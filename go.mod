@@ -81,3 +81,10 @@ require (
 )
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+
+ignore (
+	./sdk/conformance/node_modules
+	./sdk/typescript/node_modules
+	./tests/console/node_modules
+	./tools/lint/node_modules
+)
