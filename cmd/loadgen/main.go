@@ -87,6 +87,7 @@ type config struct {
 	gatewayLog         string
 	gatewayArgs        []string
 	gatewayEnv         []string
+	besideEnv          []string
 	cpuprofile, trace  string
 	ownCost, bare      bool
 	page               bool
@@ -117,6 +118,7 @@ func main() {
 	flag.Var((*multi)(&c.gatewayArgs), "gateway-arg", "extra gateway `flag` (repeatable), e.g. --gateway-arg=--log-level=warn")
 	flag.BoolVar(&c.ownCost, "own-cost", true, "then measure the gateway's own cost: the same handlers in process with a runner that returns the fake loom's stdout without starting it")
 	flag.Var((*multi)(&c.gatewayEnv), "gateway-env", "extra `KEY=VALUE` in the gateway's environment (repeatable), e.g. GOGC=400")
+	flag.Var((*multi)(&c.besideEnv), "beside-env", "also start a second gateway with this `KEY=VALUE` added to its environment (repeatable), timed interleaved with the first in the same sitting, e.g. OTEL_EXPORTER_OTLP_ENDPOINT=... for tracing on beside off")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "profile the request path in process and write the CPU profile to `file`")
 	flag.StringVar(&c.trace, "trace", "", "serve the request path in process and write an execution trace (runtime/trace) to `file`")
 	flag.BoolVar(&c.bare, "bare", true, "also measure a bare server (this program again as a separate process: net/http and exec, nothing else), the floor of the gateway's overhead")
@@ -225,15 +227,16 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		MaxIdleConnsPerHost: 4 * c.clients,
 		IdleConnTimeout:     time.Minute,
 	}}
-	call := func(ctx context.Context, r runToken) error {
+	callOn := func(ctx context.Context, url string, r runToken) error {
 		if c.shape != "" {
-			return shapeCall(ctx, client, tg.agentURL, r, c)
+			return shapeCall(ctx, client, url, r, c)
 		}
 		if c.page {
-			return postTool(ctx, client, tg.agentURL+"/v1/runs/"+r.id+"/loom_page_read", r.token, `{"target":"Projects/Atlas"}`, `"status":"ok"`)
+			return postTool(ctx, client, url+"/v1/runs/"+r.id+"/loom_page_read", r.token, `{"target":"Projects/Atlas"}`, `"status":"ok"`)
 		}
-		return toolCall(ctx, client, tg.agentURL, r)
+		return toolCall(ctx, client, url, r)
 	}
+	call := func(ctx context.Context, r runToken) error { return callOn(ctx, tg.agentURL, r) }
 	if c.memory > 0 {
 		describeShape(c, w)
 		sit := beginSitting(w)
@@ -268,6 +271,27 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	gwSide := &side{name: "gateway HTTP call:", f: func(ctx context.Context, k int) error { return call(ctx, tg.runs[k]) }}
 	sides = append(sides, gwSide)
+	// --beside-env: a second gateway, the same but for its environment,
+	// timed as one more side of the same sitting.
+	var beside *side
+	besidePid := 0
+	if len(c.besideEnv) > 0 && c.cpuprofile == "" && c.trace == "" {
+		cb := c
+		cb.gatewayEnv = append(append([]string{}, c.gatewayEnv...), c.besideEnv...)
+		cb.gatewayLog = ""
+		dirB := filepath.Join(dir, "beside")
+		if err := os.Mkdir(dirB, 0o700); err != nil {
+			return err
+		}
+		tb, err := startGateway(ctx, cb, dirB, loomPath)
+		if err != nil {
+			return fmt.Errorf("beside gateway: %w", err)
+		}
+		defer tb.stop()
+		besidePid = tb.pid
+		beside = &side{name: "beside gateway:", f: func(ctx context.Context, k int) error { return callOn(ctx, tb.agentURL, tb.runs[k]) }}
+		sides = append(sides, beside)
+	}
 	dSide := sides[0]
 
 	// Sanity: one call must answer with entries.
@@ -351,10 +375,11 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	// Throughput: alternating rounds of equal length.
 	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
 	var directCPU, gatewayCPU cpuTimes // spent during the direct and the gateway phases
+	var besideCPU time.Duration        // the beside gateway's process, in its phases
 	for r := range c.rounds {
 		fmt.Fprintf(w, "  round %d:", r+1)
 		for _, s := range sides {
-			before := readCPU(tg.pid)
+			before, beforeB := readCPU(tg.pid), readCPU(besidePid)
 			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
 			if err != nil {
 				return err
@@ -364,6 +389,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 				directCPU = directCPU.plus(spent)
 			case gwSide:
 				gatewayCPU = gatewayCPU.plus(spent)
+			case beside:
+				besideCPU += readCPU(besidePid).minus(beforeB).gateway
 			}
 			s.n, s.t = s.n+n, s.t+t
 			fmt.Fprintf(w, "  %s %7.1f/s", strings.Fields(s.name)[0], rate(n, t))
@@ -387,6 +414,13 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			per(directCPU.children, dSide.n), per(directCPU.self, dSide.n), per(directCPU.children+directCPU.self, dSide.n),
 			per(gatewayCPU.gatewayChildren, gwSide.n), per(gatewayCPU.gateway, gwSide.n), per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n),
 			float64(per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n))/float64(per(directCPU.children+directCPU.self, dSide.n)))
+	}
+
+	if beside != nil && beside.n > 0 && gwSide.n > 0 {
+		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(besideCPU, beside.n)
+		fmt.Fprintf(w, "  beside gateway (%s) against the gateway, same sitting: p50 %.3f, calls/s %.3f, gateway process CPU per call %s against %s: %.3f\n",
+			strings.Join(c.besideEnv, " "), float64(stats(beside.lat).p50)/float64(g.p50), rate(beside.n, beside.t)/gRate, bp, gp, float64(bp)/float64(gp))
 	}
 
 	fmt.Fprintf(w, "\nsummary: against %s: p50 ratio %.3f (target <= %.2f: %v), throughput ratio %.3f (target >= %.2f: %v)\n",
