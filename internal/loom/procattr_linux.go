@@ -108,3 +108,20 @@ func exited(pid int) bool {
 func awaitPidfd(f *os.File, pid int) {
 	awaitReadable(f, func() bool { return exited(pid) })
 }
+
+// pending reports how many bytes wait to be read in the pipe f (FIONREAD),
+// 0 when it cannot tell.
+func pending(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		var v int32
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); errno == 0 {
+			n = int(v)
+		}
+	})
+	return n
+}

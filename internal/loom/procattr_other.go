@@ -22,3 +22,7 @@ func awaitExit(int) {}
 
 // awaitPidfd returns at once outside Linux.
 func awaitPidfd(*os.File, int) {}
+
+// pending reports 0 outside Linux: stdout's read ends WaitDelay after
+// the command exits.
+func pending(*os.File) int { return 0 }

@@ -223,15 +223,27 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	werrc := make(chan error, 1)
 	go func() {
 		// Once the command has exited, stdout gets WaitDelay to close.
+		// What it wrote before it exited is still read, however long the
+		// reading takes (a loaded machine, a payload the pipe holds whole):
+		// the read is ended only when WaitDelay passes with nothing
+		// waiting in the pipe, the stdout cap and the command timeout
+		// bounding the rest.
 		select {
 		case werr := <-waited:
 			werrc <- werr
 			t := time.NewTimer(c.opts.WaitDelay)
 			defer t.Stop()
-			select {
-			case <-t.C:
-				_ = pr.SetReadDeadline(time.Now())
-			case <-readDone:
+			for held := true; held; {
+				select {
+				case <-t.C:
+					if pending(pr) > 0 {
+						t.Reset(c.opts.WaitDelay)
+						continue
+					}
+					_ = pr.SetReadDeadline(time.Now())
+				case <-readDone:
+				}
+				held = false
 			}
 		case <-readDone:
 			werrc <- <-waited

@@ -614,3 +614,32 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("slots = %d", cap(c.slots.slots))
 	}
 }
+
+// TestRunSlowReaderKeepsBufferedOutput: loom writes its whole output into
+// the pipe and exits; a reader slower than WaitDelay still reads all of
+// it, since nothing holds stdout open (only what waits in the pipe is
+// left to read).
+func TestRunSlowReaderKeepsBufferedOutput(t *testing.T) {
+	t.Parallel()
+	payload := `{"hits":[` + strings.Repeat(`1,`, 20000) + `1]}`
+	argv, env := fake(t, "print", payload, "0")
+	c := New(Options{Timeout: time.Minute, WaitDelay: 50 * time.Millisecond})
+	var got []byte
+	out, err := c.run(context.Background(), argv, env, func(r io.Reader) {
+		buf := make([]byte, 4096)
+		for {
+			time.Sleep(20 * time.Millisecond) // ten reads outlast WaitDelay four times
+			n, err := r.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	if out.ExitCode != 0 || string(got) != payload {
+		t.Errorf("exit %d, read %d bytes of %d", out.ExitCode, len(got), len(payload))
+	}
+}
