@@ -2,36 +2,19 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/storetest"
 )
-
-// benchRef is a search row of about 230 bytes under a one-clause label,
-// as memstore's benchmarks mint.
-func benchRef(n int) store.Referent {
-	return store.Referent{
-		Kind:   "document",
-		Source: "loom_search",
-		Value: []byte(fmt.Sprintf(`{"id":"page-%08d","title":"Quarterly planning notes %d",`+
-			`"snippet":"Agreed to move the review to Thursday and to share the draft with the team beforehand.",`+
-			`"updated":"2025-03-14T09:26:53Z"}`, n, n)),
-		Label: ifc.Label{
-			Confidentiality: ifc.Confidentiality{ifc.Clause(`{"type":"https://commonfabric.org/cfc/atom/Space","space":"work"}`)},
-			Integrity:       []ifc.Atom{ifc.Atom(`"loom"`)},
-		},
-		LabelSource: "row",
-	}
-}
 
 // benchFinish is the end of a call that admitted rows first..first+n-1.
 func benchFinish(first, n int) store.Finish {
 	f := store.Finish{Call: store.Call{OutputID: "r:loom_search:1", Tool: "loom_search", Status: "ok", Admitted: n, StartedAt: time.Now()}}
 	for i := range n {
-		ref := benchRef(first + i)
+		ref := storetest.Referent(first + i)
 		f.Refs = append(f.Refs, ref)
 		f.Call.Entries = append(f.Call.Entries, store.CallEntry{Status: "admitted", LabelSource: "row", Label: ifc.Disclose(ref.Label)})
 	}
