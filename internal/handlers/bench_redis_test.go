@@ -3,12 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +11,6 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/gateway"
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 )
@@ -50,24 +44,5 @@ func BenchmarkToolCallRedis(b *testing.B) {
 		return redisstore.New(c, redisstore.Options{Prefix: prefix, Now: func() time.Time { return g.clock.Now() }})
 	}})
 	g.clock.now = time.Now() // Redis expires keys by the wall clock
-	g.deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	payload := benchdata.Search10K()
-	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
-		return loom.Output{Stdout: payload}, nil
-	})
-	id, token := g.createRun(b, `{"maxConfidentiality":["https://loom.example/facet/work"],"ttlSeconds":3600}`)
-	path := "/v1/runs/" + id + "/loom_search"
-	b.ReportAllocs()
-	cpu0 := processCPU()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"query":"atlas"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		g.agent.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("loom_search = %d %s", rec.Code, rec.Body)
-		}
-	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	benchSearch(b, g, benchdata.Search10K(), "")
 }

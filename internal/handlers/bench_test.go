@@ -43,6 +43,13 @@ func BenchmarkToolCallLarge(b *testing.B) {
 
 func benchToolCall(b *testing.B, payload []byte) {
 	g := newTestGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30})
+	benchSearch(b, g, payload, "")
+}
+
+// benchSearch times loom_search calls through g's agent router, its loom
+// answering payload at once and its log at info level into io.Discard;
+// traceparent, when not empty, is sent with each request.
+func benchSearch(b *testing.B, g *testGateway, payload []byte, traceparent string) {
 	g.deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
 		return loom.Output{Stdout: payload}, nil
@@ -56,6 +63,9 @@ func benchToolCall(b *testing.B, payload []byte) {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"query":"atlas"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
+		if traceparent != "" {
+			req.Header.Set("traceparent", traceparent)
+		}
 		rec := httptest.NewRecorder()
 		g.agent.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {

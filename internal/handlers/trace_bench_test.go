@@ -3,17 +3,14 @@ package handlers
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/loom-gateway/gateway/internal/benchdata"
-	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/telemetry"
 	"github.com/loom-gateway/gateway/internal/telemetry/otelsetup"
 )
@@ -68,26 +65,5 @@ func BenchmarkToolCallExported(b *testing.B) {
 // request, under whatever tracer provider the benchmark installed.
 func benchTracedCall(b *testing.B) {
 	g := newTestGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30})
-	g.deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	payload := benchdata.Search10K()
-	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
-		return loom.Output{Stdout: payload}, nil
-	})
-	id, token := g.createRun(b, `{"maxConfidentiality":["https://loom.example/facet/work"],"ttlSeconds":3600}`)
-	path := "/v1/runs/" + id + "/loom_search"
-	b.ReportAllocs()
-	b.SetBytes(int64(len(payload)))
-	cpu0 := processCPU()
-	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"query":"atlas"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-		rec := httptest.NewRecorder()
-		g.agent.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("loom_search = %d %s", rec.Code, rec.Body)
-		}
-	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	benchSearch(b, g, benchdata.Search10K(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 }
