@@ -20,8 +20,9 @@ type sitting struct {
 	err    error
 }
 
-// quietWait bounds how long beginSitting waits for the machine to settle.
-const quietWait = 5 * time.Minute
+// quietWait bounds how long beginSitting waits for the machine to settle
+// (--quiet-wait; 0 starts at once, for a profile rather than a figure).
+var quietWait = 5 * time.Minute
 
 // beginSitting waits, for at most quietWait, until the one-minute load
 // average is at most noisyLoad (what an earlier sitting or build left

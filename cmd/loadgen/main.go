@@ -114,6 +114,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 3, "throughput rounds, each a direct phase and a gateway phase")
 	flag.DurationVar(&c.duration, "duration", 3*time.Second, "length of each throughput phase")
 	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on the whole run")
+	flag.DurationVar(&quietWait, "quiet-wait", quietWait, "how long a sitting waits for the one-minute load average to fall to 1.0 before it begins (0: at once, for a profile; a sitting begun above 1.0 is marked noisy)")
 	flag.StringVar(&c.gatewayLog, "gateway-log", "", "`file` for the gateway's log (default: discarded)")
 	flag.Var((*multi)(&c.gatewayArgs), "gateway-arg", "extra gateway `flag` (repeatable), e.g. --gateway-arg=--log-level=warn")
 	flag.BoolVar(&c.ownCost, "own-cost", true, "then measure the gateway's own cost: the same handlers in process with a runner that returns the fake loom's stdout without starting it")
