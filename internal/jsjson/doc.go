@@ -6,6 +6,9 @@
 //     (RFC 8259 with duplicate names, invalid UTF-8 and escaped lone
 //     surrogates allowed, jsontext's nesting limit), and the readers of
 //     whole objects and arrays built on it (Walk, Members, Elements, Valid);
+//     on amd64 with AVX2 an array or object is read 64 bytes at a time,
+//     only its tokens walked (skipContainer, classify_amd64.s), and UTF-8
+//     is checked 32 ASCII bytes at a time (ValidUTF8);
 //   - the writer every length is measured against: JSON.stringify's form
 //     of JSON.parse's reading (AppendJS, Writer, AppendString), with
 //     JavaScript's duplicate-name rule (first position, last value, Node

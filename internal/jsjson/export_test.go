@@ -7,3 +7,17 @@ var (
 	DecodeRune  = decodeRune[string]
 	AppendRune  = appendRune
 )
+
+// SkipContainer is skip's fast way through an array or object.
+var SkipContainer = skipContainer
+
+// SlowValue is Scanner.Value read without skipContainer: skip's own way.
+func SlowValue(b []byte, depth int) (raw []byte, end int, err error) {
+	var s Scanner
+	s.Reset(b)
+	raw, err = s.skipOwn(depth)
+	return raw, s.i, err
+}
+
+// FastContainers reports whether skip uses skipContainer on this machine.
+func FastContainers() bool { return fastContainers }

@@ -394,13 +394,27 @@ func wsEnd(b []byte, i int) int {
 }
 
 // skip reads one whole value inside depth open containers and returns it
+// raw, as jsontext's ReadValue would: an array or object by skipContainer
+// where it can tell, anything else, or what it cannot tell, by skipOwn.
+// On an error s.i is where the token that failed begins.
+func (s *Scanner) skip(depth int) ([]byte, error) {
+	if i := wsEnd(s.b, s.i); fastContainers && i < len(s.b) && (s.b[i] == '{' || s.b[i] == '[') {
+		if end, ok := skipContainer(s.b, i, depth); ok {
+			s.i = end
+			return s.b[i:end], nil
+		}
+	}
+	return s.skipOwn(depth)
+}
+
+// skipOwn reads one whole value inside depth open containers and returns it
 // raw, as jsontext's ReadValue would. It is the validating scan of every
-// row Condense does not keep, so it is written for speed: the offset in
+// scalar and of every container skipContainer cannot read, so it is written for speed: the offset in
 // a local, strings scanned in place eight bytes at a time without the
 // notes scanStr takes for the writer, and the grammar as jumps between
 // three states (a value expected, after a value, a member name
 // expected). On an error s.i is where the token that failed begins.
-func (s *Scanner) skip(depth int) ([]byte, error) {
+func (s *Scanner) skipOwn(depth int) ([]byte, error) {
 	b := s.b
 	i := wsEnd(b, s.i)
 	start := i

@@ -409,7 +409,7 @@ func (c *condenser) fill() bool {
 		added := j > 0
 		var held [utf8.UTFMax]byte // the incomplete sequence after p[:j]
 		h := copy(held[:], p[j:])
-		if utf8.Valid(p[:j]) {
+		if jsjson.ValidUTF8(p[:j]) {
 			c.b = c.b[:len(c.b)+j]
 		} else {
 			// p is the window's free space, which decoding writes.
