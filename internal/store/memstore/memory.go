@@ -301,12 +301,15 @@ func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, 
 	return out, nil
 }
 
-// mark drops the run's marks expired at now and, if fewer than max are
-// left, marks output seq in flight until until. m.mu must be held.
+// mark marks output seq in flight until until if the run holds fewer
+// than max marks, the ones expired at now dropped first when it holds
+// max. m.mu must be held.
 func (r *memRun) mark(seq int64, max int, now, until time.Time) bool {
-	for s, exp := range r.flight {
-		if !exp.After(now) {
-			delete(r.flight, s)
+	if len(r.flight) >= max {
+		for s, exp := range r.flight {
+			if !exp.After(now) {
+				delete(r.flight, s)
+			}
 		}
 	}
 	if len(r.flight) >= max {

@@ -3,8 +3,9 @@ package redisstore
 // scriptBegin starts an output: it checks the token hash, takes a call
 // from the run's rate bucket (store.Rate.Take in Lua, on the hash fields
 // rl, the calls held, and rlt, when in microseconds) and the next output
-// number, and under a cap of marks drops the run's expired in-flight
-// marks and takes one for the output, if fewer than the cap are left; it
+// number, and under a cap of marks takes an in-flight mark for the
+// output if the run holds fewer than the cap (counted again without the
+// expired ones, dropped, when it holds the cap); it
 // reads the run as scriptGet does (luaReadRun), one HMGET before any
 // write. KEYS: run, calls, order, result, flight (sorted set: output
 // number -> expiry in microseconds). ARGV: now_us, rate (calls a second;
@@ -40,10 +41,14 @@ else
 end
 local marked, maxFlight = 0, tonumber(ARGV[6])
 if maxFlight > 0 then
-  redis.call('ZREMRANGEBYSCORE', flight, '-inf', ARGV[1])
-  if redis.call('ZCARD', flight) < maxFlight then
+  local held = redis.call('ZCARD', flight)
+  if held >= maxFlight then
+    redis.call('ZREMRANGEBYSCORE', flight, '-inf', ARGV[1])
+    held = redis.call('ZCARD', flight)
+  end
+  if held < maxFlight then
     redis.call('ZADD', flight, string.format('%d', now + tonumber(ARGV[7])), nseq)
-    if f[6] then redis.call('PEXPIREAT', flight, f[6]) end
+    if held == 0 and f[6] then redis.call('PEXPIREAT', flight, f[6]) end
     marked = 1
   end
 end
