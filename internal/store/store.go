@@ -260,11 +260,11 @@ type Store interface {
 	NextOutput(ctx context.Context, id string) (int64, error)
 	// Begin starts an output of the run in one atomic step: it checks
 	// b.Token, takes a call from the run's bucket of b.Rate and the next
-	// output number, drops the run's expired in-flight marks and, under
-	// b.MaxInFlight, takes a mark for the output, and returns the run as
-	// it then stands, its Seq the number taken and Marked whether the
-	// mark was taken (a run holding b.MaxInFlight marks: the output is
-	// numbered, with no mark). ErrRunNotFound (no live run, or another
+	// output number and, under b.MaxInFlight, an in-flight mark for the
+	// output, and returns the run as it then stands, its Seq the number
+	// taken and Marked whether the mark was taken (a run holding
+	// b.MaxInFlight marks that have not expired: the output is numbered,
+	// with no mark; expired marks are dropped, not counted). ErrRunNotFound (no live run, or another
 	// token), ErrOutputLimit (b.MaxSeq numbers taken), or a
 	// *RateLimitError (ErrRateLimited) when the bucket holds less than
 	// one call, in that order and each with nothing taken. Every store
