@@ -97,7 +97,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
 	fs.Int64Var(&o.maxStdoutBytes, "max-stdout-bytes", 64<<20, "cap on a loom process's stdout in `bytes`; past it the group is killed (command_failed)")
 	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "loom calls at once, each from its process start until its output is measured; callers wait --busy-wait for a slot, then answer busy (429)")
-	fs.IntVar(&o.maxConcurrentPerRun, "max-concurrent-per-run", 0, "tool calls one run may have in flight on this replica; one more answers busy (429) at once (default half of --max-concurrent-loom, at least 1)")
+	fs.IntVar(&o.maxConcurrentPerRun, "max-concurrent-per-run", 0, "tool calls one run may have in flight, across the replicas sharing the store; one more answers busy (429) at once (default half of --max-concurrent-loom, at least 1)")
 	fs.DurationVar(&o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 1<<20, "cap on a request body in `bytes` (413 past it)")
 	fs.IntVar(&o.maxRuns, "max-runs", 10000, "live runs at most (run_limit_reached past it)")
@@ -347,6 +347,7 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 		// is measured, not only while the process lives.
 		d.Slots = loom.NewLimiter(o.maxConcurrentLoom, o.busyWait)
 		d.CommandTimeout = o.commandTimeout
+		d.BusyWait = o.busyWait
 		d.Runner = loom.New(loom.Options{
 			Timeout:   o.commandTimeout,
 			MaxStdout: o.maxStdoutBytes,

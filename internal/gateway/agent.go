@@ -107,7 +107,7 @@ func (s *Service) Describe(ctx context.Context, run store.Run, token string) (De
 func (s *Service) DescribeClaim(ctx context.Context, cl Claim, token string) (Description, error) {
 	ctx, span := startCall(ctx, "describe_handle")
 	defer span.End()
-	c, err := s.beginOutput(ctx, cl, "describe_handle")
+	c, err := s.beginOutput(ctx, cl, "describe_handle", 0)
 	if err != nil {
 		return Description{}, err
 	}

@@ -25,6 +25,9 @@ type call struct {
 	loomTime *time.Duration
 	// argNames are the input's member names (AuditArgShape), else nil.
 	argNames []string
+	// released is set once the store has no in-flight mark of the call
+	// left (run.Marked): a Finish gave it back, or the run is gone.
+	released bool
 }
 
 // Call runs one of the eight tools for run (as Authenticate opened it)
@@ -45,23 +48,28 @@ func (s *Service) Call(ctx context.Context, run store.Run, tool loom.Tool, input
 func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input []byte) ([]byte, error) {
 	ctx, span := startCall(ctx, string(tool))
 	defer span.End()
-	c, err := s.beginOutput(ctx, cl, string(tool))
+	perRun := 0
+	if s.Offers(tool) {
+		perRun = s.cfg.MaxConcurrentPerRun // a tool not offered runs nothing
+	}
+	c, err := s.beginOutput(ctx, cl, string(tool), perRun)
 	if err != nil {
 		return nil, err
 	}
+	defer s.unmark(ctx, c)
 	if !s.Offers(tool) || !runAllows(c.run, tool) {
 		return nil, s.fail(ctx, c, ErrNotConfigured)
 	}
 	if s.cfg.AuditArgShape {
 		c.argNames = argNames(input)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	done, ok := s.inflight.add(c.run.ID, &cancel, s.cfg.MaxConcurrentPerRun)
-	if !ok {
+	if perRun > 0 && !c.run.Marked {
+		// The run has MaxConcurrentPerRun calls in flight, on any replica.
 		return nil, s.fail(ctx, c, loom.ErrBusy)
 	}
-	defer done()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer s.inflight.add(c.run.ID, &cancel)()
 	if ctx.Err() != nil {
 		return nil, s.fail(ctx, c, ErrCancelled)
 	}
@@ -168,9 +176,11 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
-// beginOutput checks the claim, takes a call from the run's rate bucket
-// and the run's next output number, in one store step (Store.Begin), and
-// returns the call with the run as it then stands. Every tool output of a
+// beginOutput checks the claim, takes a call from the run's rate bucket,
+// the run's next output number and, when perRun > 0, an in-flight mark
+// if the run holds fewer than perRun, in one store step (Store.Begin), and
+// returns the call with the run as it then stands (run.Marked: the mark
+// was taken; the caller answers busy without one). Every tool output of a
 // run, errors and describe_handle included, gets a number (Gateway
 // decision 7). A claim that opens no run answers as Authenticate does. A
 // call past RunRate is refused with rate_limited, and one past
@@ -180,16 +190,20 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 // stays within the cap exactly, however many calls race. A run Begin
 // refused at its rate is refused here, without the store, until its
 // bucket holds a call again (notBefore).
-func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string) (*call, error) {
+func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun int) (*call, error) {
 	now := s.now()
 	if wait, ok := s.limited.wait(cl, now); ok {
 		return nil, s.refuseCall(ctx, cl.RunID, tool, &store.RateLimitError{RetryAfter: wait})
 	}
-	begun, err := s.cfg.Store.Begin(ctx, cl.RunID, store.Begin{
+	b := store.Begin{
 		Token:  &cl.Token,
 		Rate:   s.cfg.RunRate,
 		MaxSeq: int64(max(s.cfg.MaxCallsPerRun, 0)),
-	})
+	}
+	if perRun > 0 {
+		b.MaxInFlight, b.Lease = perRun, s.lease()
+	}
+	begun, err := s.cfg.Store.Begin(ctx, cl.RunID, b)
 	if rl, ok := errors.AsType[*store.RateLimitError](err); ok {
 		s.limited.set(cl, now, now.Add(rl.RetryAfter))
 		return nil, s.refuseCall(ctx, cl.RunID, tool, err)
@@ -241,13 +255,66 @@ func (s *Service) fail(ctx context.Context, c *call, err error) error {
 
 // record audits the call and appends it to the call log even when the
 // client has gone away; a run deleted meanwhile has no log to append to.
+// A call that holds an in-flight mark appends with Finish, which gives
+// the mark back in the same store step; any other with AppendCall.
 func (s *Service) record(ctx context.Context, c *call, rec store.Call) {
 	rec.TraceID = telemetry.TraceID(ctx)
 	s.audit(ctx, c, rec)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.cfg.Store.AppendCall(ctx, c.run.ID, rec); err != nil && !errors.Is(err, store.ErrRunNotFound) {
+	var err error
+	if c.run.Marked && !c.released {
+		_, err = s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{Call: rec, Mark: c.run.Seq})
+		c.released = err == nil || errors.Is(err, store.ErrRunNotFound)
+	} else {
+		err = s.cfg.Store.AppendCall(ctx, c.run.ID, rec)
+	}
+	if err != nil && !errors.Is(err, store.ErrRunNotFound) {
 		s.log.ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", CodeOf(err))
+	}
+}
+
+// leaseGrace is what a call's in-flight lease adds to the longest its
+// wait for a slot and its loom stage may take: room for the end of the
+// reading past the stage's deadline and for the store step that ends
+// the call.
+const leaseGrace = 5 * time.Second
+
+// lease is the in-flight lease of a call (store.Begin.Lease): the
+// longest a call lives from Begin, its wait for a loom slot (BusyWait)
+// and its loom stage (CommandTimeout, else loom.DefaultTimeout), plus
+// leaseGrace. A mark the call never gives back (its replica killed) is
+// free once it passes.
+func (s *Service) lease() time.Duration {
+	d := s.cfg.CommandTimeout
+	if d <= 0 {
+		d = loom.DefaultTimeout
+	}
+	if s.cfg.Slots != nil {
+		switch w := s.cfg.BusyWait; {
+		case w == 0:
+			d += loom.DefaultQueueWait
+		case w > 0:
+			d += w
+		}
+	}
+	return d + leaseGrace
+}
+
+// unmark gives back the call's in-flight mark when no Finish did: the
+// store step that ended the call failed (a full Redis refuses a Finish
+// but not a Release, which only frees memory), or the call panicked.
+// It is one more store step, on those paths alone; a mark it cannot give
+// back frees itself when its lease passes.
+func (s *Service) unmark(ctx context.Context, c *call) {
+	if !c.run.Marked || c.released {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Release(ctx, c.run.ID, c.run.Seq); err != nil {
+		s.log.WarnContext(ctx, "in-flight mark not released; it frees itself when its lease ends",
+			"runId", c.run.ID, "outputId", c.outputID, "lease", s.lease().String(), "code", CodeOf(err))
 	}
 }
 
@@ -332,13 +399,18 @@ func (s *Service) finish(ctx context.Context, c *call, res ifc.Result, base ifc.
 	rec.TraceID = telemetry.TraceID(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	handles, err := s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{
+	f := store.Finish{
 		Refs:     refs,
 		Limits:   store.MintLimits{Handles: s.cfg.MaxHandlesPerRun, Bytes: s.cfg.MaxHandleBytesPerRun},
 		Observed: res.Observed,
 		Base:     base,
 		Call:     rec,
-	})
+	}
+	if c.run.Marked {
+		f.Mark = c.run.Seq
+	}
+	handles, err := s.cfg.Store.Finish(ctx, c.run.ID, f)
+	c.released = err == nil || errors.Is(err, store.ErrRunNotFound)
 	return handles, rec, err
 }
 

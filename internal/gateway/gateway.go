@@ -43,6 +43,7 @@ type Store interface {
 	RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error)
 	DeleteRun(ctx context.Context, id string) error
 	Begin(ctx context.Context, id string, b store.Begin) (store.Run, error)
+	Release(ctx context.Context, id string, mark int64) error
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
@@ -85,6 +86,10 @@ type Config struct {
 	// (--command-timeout); past it the call answers command_failed. Zero:
 	// only the Runner's own timeout.
 	CommandTimeout time.Duration
+	// BusyWait is how long a call waits for a slot of Slots, as Slots
+	// was made with (--busy-wait; 0: loom.DefaultQueueWait, negative:
+	// no wait). It only sets the in-flight lease (MaxConcurrentPerRun).
+	BusyWait time.Duration
 	// Tools is the set of tools the gateway offers (--allow-tool).
 	Tools []loom.Tool
 	// MaxConfidentiality is the process-wide ceiling (--max-confidentiality).
@@ -109,8 +114,12 @@ type Config struct {
 	// rate_limited before it takes an output number. The zero Rate is no
 	// limit.
 	RunRate store.Rate
-	// MaxConcurrentPerRun caps the tool calls one run has in flight on
-	// this replica; one more answers busy at once. 0 means no cap.
+	// MaxConcurrentPerRun caps the tool calls one run has in flight,
+	// counted in the store (an in-flight mark per call, taken by Begin),
+	// so the replicas sharing a store share the cap; one more answers
+	// busy at once. A mark is a lease of the call's longest life
+	// (lease): a replica that dies mid-call holds its calls' marks until
+	// then. 0 means no cap.
 	MaxConcurrentPerRun int
 	// RunTTL is a run's lifetime when the host gives none (an hour when
 	// zero).

@@ -17,14 +17,12 @@ type inflight struct {
 	calls map[string]map[*context.CancelCauseFunc]struct{}
 }
 
-// add registers a call of the run, unless the run already has max calls
-// in flight (max <= 0: no cap); it returns the function that removes it.
-func (f *inflight) add(runID string, cancel *context.CancelCauseFunc, max int) (func(), bool) {
+// add registers a call of the run; it returns the function that removes
+// it. The cap on a run's calls in flight is the store's (Begin's
+// in-flight marks), not this registry's.
+func (f *inflight) add(runID string, cancel *context.CancelCauseFunc) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if max > 0 && len(f.calls[runID]) >= max {
-		return nil, false
-	}
 	if f.calls == nil {
 		f.calls = map[string]map[*context.CancelCauseFunc]struct{}{}
 	}
@@ -39,7 +37,7 @@ func (f *inflight) add(runID string, cancel *context.CancelCauseFunc, max int) (
 		if len(f.calls[runID]) == 0 {
 			delete(f.calls, runID)
 		}
-	}, true
+	}
 }
 
 // cancelRun cancels the run's calls in flight, with the cause

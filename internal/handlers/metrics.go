@@ -288,7 +288,7 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
-	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "observe",
+	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "release", "observe",
 	"append_call", "calls", "mint", "finish", "handles", "handle", "put_result", "result", "ping",
 }
 
@@ -344,6 +344,12 @@ func (s *countingStore) Begin(ctx context.Context, id string, b store.Begin) (st
 	r, err := s.st.Begin(ctx, id, b)
 	s.m.storeError(ctx, "begin", err)
 	return r, err
+}
+
+func (s *countingStore) Release(ctx context.Context, id string, mark int64) error {
+	err := s.st.Release(ctx, id, mark)
+	s.m.storeError(ctx, "release", err)
+	return err
 }
 
 func (s *countingStore) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {

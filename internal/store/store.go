@@ -47,6 +47,17 @@ type Begin struct {
 	// MaxSeq caps the output numbers: a run that has taken MaxSeq of
 	// them answers ErrOutputLimit with nothing taken. <= 0 is no cap.
 	MaxSeq int64
+	// MaxInFlight caps the run's outputs in flight: Begin gives the
+	// output an in-flight mark when the run holds fewer than MaxInFlight
+	// marks that have not expired, and otherwise numbers it without one
+	// (Run.Marked false). <= 0 is no cap: no mark is taken. Every store
+	// sharing a backend counts the same marks.
+	MaxInFlight int
+	// Lease is how long a mark holds unless Finish or Release gives it
+	// back first: the longest an output may take, so that the marks of
+	// a caller that died mid-output free themselves. A mark expires at
+	// Begin's clock plus Lease; one of a Lease <= 0 is expired at once.
+	Lease time.Duration
 }
 
 // Rate is a run's call rate: a token bucket that holds at most Burst calls
@@ -97,6 +108,10 @@ type Run struct {
 	// HandleBytes is the sum of ReferentBytes over the handle table.
 	HandleBytes int64
 	HasResult   bool
+	// Marked is Begin's answer alone (false in every other read): the
+	// output it numbered holds an in-flight mark (Begin.MaxInFlight),
+	// its output number, which Finish or Release gives back.
+	Marked bool
 }
 
 // Call is one tool output as recorded on the host side (never shown to the
@@ -148,6 +163,10 @@ type Finish struct {
 	// Call is the output's record; Finish sets the Handle of its admitted
 	// entries.
 	Call Call
+	// Mark is the output number whose in-flight mark Finish gives back
+	// with the rest (Run.Marked); 0: none. A mark no longer held
+	// (expired) is nothing to give back.
+	Mark int64
 }
 
 // ErrFinishShape is Finish's answer to a call record whose admitted
@@ -241,13 +260,22 @@ type Store interface {
 	NextOutput(ctx context.Context, id string) (int64, error)
 	// Begin starts an output of the run in one atomic step: it checks
 	// b.Token, takes a call from the run's bucket of b.Rate and the next
-	// output number, and returns the run as it then stands, its Seq the
-	// number taken. ErrRunNotFound (no live run, or another token),
-	// ErrOutputLimit (b.MaxSeq numbers taken), or a *RateLimitError
-	// (ErrRateLimited) when the bucket holds less than one call, in that
-	// order and each with nothing taken. Every store sharing a backend
-	// shares the bucket; the rate is the caller's, read at each call.
+	// output number and, under b.MaxInFlight, an in-flight mark for the
+	// output, and returns the run as it then stands, its Seq the number
+	// taken and Marked whether the mark was taken (a run holding
+	// b.MaxInFlight marks that have not expired: the output is numbered,
+	// with no mark; expired marks are dropped, not counted). ErrRunNotFound (no live run, or another
+	// token), ErrOutputLimit (b.MaxSeq numbers taken), or a
+	// *RateLimitError (ErrRateLimited) when the bucket holds less than
+	// one call, in that order and each with nothing taken. Every store
+	// sharing a backend shares the bucket and the marks; the rate, the
+	// cap and the lease are the caller's, read at each call.
 	Begin(ctx context.Context, id string, b Begin) (Run, error)
+	// Release gives back the run's in-flight mark of output number mark
+	// (Run.Marked), for an output that ends without Finish. A mark not
+	// held, or a run gone, is nothing to release: nil. It only removes
+	// data, so a store that refuses new data when full still runs it.
+	Release(ctx context.Context, id string, mark int64) error
 	// Observe joins conf into the run's model-context label
 	// (ifc.JoinModelContext) atomically and returns the new label.
 	// ErrLabelLimit, with nothing written, if the joined label would hold
@@ -259,11 +287,12 @@ type Store interface {
 	// Mint, under f.Limits), joins f.Observed into the run's model-context
 	// label (as Observe; nil: no observation) and appends f.Call to the
 	// call log, its admitted entries' Handle set to the minted tokens, and
-	// returns the tokens in order. All of it is written or none of it:
-	// ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing
-	// written, so a call is in the log with every handle it minted, or
-	// neither is there. f.Call's entries of Status "admitted" must be as
-	// many as f.Refs, in the same order.
+	// returns the tokens in order, and gives back the in-flight mark
+	// f.Mark. All of it is written or none of it: ErrRunNotFound,
+	// ErrHandleLimit or ErrLabelLimit with nothing written (the mark
+	// still held), so a call is in the log with every handle it minted,
+	// or neither is there. f.Call's entries of Status "admitted" must be
+	// as many as f.Refs, in the same order.
 	Finish(ctx context.Context, id string, f Finish) ([]string, error)
 	// CallsPage returns the records of the run's call log after its first
 	// after, in order, at most limit of them (limit <= 0: all the rest, the

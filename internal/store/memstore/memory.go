@@ -61,6 +61,8 @@ type memRun struct {
 	result *store.Result
 	// bucket is the run's rate bucket (Begin).
 	bucket store.Bucket
+	// flight holds the run's in-flight marks: output number -> expiry.
+	flight map[int64]time.Time
 }
 
 // New returns an empty Store.
@@ -267,10 +269,12 @@ func (m *Store) NextOutput(_ context.Context, id string) (int64, error) {
 	return r.run.Seq, nil
 }
 
-// Begin checks the token, takes a call from the run's rate bucket and
-// the next output number under one lock, and returns a copy of the run,
-// its Seq the number taken; ErrRunNotFound, ErrOutputLimit or a
-// *store.RateLimitError with nothing taken.
+// Begin checks the token, takes a call from the run's rate bucket, the
+// next output number and, under bg.MaxInFlight, an in-flight mark (the
+// expired ones dropped first) under one lock, and returns a copy of the
+// run, its Seq the number taken and Marked whether the mark was;
+// ErrRunNotFound, ErrOutputLimit or a *store.RateLimitError with nothing
+// taken.
 func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, error) {
 	now := m.now()
 	m.mu.Lock()
@@ -291,7 +295,43 @@ func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, 
 	}
 	r.bucket = b
 	r.run.Seq++
-	return cloneRun(r.run), nil
+	marked := bg.MaxInFlight > 0 && r.mark(r.run.Seq, bg.MaxInFlight, now, now.Add(bg.Lease))
+	out := cloneRun(r.run)
+	out.Marked = marked
+	return out, nil
+}
+
+// mark marks output seq in flight until until if the run holds fewer
+// than max marks, the ones expired at now dropped first when it holds
+// max. m.mu must be held.
+func (r *memRun) mark(seq int64, max int, now, until time.Time) bool {
+	if len(r.flight) >= max {
+		for s, exp := range r.flight {
+			if !exp.After(now) {
+				delete(r.flight, s)
+			}
+		}
+	}
+	if len(r.flight) >= max {
+		return false
+	}
+	if r.flight == nil {
+		r.flight = map[int64]time.Time{}
+	}
+	r.flight[seq] = until
+	return true
+}
+
+// Release drops the run's in-flight mark of output number mark, if the
+// run lives and holds it.
+func (m *Store) Release(_ context.Context, id string, mark int64) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, err := m.live(id, now); err == nil {
+		delete(r.flight, mark)
+	}
+	return nil
 }
 
 // Observe replaces the run's ModelContext by
@@ -379,10 +419,10 @@ func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim st
 	return r.mint(p), nil
 }
 
-// Finish mints f.Refs, joins f.Observed into the run's label and appends
-// a copy of f.Call with its admitted entries' handles, under one lock, and
-// returns the tokens; ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with
-// nothing written.
+// Finish mints f.Refs, joins f.Observed into the run's label, appends a
+// copy of f.Call with its admitted entries' handles and drops the
+// in-flight mark f.Mark, under one lock, and returns the tokens;
+// ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with nothing written.
 func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, error) {
 	if store.Admitted(f.Call) != len(f.Refs) {
 		return nil, store.ErrFinishShape
@@ -420,6 +460,7 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	}
 	r.calls = append(r.calls, c)
 	r.run.Calls = len(r.calls)
+	delete(r.flight, f.Mark)
 	return tokens, nil
 }
 

@@ -36,7 +36,8 @@ func benchStore(b *testing.B) *Store {
 }
 
 // BenchmarkCall is a tool call's store steps on Redis: Begin (the token,
-// the rate bucket, the output number) and Finish of 48 admitted rows, as
+// the rate bucket, the output number, the in-flight mark) and Finish of
+// 48 admitted rows, which gives the mark back, as
 // cmd/loadgen's 10 KB search at the work ceiling. held: the rows are held
 // from an earlier call (the same query again); new: every call mints 48.
 //
@@ -61,9 +62,11 @@ func BenchmarkCall(b *testing.B) {
 					f = benchFinish(n*48, 48)
 					b.StartTimer()
 				}
-				if _, err := s.Begin(ctx, "r", store.Begin{Token: &tok, Rate: rate}); err != nil {
-					b.Fatal(err)
+				r, err := s.Begin(ctx, "r", store.Begin{Token: &tok, Rate: rate, MaxInFlight: 8, Lease: time.Minute})
+				if err != nil || !r.Marked {
+					b.Fatalf("Begin = Marked %v, %v", r.Marked, err)
 				}
+				f.Mark = r.Seq
 				if _, err := s.Finish(ctx, "r", f); err != nil {
 					b.Fatal(err)
 				}

@@ -56,6 +56,8 @@ const DefaultRedisPrefix = "loom-gateway:"
 //	               't'+token suffix -> referent record
 //	Porder:{id}    list of token suffixes in minting order
 //	Presult:{id}   the result record
+//	Pflight:{id}   sorted set: the output numbers in flight (Begin's
+//	               marks), scored by when each mark expires (µs)
 //
 // The index of live runs has its own tag, {idx}, so that creating a run is
 // one atomic step across the id, the token hash and the run limit:
@@ -125,7 +127,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 }
 
 // runKeys are the keys of one run.
-type runKeys struct{ run, calls, handles, order, result string }
+type runKeys struct{ run, calls, handles, order, result, flight string }
 
 func (s *Store) keys(id string) runKeys {
 	tag := "{" + id + "}"
@@ -135,6 +137,7 @@ func (s *Store) keys(id string) runKeys {
 		handles: s.prefix + "handles:" + tag,
 		order:   s.prefix + "order:" + tag,
 		result:  s.prefix + "result:" + tag,
+		flight:  s.prefix + "flight:" + tag,
 	}
 }
 
@@ -279,10 +282,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if len(r.ModelContext) > 0 {
 		args = append(args, "mc", encodeConf(r.ModelContext))
 	}
-	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result}, args...); err != nil {
+	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight}, args...); err != nil {
 		// Undo the reservation, even if ctx is done.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		_, _ = s.eval(uctx, true, scriptRelease, idx, r.ID)
+		_, _ = s.eval(uctx, true, scriptUnindex, idx, r.ID)
 		cancel()
 		return fail(ctx, "create run", err)
 	}
@@ -530,7 +533,7 @@ func (s *Store) pageIDs(ctx context.Context, after store.RunKey, n int) ([]strin
 // returns, until the run's expiry).
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	k := s.keys(id)
-	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result},
+	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight},
 		s.nowUS(), s.deletedChannel(), s.deletedMessage(id))
 	if err != nil {
 		return fail(ctx, "delete run", err)
@@ -544,7 +547,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	}
 	var h store.TokenHash
 	copy(h[:], tok)
-	if _, err := s.eval(ctx, true, scriptRelease, []string{s.runsKey(), s.tokKey(h), s.createdKey()}, id); err != nil {
+	if _, err := s.eval(ctx, true, scriptUnindex, []string{s.runsKey(), s.tokKey(h), s.createdKey()}, id); err != nil {
 		return fail(ctx, "delete run", err)
 	}
 	return nil
@@ -569,13 +572,15 @@ func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-// Begin checks b.Token, takes a call from the run's rate bucket and the
-// next output number in one script, and returns the run as it then
-// stands, its Seq the number taken; ErrRunNotFound, ErrOutputLimit or a
-// *store.RateLimitError with nothing taken, or ErrStoreUnavailable. The
-// bucket lives in the run's hash, so every replica on the Redis shares
-// it; it is refilled by the calling store's clock, and a clock behind the
-// last call's refills nothing.
+// Begin checks b.Token, takes a call from the run's rate bucket, the
+// next output number and, under b.MaxInFlight, an in-flight mark in one
+// script, and returns the run as it then stands, its Seq the number
+// taken and Marked whether the mark was; ErrRunNotFound, ErrOutputLimit
+// or a *store.RateLimitError with nothing taken, or
+// ErrStoreUnavailable. The bucket lives in the run's hash and the marks
+// in its flight set, so every replica on the Redis shares them; the
+// bucket is refilled, and a mark's lease runs, by the calling store's
+// clock, and a clock behind the last call's refills nothing.
 func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
 	k := s.keys(id)
 	per := strconv.FormatFloat(max(b.Rate.PerSecond, 0), 'g', -1, 64)
@@ -583,21 +588,41 @@ func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run,
 	if b.Token != nil {
 		tok = b.Token[:]
 	}
-	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result},
-		s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0))
+	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result, k.flight},
+		s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0), max(b.MaxInFlight, 0), max(b.Lease.Microseconds(), 0))
 	if err != nil {
 		return store.Run{}, fail(ctx, "begin", err)
 	}
 	if n, ok := status(v); ok && n == -3 {
 		return store.Run{}, store.ErrOutputLimit
 	}
-	if a, ok := asSlice(v); ok && len(a) == 2 {
+	a, ok := asSlice(v)
+	if ok && len(a) == 2 {
 		if n, _ := status(a[0]); n == -2 {
 			us, _ := status(a[1])
 			return store.Run{}, &store.RateLimitError{RetryAfter: time.Duration(max(us, 1)) * time.Microsecond}
 		}
 	}
-	return decodeRunReply(id, v)
+	if !ok {
+		return decodeRunReply(id, v)
+	}
+	if len(a) != 5 {
+		return store.Run{}, corrupt("begin", errReply)
+	}
+	marked, _ := status(a[4])
+	r, err := decodeRunReply(id, a[:4])
+	r.Marked = err == nil && marked == 1
+	return r, err
+}
+
+// Release drops the run's in-flight mark of output number mark, or
+// returns ErrStoreUnavailable. The script only frees data, so it runs on
+// a full Redis.
+func (s *Store) Release(ctx context.Context, id string, mark int64) error {
+	if _, err := s.eval(ctx, true, scriptUnmark, []string{s.keys(id).flight}, mark); err != nil {
+		return fail(ctx, "release", err)
+	}
+	return nil
 }
 
 // maxSwaps bounds Observe's compare-and-set attempts; each failed attempt
@@ -886,8 +911,9 @@ func appendPieces(args []any, s string, ends []int) []any {
 	return args
 }
 
-// Finish mints f.Refs, sets the model-context label and appends the call
-// record in one script (scriptFinish), and returns the tokens; it returns
+// Finish mints f.Refs, sets the model-context label, appends the call
+// record and drops the in-flight mark f.Mark in one script
+// (scriptFinish), and returns the tokens; it returns
 // ErrRunNotFound, ErrHandleLimit or ErrLabelLimit with nothing written,
 // or ErrStoreUnavailable. The label's join is computed here, first on
 // f.Base, and the script writes it only if the label is still the one
@@ -905,7 +931,11 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 	parts = appendPieces(parts, string(rec), append(cuts, len(rec)))
 	m := newMintArgs(id, f.Refs)
 	k := s.keys(id)
-	keys := []string{k.run, k.handles, k.order, k.calls}
+	keys := []string{k.run, k.handles, k.order, k.calls, k.flight}
+	mark := ""
+	if f.Mark > 0 {
+		mark = strconv.FormatInt(f.Mark, 10)
+	}
 	observe, base := "0", f.Base
 	var cur []byte // the label as last read; nil before any read
 	if len(base) > 0 {
@@ -944,7 +974,7 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 			}
 		}
 		toks, changed, err := s.minted(ctx, "finish", scriptFinish, keys, len(f.Refs), func(cands int) []any {
-			head := append([]any{s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next}, parts...)
+			head := append([]any{s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, mark}, parts...)
 			return m.args(head, cands)
 		})
 		if err != nil || changed == nil {

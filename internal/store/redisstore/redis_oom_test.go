@@ -14,9 +14,11 @@ import (
 
 // TestRedisFull: on a Redis at maxmemory with noeviction, every method
 // that adds data (a run, an output number, a label, a call record, a
-// handle, a result) fails with ErrStoreUnavailable and writes nothing,
-// while reads and a deletion (which frees memory) work; once memory is
-// freed the same run takes writes again.
+// handle, a result, a Finish even one that would give back an in-flight
+// mark) fails with ErrStoreUnavailable and writes nothing, while reads,
+// a deletion and the release of an in-flight mark (which free memory)
+// work; once memory is freed the same run takes writes again, and a
+// mark released while full is free.
 func TestRedisFull(t *testing.T) {
 	_, c := redistest.Start(t)
 	ctx := context.Background()
@@ -31,7 +33,17 @@ func TestRedisFull(t *testing.T) {
 		}
 	}
 	ref := store.Referent{Kind: "document", Source: "loom_search", Value: []byte(`"doc-1"`)}
+	oneInFlight := store.Begin{MaxInFlight: 1, Lease: time.Hour}
+	held, err := s.Begin(ctx, "kept", oneInFlight)
+	if err != nil || !held.Marked {
+		t.Fatalf("Begin before the fill = Marked %v, %v", held.Marked, err)
+	}
 	writes := map[string]func() error{
+		"Begin": func() error { _, err := s.Begin(ctx, "kept", store.Begin{}); return err },
+		"Finish": func() error {
+			_, err := s.Finish(ctx, "kept", store.Finish{Call: store.Call{OutputID: "kept:loom_search:1", Tool: "loom_search", Status: "error"}, Mark: held.Seq})
+			return err
+		},
 		"CreateRun":  func() error { return s.CreateRun(ctx, newRun("new")) },
 		"NextOutput": func() error { _, err := s.NextOutput(ctx, "kept"); return err },
 		"Observe": func() error {
@@ -64,15 +76,21 @@ func TestRedisFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run(kept) on a full Redis = %v", err)
 	}
-	if r.Seq != 0 || r.Calls != 0 || r.Handles != 0 || r.HasResult || len(r.ModelContext) != 0 {
+	if r.Seq != 1 || r.Calls != 0 || r.Handles != 0 || r.HasResult || len(r.ModelContext) != 0 {
 		t.Errorf("refused writes left %+v", r)
 	}
 	if err := s.DeleteRun(ctx, "deleted"); err != nil {
 		t.Errorf("DeleteRun on a full Redis = %v, want nil (it frees memory)", err)
 	}
+	if err := s.Release(ctx, "kept", held.Seq); err != nil {
+		t.Errorf("Release on a full Redis = %v, want nil (it frees memory)", err)
+	}
 
 	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
+	}
+	if r, err := s.Begin(ctx, "kept", oneInFlight); err != nil || !r.Marked {
+		t.Errorf("Begin once memory is freed = Marked %v, %v, want the mark released while full free", r.Marked, err)
 	}
 	for name, write := range writes {
 		if err := write(); err != nil {

@@ -199,10 +199,10 @@ end
 return 0
 `)
 
-// scriptRelease drops a run from the index.
+// scriptUnindex drops a run from the index.
 // KEYS: runs, tok, created. ARGV: id. The token key goes only if it names
 // the id.
-var scriptRelease = flagged(freesData, `
+var scriptUnindex = flagged(freesData, `
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
@@ -211,10 +211,10 @@ return 0
 
 // scriptCreate writes a reserved run, dropping whatever an expired run of
 // the same id left.
-// KEYS: run, calls, handles, order, result.
+// KEYS: run, calls, handles, order, result, flight.
 // ARGV: pxat ("" for none), then field, value pairs of the run hash.
 var scriptCreate = newScript(`
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 local f = {}
 for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
@@ -241,13 +241,13 @@ return ` + luaReadRun)
 
 // scriptDelete removes a live run's keys, publishes the deletion, and
 // returns the run's token hash field. KEYS: run, calls, handles, order,
-// result. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
+// result, flight. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
 // publish is a pcall: a refused PUBLISH (an ACL without the channel) does
 // not fail the delete, whose keys are gone by then.
 var scriptDelete = flagged(freesData, luaLive+`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local tok = redis.call('HGET', KEYS[1], 'tok')
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.pcall('PUBLISH', ARGV[2], ARGV[3])
 return tok
 `)

@@ -115,11 +115,15 @@ func TestRedisKeysExpire(t *testing.T) {
 	if err := s.PutResult(ctx, "short", store.Result{Value: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
+	if r, err := s.Begin(ctx, "short", store.Begin{MaxInFlight: 1, Lease: time.Hour}); err != nil || !r.Marked {
+		t.Fatalf("Begin = Marked %v, %v", r.Marked, err)
+	}
 	keys, err := c.Keys(ctx, prefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// run, calls, handles, order, result, tok (and the index zsets).
+	// run, calls, handles, order, result, flight, tok (and the index
+	// zsets).
 	index := func(k string) bool { return k == prefix+"{idx}runs" || k == prefix+"{idx}created" }
 	for _, k := range keys {
 		if index(k) {
@@ -130,8 +134,8 @@ func TestRedisKeysExpire(t *testing.T) {
 			t.Errorf("PTTL %s = %v, %v, want within the run's 300ms", k, ttl, err)
 		}
 	}
-	if len(keys) != 8 {
-		t.Errorf("keys of one run = %q, want 8", keys)
+	if len(keys) != 9 {
+		t.Errorf("keys of one run = %q, want 9", keys)
 	}
 	time.Sleep(500 * time.Millisecond)
 	keys, err = c.Keys(ctx, prefix+"*").Result()
