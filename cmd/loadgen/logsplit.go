@@ -19,7 +19,7 @@ import (
 // request (request id, auth, body checks, contract validation, the answer
 // written, the logs). What a client sees beyond their sum is the HTTP
 // round trip.
-func logSplit(w io.Writer, logPath string, n int) error {
+func logSplit(w io.Writer, who, logPath string, n int) error {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func logSplit(w io.Writer, logPath string, n int) error {
 		rest = append(rest, ms(c.request-c.call))
 		whole = append(whole, ms(c.request))
 	}
-	fmt.Fprintf(w, "  in the gateway, from its log (p50 of each part of the same %d calls):\n", n)
+	fmt.Fprintf(w, "  in %s, from its log (p50 of each part of the same %d calls):\n", who, n)
 	fmt.Fprintf(w, "    loom process %s, work around it in the call %s, rest of the request %s, whole request %s\n",
 		stats(loomT).p50, stats(around).p50, stats(rest).p50, stats(whole).p50)
 	return nil

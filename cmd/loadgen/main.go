@@ -88,6 +88,8 @@ type config struct {
 	gatewayArgs        []string
 	gatewayEnv         []string
 	besideEnv          []string
+	besideArgs         []string
+	storeFloor         string
 	cpuprofile, trace  string
 	ownCost, bare      bool
 	page               bool
@@ -119,6 +121,8 @@ func main() {
 	flag.Var((*multi)(&c.gatewayArgs), "gateway-arg", "extra gateway `flag` (repeatable), e.g. --gateway-arg=--log-level=warn")
 	flag.BoolVar(&c.ownCost, "own-cost", true, "then measure the gateway's own cost: the same handlers in process with a runner that returns the fake loom's stdout without starting it")
 	flag.Var((*multi)(&c.gatewayEnv), "gateway-env", "extra `KEY=VALUE` in the gateway's environment (repeatable), e.g. GOGC=400")
+	flag.Var((*multi)(&c.besideArgs), "beside-arg", "also start a second gateway with this extra `flag` (repeatable), timed interleaved with the first in the same sitting, e.g. --store=redis://... for the Redis store beside memory")
+	flag.StringVar(&c.storeFloor, "store-floor", "", "also time, as one more side of the sequential phase, two EVALSHA round trips of a script that does nothing on this Redis (`redis://host:port/db`): the least a call's two store steps cost there")
 	flag.Var((*multi)(&c.besideEnv), "beside-env", "also start a second gateway with this `KEY=VALUE` added to its environment (repeatable), timed interleaved with the first in the same sitting, e.g. OTEL_EXPORTER_OTLP_ENDPOINT=... for tracing on beside off")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "profile the request path in process and write the CPU profile to `file`")
 	flag.StringVar(&c.trace, "trace", "", "serve the request path in process and write an execution trace (runtime/trace) to `file`")
@@ -272,13 +276,16 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	gwSide := &side{name: "gateway HTTP call:", f: func(ctx context.Context, k int) error { return call(ctx, tg.runs[k]) }}
 	sides = append(sides, gwSide)
-	// --beside-env: a second gateway, the same but for its environment,
-	// timed as one more side of the same sitting.
+	// --beside-env, --beside-arg: a second gateway, the same but for its
+	// environment or flags, timed as one more side of the same sitting.
 	var beside *side
+	var besideLog string
 	besidePid := 0
-	if len(c.besideEnv) > 0 && c.cpuprofile == "" && c.trace == "" {
+	besideWhat := strings.Join(append(append([]string{}, c.besideEnv...), c.besideArgs...), " ")
+	if len(c.besideEnv)+len(c.besideArgs) > 0 && c.cpuprofile == "" && c.trace == "" {
 		cb := c
 		cb.gatewayEnv = append(append([]string{}, c.gatewayEnv...), c.besideEnv...)
+		cb.gatewayArgs = append(append([]string{}, c.gatewayArgs...), c.besideArgs...)
 		cb.gatewayLog = ""
 		dirB := filepath.Join(dir, "beside")
 		if err := os.Mkdir(dirB, 0o700); err != nil {
@@ -289,9 +296,20 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			return fmt.Errorf("beside gateway: %w", err)
 		}
 		defer tb.stop()
-		besidePid = tb.pid
+		besidePid, besideLog = tb.pid, tb.logPath
 		beside = &side{name: "beside gateway:", f: func(ctx context.Context, k int) error { return callOn(ctx, tb.agentURL, tb.runs[k]) }}
 		sides = append(sides, beside)
+	}
+	// --store-floor: two round trips to the store, nothing else.
+	var floor *side
+	if c.storeFloor != "" {
+		f, closeFloor, err := storeFloor(ctx, c.storeFloor)
+		if err != nil {
+			return err
+		}
+		defer closeFloor()
+		floor = &side{name: "store floor (2 RTT):", f: func(ctx context.Context, _ int) error { return f(ctx) }}
+		sides = append(sides, floor)
 	}
 	dSide := sides[0]
 
@@ -357,9 +375,26 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		fmt.Fprintf(w, "  p50 ratio gateway/bare:   %.3f                    gateway's own p50 %s\n", float64(g.p50)/float64(b.p50), g.p50-b.p50)
 	}
 
+	if beside != nil && bare != nil {
+		b, bs := stats(bare.lat), stats(beside.lat)
+		own, ownB := g.p50-b.p50, bs.p50-b.p50
+		fmt.Fprintf(w, "  beside gateway (%s): p50 %.3f the gateway's; own p50 (less bare) %s against the gateway's %s", besideWhat, float64(bs.p50)/float64(g.p50), ownB, own)
+		if own > 0 {
+			fmt.Fprintf(w, ": %.2fx", float64(ownB)/float64(own))
+		}
+		fmt.Fprintf(w, "\n")
+	}
+	if floor != nil {
+		fmt.Fprintf(w, "  store floor: two round trips p50 %s\n", stats(floor.lat).p50)
+	}
 	if tg.logPath != "" {
-		if err := logSplit(w, tg.logPath, c.n); err != nil {
+		if err := logSplit(w, "the gateway", tg.logPath, c.n); err != nil {
 			fmt.Fprintf(w, "  (no split from the gateway's log: %v)\n", err)
+		}
+	}
+	if besideLog != "" {
+		if err := logSplit(w, "the beside gateway", besideLog, c.n); err != nil {
+			fmt.Fprintf(w, "  (no split from the beside gateway's log: %v)\n", err)
 		}
 	}
 
@@ -380,6 +415,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	for r := range c.rounds {
 		fmt.Fprintf(w, "  round %d:", r+1)
 		for _, s := range sides {
+			if s == floor {
+				continue
+			}
 			before, beforeB := readCPU(tg.pid), readCPU(besidePid)
 			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
 			if err != nil {
@@ -421,7 +459,7 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(besideCPU, beside.n)
 		fmt.Fprintf(w, "  beside gateway (%s) against the gateway, same sitting: p50 %.3f, calls/s %.3f, gateway process CPU per call %s against %s: %.3f\n",
-			strings.Join(c.besideEnv, " "), float64(stats(beside.lat).p50)/float64(g.p50), rate(beside.n, beside.t)/gRate, bp, gp, float64(bp)/float64(gp))
+			besideWhat, float64(stats(beside.lat).p50)/float64(g.p50), rate(beside.n, beside.t)/gRate, bp, gp, float64(bp)/float64(gp))
 	}
 
 	fmt.Fprintf(w, "\nsummary: against %s: p50 ratio %.3f (target <= %.2f: %v), throughput ratio %.3f (target >= %.2f: %v)\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
@@ -33,4 +34,29 @@ func inProcessStore() (gateway.Store, error) {
 	_, _ = rand.Read(b[:])
 	prefix := "loadgen-" + hex.EncodeToString(b[:]) + ":" // one per in-process gateway
 	return redisstore.New(redis.NewClient(opt), redisstore.Options{MaxRuns: 10000, Prefix: prefix}), nil
+}
+
+// storeFloor returns a function that makes two EVALSHA round trips of a
+// script that does nothing to the Redis at url: what a call's two store
+// steps (Begin, Finish) cost there before any work of their own.
+func storeFloor(ctx context.Context, url string) (func(context.Context) error, func(), error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--store-floor: %w", err)
+	}
+	rc := redis.NewClient(opt)
+	script := redis.NewScript("return 1")
+	if err := script.Load(ctx, rc).Err(); err != nil {
+		rc.Close()
+		return nil, nil, fmt.Errorf("--store-floor: %w", err)
+	}
+	f := func(ctx context.Context) error {
+		for range 2 {
+			if err := script.EvalSha(ctx, rc, []string{"loadgen-floor"}).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return f, func() { rc.Close() }, nil
 }
