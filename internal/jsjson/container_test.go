@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/jsjson/jsjsontest"
@@ -148,4 +150,26 @@ func FuzzSkipContainerMatches(f *testing.F) {
 		}
 		checkContainer(t, v, 0, int(depth)%(jsjson.MaxDepth+1))
 	})
+}
+
+// TestOwnWayMatchesJSONText holds skip's own way, which reads what
+// skipContainer cannot (and every value where there is no AVX2), to
+// jsontext on its own, the fast way out of the way.
+func TestOwnWayMatchesJSONText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 11))
+	for range 10000 {
+		var b bytes.Buffer
+		jsjsontest.GenValue(rng, &b, 4)
+		for _, v := range [][]byte{b.Bytes(), jsjsontest.Mutate(rng, b.Bytes())} {
+			raw, end, err := jsjson.SlowValue(v, 0)
+			got := err == nil && len(bytes.TrimRight(v[end:], " \t\r\n")) == 0
+			want := jsontext.Value(v).IsValid(jsjson.DecodeOptions...)
+			if got != want {
+				t.Fatalf("%q: skip's own way valid %v (%v), jsontext %v", v, got, err, want)
+			}
+			if got && !bytes.Equal(raw, bytes.Trim(v, " \t\r\n")) {
+				t.Fatalf("%q: raw %q", v, raw)
+			}
+		}
+	}
 }
