@@ -124,7 +124,8 @@ func Walk(data []byte, open byte, f func(name []byte, v jsontext.Value)) (first 
 }
 
 // Valid reports whether data is exactly one JSON value in the
-// payload grammar (payloadOptions), surrounding whitespace allowed.
+// payload grammar (JSON.parse's: repeated names and escaped lone
+// surrogates allowed), surrounding whitespace allowed.
 func Valid(data []byte) bool {
 	var s Scanner
 	s.Reset(data)

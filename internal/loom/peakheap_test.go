@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 const heapObjects = "/memory/classes/heap/objects:bytes"
@@ -97,9 +98,9 @@ func BenchmarkPeakHeap(b *testing.B) {
 				}
 				reportPeak(b, len(payload), before, peak, allocated)
 			})
-			// call: loom's stdout (cat of the payload) read by loom.CLI.Run,
-			// then Interpret and the measurement, as Service.Call does; the
-			// payload is not in memory before.
+			// call: loom's stdout (cat of the payload) read whole by
+			// loom.CLI.Run, then the reference reading (loomref.Interpret)
+			// and the measurement; the payload is not in memory before.
 			b.Run("call", func(b *testing.B) {
 				file := filepath.Join(b.TempDir(), "payload.json")
 				if err := os.WriteFile(file, payload, 0o600); err != nil {
@@ -115,7 +116,7 @@ func BenchmarkPeakHeap(b *testing.B) {
 							b.Fatal(err)
 						}
 						retained = float64(cap(out.Stdout)) / float64(len(out.Stdout))
-						p, err := loom.Interpret(c.tool, false, out)
+						p, err := loomref.Interpret(c.tool, false, out)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -128,8 +129,8 @@ func BenchmarkPeakHeap(b *testing.B) {
 				b.ReportMetric(retained, "stdout-cap/len")
 			})
 			// stream: what the core does, loom.CLI.RunTool reading stdout
-			// through Condense as it arrives, then Interpret, Split and
-			// Measure on what it kept.
+			// through Condense as it arrives, then Decide and Measure on
+			// what it kept (StreamPath).
 			b.Run("stream", func(b *testing.B) {
 				file := filepath.Join(b.TempDir(), "payload.json")
 				if err := os.WriteFile(file, payload, 0o600); err != nil {

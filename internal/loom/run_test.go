@@ -1,6 +1,7 @@
 package loom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -503,9 +504,10 @@ func TestRunStderrDiscarded(t *testing.T) {
 		if string(out.Stdout) != `{"ok":true}` {
 			t.Errorf("stdout = %.100q", out.Stdout)
 		}
-		_, ierr := Interpret(PageRead, false, out)
+		kept := Condense(PageRead, bytes.NewReader(out.Stdout))
+		ierr := Decide(PageRead, false, kept.Payload != nil, out.ExitCode, kept.Facts)
 		if code == "1" && ierr == nil {
-			t.Error("Interpret accepted exit 1")
+			t.Error("Decide accepted exit 1")
 		}
 		if ierr != nil && strings.Contains(ierr.Error(), "MARKER") {
 			t.Errorf("error %q carries stderr", ierr)
