@@ -284,10 +284,10 @@ type condenser struct {
 	rowOver    bool
 	rowDup     bool // past rowOver, a repeated name was found (and kept)
 	// Past rowOver, the names of the objects open in the value being
-	// skimmed, in the writer's form (skimNames[skimSpans[k].lo:hi]),
-	// and of the larger ones in sets.
+	// skimmed, in the writer's form (jsjson.AppendName), and where they
+	// are (jsjson.Names decides whether one repeats).
 	skimNames []byte
-	skimSpans []span
+	skimSpans jsjson.Names
 	// The row's own ifc member being read: where its value starts in
 	// *out, and whether it is no longer kept (labelTooLong).
 	inIFC     bool
@@ -611,7 +611,7 @@ func (c *condenser) dropElement(depth int, comma bool) (int, bool) {
 
 // skim reads one value inside depth open containers, keeping nothing,
 // and reports whether an object in it repeats a member name, as the
-// writer compares names, unless a repeated one was found in the row
+// writer compares names (jsjson.Names decides, for both), unless a repeated one was found in the row
 // before (rowDup, which it then sets): the writer stops at the first.
 func (c *condenser) skim(depth int) (ok, dup bool) {
 	out := c.out
@@ -619,14 +619,12 @@ func (c *condenser) skim(depth int) (ok, dup bool) {
 	if c.rowDup {
 		ok = c.value(depth, false)
 	} else {
-		c.skimNames, c.skimSpans = c.skimNames[:0], c.skimSpans[:0]
+		c.skimNames = c.skimNames[:0]
+		c.skimSpans.Reset()
 		ok, dup = c.skimValue(depth)
 		c.rowDup = ok && dup
 		if cap(c.skimNames) > 64<<10 {
-			c.skimNames = nil
-		}
-		if cap(c.skimSpans) > 4<<10 {
-			c.skimSpans = nil
+			c.skimNames, c.skimSpans = nil, jsjson.Names{}
 		}
 	}
 	c.out = out
@@ -647,9 +645,12 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		c.i++
 		return true, false
 	}
-	names, nameBytes := len(c.skimSpans), len(c.skimNames)
+	nameBytes := len(c.skimNames)
 	members, openNameBytes := c.openMembers, c.openNameBytes
-	var set map[string]struct{}
+	var names jsjson.NameSet
+	if ch == '{' {
+		names = c.skimSpans.Open()
+	}
 	for {
 		if ch == '{' && !dup && !c.refused {
 			if c.peek() != '"' {
@@ -661,35 +662,9 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 			if !ok || !c.colon() {
 				return false, false
 			}
-			key := c.name
-			if bytes.IndexByte(key, '\\') >= 0 {
-				key, _ = jsjson.AppendQuoted(c.num[:0], c.name, -1)
-				c.num = key[:0]
-			}
-			switch {
-			case set != nil:
-				if _, seen := set[string(key)]; seen {
-					dup = true
-				}
-				set[string(key)] = struct{}{}
-			default:
-				for _, sp := range c.skimSpans[names:] {
-					if string(c.skimNames[sp.lo:sp.hi]) == string(key) {
-						dup = true
-						break
-					}
-				}
-				lo := len(c.skimNames)
-				c.skimNames = append(c.skimNames, key...)
-				c.skimSpans = append(c.skimSpans, span{lo, len(c.skimNames)})
-				if len(c.skimSpans)-names > maxSkimLinear {
-					set = make(map[string]struct{}, 2*maxSkimLinear)
-					for _, sp := range c.skimSpans[names:] {
-						set[string(c.skimNames[sp.lo:sp.hi])] = struct{}{}
-					}
-					c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
-				}
-			}
+			lo := len(c.skimNames)
+			c.skimNames = jsjson.AppendName(c.skimNames, c.name)
+			dup = !c.skimSpans.Add(&names, c.skimNames, lo)
 		} else if ch == '{' {
 			if c.peek() != '"' || !c.memberKey() || !c.colon() {
 				return false, false
@@ -710,7 +685,10 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 			c.i++
 		case jsjson.Closer(ch):
 			c.i++
-			c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
+			if ch == '{' {
+				c.skimSpans.Close(&names)
+			}
+			c.skimNames = c.skimNames[:nameBytes]
 			c.openMembers, c.openNameBytes = members, openNameBytes
 			return true, dup
 		default:
@@ -718,10 +696,6 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		}
 	}
 }
-
-// maxSkimLinear is how many names an object skimmed may have before
-// skimValue looks them up in a set.
-const maxSkimLinear = 32
 
 type span struct{ lo, hi int }
 
