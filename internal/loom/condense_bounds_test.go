@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // passesBounds reports whether stdout, read whole, is one JSON value that
@@ -248,31 +248,10 @@ func TestCondenseMemoryPerShape(t *testing.T) {
 	}
 }
 
-// peakHeap runs f while sampling the heap in use (live and not yet freed
-// objects), returning it before and its sampled peak.
+// peakHeap runs f after a full collection while sampling the heap in
+// use (live and not yet freed objects), returning it before and its
+// sampled peak.
 func peakHeap(f func()) (before, peak uint64) {
 	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	before = read()
-	stop := make(chan struct{})
-	done := make(chan uint64)
-	go func() {
-		top := before
-		tick := time.NewTicker(50 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			top = max(top, read())
-			select {
-			case <-stop:
-				done <- top
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	last := read()
-	close(stop)
-	return before, max(<-done, last)
+	return testkit.PeakHeap(50*time.Microsecond, f)
 }

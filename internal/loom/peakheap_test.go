@@ -18,60 +18,25 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
-const heapObjects = "/memory/classes/heap/objects:bytes"
-
-func heapInUse() uint64 {
-	s := []metrics.Sample{{Name: heapObjects}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// peakDuring runs f while sampling the heap in use and returns the heap in
-// use before, the sampled peak and the bytes allocated during f.
+// peakDuring runs f after two full collections while sampling the heap in
+// use, and returns the heap in use before, the sampled peak and the bytes
+// allocated during f.
 func peakDuring(f func()) (before, peak, allocated uint64) {
 	runtime.GC()
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	before = heapInUse()
-	var top atomic.Uint64
-	top.Store(before)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s := []metrics.Sample{{Name: heapObjects}}
-		t := time.NewTicker(20 * time.Microsecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > top.Load() {
-				top.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	f()
-	if v := heapInUse(); v > top.Load() {
-		top.Store(v)
-	}
-	close(stop)
-	<-done
+	before, peak = testkit.PeakHeap(20*time.Microsecond, f)
 	runtime.ReadMemStats(&ms1)
-	return before, top.Load(), ms1.TotalAlloc - ms0.TotalAlloc
+	return before, peak, ms1.TotalAlloc - ms0.TotalAlloc
 }
 
 func reportPeak(b *testing.B, size int, before, peak, allocated uint64) {
