@@ -108,7 +108,7 @@ func fakeLoom(mode string, args []string) int {
 		// sleeps or prints JSON and exits.
 		gcFile := arg(0) + ".grandchild"
 		gc := exec.Command(os.Args[0], gcFile)
-		gc.Env = []string{fakeModeVar + "=sleep"}
+		gc.Env = fakeEnv("sleep")
 		if arg(1) == "yes" || arg(1) == "escape" {
 			gc.Stdout = os.Stdout
 		}
@@ -152,7 +152,18 @@ func fake(t *testing.T, mode string, args ...string) (argv, env []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{exe}, args...), []string{fakeModeVar + "=" + mode}
+	return append([]string{exe}, args...), fakeEnv(mode)
+}
+
+// fakeEnv is the environment of the fake loom in mode. Under the race
+// detector the fake is a race-enabled binary, which sleeps a second as it
+// exits (GORACE atexit_sleep_ms, 1000 by default) unless told not to.
+func fakeEnv(mode string) []string {
+	env := []string{fakeModeVar + "=" + mode}
+	if raceEnabled {
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	return env
 }
 
 // readPids waits for the family pid file and returns child and grandchild.
