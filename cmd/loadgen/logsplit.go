@@ -15,7 +15,7 @@ import (
 // record's durationMs, joined by requestId) and prints the p50 of each part
 // of a call: the loom process, the gateway's work around it within the
 // call (from the run's output number to the call record: ceiling, argv,
-// Interpret, split, measure, handles, call log), and the rest of the
+// Condense and Decide, measure, handles, call log), and the rest of the
 // request (request id, auth, body checks, contract validation, the answer
 // written, the logs). What a client sees beyond their sum is the HTTP
 // round trip.

@@ -29,9 +29,10 @@ type mcpPair struct {
 // the faces in alternating blocks of 20, with the gateway's CPU per
 // request (from /proc, in 10 ms ticks over the whole phase) and the
 // p50; then loom_search from c.clients clients on each face in
-// alternating rounds of c.duration. The targets: MCP ping and
-// describe_handle at most 1.5x the CPU of a REST describe_handle; MCP
-// loom_search p50 within 1.1x REST's; MCP throughput at least 0.9x.
+// alternating rounds of c.duration. BENCHMARKS.md holds the figures to
+// its MCP targets: MCP ping and describe_handle at most 1.5x the CPU of a
+// REST describe_handle; MCP loom_search p50 within 1.1x REST's; MCP
+// throughput at least 0.9x.
 func mcpMode(ctx context.Context, c config, tg *target, client *http.Client, w io.Writer) error {
 	r := tg.runs[0]
 	base := tg.agentURL + "/v1/runs/" + r.id

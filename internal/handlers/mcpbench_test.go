@@ -19,8 +19,8 @@ import (
 // the MCP face or the REST route), side by side: an MCP ping, tools/list
 // and describe_handle against a REST describe_handle and GET .../tools,
 // and loom_search on both faces over cmd/loadgen's 10 KB payload. MCP
-// speaks 2025-06-18, as cmd/loadgen --mcp does. The targets: an
-// MCP ping and describe_handle at most 1.5x the CPU of a REST
+// speaks 2025-06-18, as cmd/loadgen --mcp does. BENCHMARKS.md's target:
+// an MCP ping and describe_handle at most 1.5x the CPU of a REST
 // describe_handle.
 //
 //	go test ./internal/handlers -run '^$' -bench MCPFace -benchmem -count 6

@@ -278,7 +278,8 @@ func (l *liveRuns) count() float64 {
 }
 
 // InstrumentStore returns st with its failures counted in
-// loom_gateway_store_errors_total. Set Deps.Store to it.
+// loom_gateway_store_errors_total; the core is built on it
+// (gateway.Config.Store).
 func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 	if m == nil {
 		return st

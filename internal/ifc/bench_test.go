@@ -44,7 +44,7 @@ func searchPayload(n int, seed uint64) []byte {
 	return []byte(b.String())
 }
 
-// searchInput splits searchPayload as loom.Split would.
+// searchInput splits searchPayload as loomref.Split would.
 func searchInput(n int, seed uint64) Input {
 	payload := searchPayload(n, seed)
 	var p struct {

@@ -14,6 +14,9 @@
 //     JavaScript's duplicate-name rule (first position, last value, Node
 //     and ParseTree for the rare value that repeats a name) and strings cut
 //     at a bound in UTF-16 units without splitting a surrogate pair;
+//   - Names and AppendName, the one place that decides whether an object
+//     repeats a member name as the writer compares names (the Writer's,
+//     and loom's reading of rows too long to write);
 //   - UTF-16 lengths (UTF16Len, UTF16LenBytes), the unit every bound is
 //     stated in;
 //   - the order in which Object.keys enumerates an object's names

@@ -30,8 +30,9 @@ var ErrNotArray = errors.New("jsjson: not a JSON array")
 // escaped lone surrogates allowed) and copies nothing. Stricter options are
 // checked by jsontext on the container alone, which it reads in place.
 // Their results and error classes (ErrNotObject or ErrNotArray, ErrTrailing,
-// any other error for invalid JSON) are those of the jsontext decoder they
-// replaced, which package loom's plaininterpret_test.go keeps and compares them with.
+// any other error for invalid JSON) are those of a jsontext decoder reading
+// every token, which package loomref's plaininterpret_test.go holds them
+// to.
 
 // Members returns the members of the JSON object data, in the order
 // written, duplicates included, and validates data under opts on the way:
@@ -124,7 +125,8 @@ func Walk(data []byte, open byte, f func(name []byte, v jsontext.Value)) (first 
 }
 
 // Valid reports whether data is exactly one JSON value in the
-// payload grammar (payloadOptions), surrounding whitespace allowed.
+// payload grammar (JSON.parse's: repeated names and escaped lone
+// surrogates allowed), surrounding whitespace allowed.
 func Valid(data []byte) bool {
 	var s Scanner
 	s.Reset(data)

@@ -89,30 +89,24 @@ type Writer struct {
 	stopAt  int
 	stopped bool
 	frames  []frame
-	names   []span // member names of the open objects, as offsets into buf
+	names   Names // member names of the open objects, in buf
 }
 
 type frame struct {
 	obj   bool
-	n     int    // members written
-	start int    // offset in buf of the opening byte
-	names int    // index in Writer.names of this object's first name
-	seen  uint64 // a bit per nameBit of the object's names
-	set   map[string]struct{}
+	n     int     // members written
+	start int     // offset in buf of the opening byte
+	names NameSet // an object's names, in Writer.names
 }
 
 type span struct{ lo, hi int }
-
-// maxLinearNames is how many names an object may have before duplicate
-// detection switches from a linear scan to a map.
-const maxLinearNames = 32
 
 func (e *Writer) reset(v []byte) {
 	e.s.reset(v)
 	e.cut = false
 	e.stopAt, e.stopped = -1, false
 	e.frames = e.frames[:0]
-	e.names = e.names[:0]
+	e.names.Reset()
 }
 
 // end checks that nothing but whitespace follows the value.
@@ -142,7 +136,7 @@ func (e *Writer) value() error {
 				return ErrDepth
 			}
 			s.i++
-			e.frames = append(e.frames, frame{obj: c == '{', start: len(e.buf), names: len(e.names)})
+			e.frames = append(e.frames, frame{obj: c == '{', start: len(e.buf), names: e.names.Open()})
 			e.buf = append(e.buf, c)
 			if s.ws() != Closer(c) {
 				if c == '{' {
@@ -217,7 +211,9 @@ func (e *Writer) appendString(raw []byte) {
 	e.cut = e.cut || cut
 }
 
-// appendName writes the member name raw, the one the scanner just read.
+// appendName writes the member name raw, the one the scanner just read,
+// in the writer's form: AppendName's, with the scanner's own note of
+// whether raw is verbatim.
 func (e *Writer) appendName(raw []byte) {
 	if e.s.verbatim(raw) {
 		e.buf = append(e.buf, raw...)
@@ -229,7 +225,7 @@ func (e *Writer) appendName(raw []byte) {
 // close ends the innermost container with the byte c.
 func (e *Writer) close(c byte) {
 	fr := &e.frames[len(e.frames)-1]
-	e.names = e.names[:fr.names]
+	e.names.Close(&fr.names)
 	if e.stopped {
 		e.buf = e.buf[:fr.start]
 	} else {
@@ -257,7 +253,7 @@ func (e *Writer) name() error {
 	fr.n++
 	start := len(e.buf)
 	e.appendName(raw)
-	if !e.addName(fr, start) {
+	if !e.names.Add(&fr.names, e.buf, start) {
 		return ErrDuplicate
 	}
 	if s.ws() != ':' {
@@ -266,46 +262,6 @@ func (e *Writer) name() error {
 	s.i++
 	e.buf = append(e.buf, ':')
 	return nil
-}
-
-// addName records the name written at buf[start:] for the object fr and
-// reports false if the object already has it. Names compare in the writer's
-// form, which is one spelling per JavaScript string.
-func (e *Writer) addName(fr *frame, start int) bool {
-	name := e.buf[start:]
-	if fr.set != nil {
-		if _, ok := fr.set[string(name)]; ok {
-			return false
-		}
-		fr.set[string(name)] = struct{}{}
-		return true
-	}
-	// Names almost never repeat: compare only when one of the object's
-	// names had the same nameBit.
-	bit := nameBit(name)
-	if fr.seen&bit != 0 {
-		for _, s := range e.names[fr.names:] {
-			if bytes.Equal(e.buf[s.lo:s.hi], name) {
-				return false
-			}
-		}
-	}
-	fr.seen |= bit
-	e.names = append(e.names, span{start, len(e.buf)})
-	if len(e.names)-fr.names > maxLinearNames {
-		fr.set = make(map[string]struct{}, 2*maxLinearNames)
-		for _, s := range e.names[fr.names:] {
-			fr.set[string(e.buf[s.lo:s.hi])] = struct{}{}
-		}
-	}
-	return true
-}
-
-// nameBit is one bit of 64 chosen by a member name in the writer's form
-// (quotes included): names with different bits differ.
-func nameBit(name []byte) uint64 {
-	h := uint(len(name))*131 + uint(name[len(name)/2])*31 + uint(name[len(name)-2])
-	return 1 << (h & 63)
 }
 
 // RowScan is what one pass over a row yields.
@@ -346,7 +302,7 @@ func (e *Writer) Release() {
 // container stack in bytes, of its frame stack and of its name list in
 // elements. A pool should drop a Writer that grew too large.
 func (e *Writer) Scratch() (stack, frames, names int) {
-	return cap(e.s.stack), cap(e.frames), cap(e.names)
+	return cap(e.s.stack), cap(e.frames), cap(e.names.spans)
 }
 
 func (e *Writer) row(row []byte, skip bool, maxBytes int) (RowScan, error) {
@@ -361,7 +317,7 @@ func (e *Writer) row(row []byte, skip bool, maxBytes int) (RowScan, error) {
 	if !r.Over {
 		e.buf = append(e.buf, '{')
 	}
-	e.frames = append(e.frames, frame{obj: true})
+	e.frames = append(e.frames, frame{obj: true, names: e.names.Open()})
 	c := s.ws()
 	for c != '}' {
 		if c != '"' {
@@ -382,7 +338,7 @@ func (e *Writer) row(row []byte, skip bool, maxBytes int) (RowScan, error) {
 		switch {
 		case isIFC, r.Over:
 			e.buf = e.buf[:mark]
-		case !e.addName(fr, nameStart):
+		case !e.names.Add(&fr.names, e.buf, nameStart):
 			return r, ErrDuplicate
 		}
 		if s.ws() != ':' {

@@ -14,26 +14,27 @@ import (
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
-// Condensed is what Condense keeps of a command's stdout: a payload much
-// smaller than stdout that Interpret, SplitContext and ifc.Measure read to
-// exactly the result, refusal or error they would read from stdout itself.
+// Condensed is what Condense keeps of a command's stdout: the facts
+// Decide reads, the shape verdict, the rows and envelope ifc.Measure reads,
+// and a payload much smaller than stdout they are slices of. Decide and
+// Measure read them to exactly the result, refusal or error the reading of
+// stdout whole (package loomref) reads from stdout itself.
 type Condensed struct {
-	// Payload is stdout decoded as Interpret decodes it and cut down, or
-	// nil when stdout is not exactly one JSON value.
+	// Payload is stdout decoded (as loomref.Interpret decodes it) and cut
+	// down, or nil when stdout is not exactly one JSON value.
 	Payload []byte
 	// Dropped counts the rows of the payload's row list (its last one,
 	// where the list member repeats) past the first ifc.MaxMeasuredRows,
-	// which are read but not kept: SplitContext's more, for Payload, is
-	// short of the payload's by Dropped.
+	// which are read but not kept: Measure's More.
 	Dropped int
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
 	RowBytes []int
-	// Facts are what Decide reads of the payload (as Interpret reads them
-	// from stdout whole).
+	// Facts are what Decide reads of the payload (as loomref.Interpret
+	// reads them from stdout whole).
 	Facts Facts
-	// Shaped reports whether the payload has its tool's shape (Split
-	// would cut it); Rows and Envelope are then what Split cuts of it:
+	// Shaped reports whether the payload has its tool's shape (ShapeOf);
+	// Rows and Envelope are then what loomref.Split cuts of stdout whole:
 	// the rows kept (the first ifc.MaxMeasuredRows, slices of Payload),
 	// and the envelope of a list tool ("{}" when it has none of its
 	// keys), nil for the others.
@@ -96,7 +97,8 @@ const (
 // (d), (g)):
 //
 //   - every byte is decoded (WHATWG UTF-8, one leading BOM dropped) and
-//     checked as JSON with the rules Interpret reads it with, so a payload
+//     checked as JSON with the rules JavaScript's JSON.parse reads it with
+//     (duplicate names and escaped lone surrogates allowed), so a payload
 //     that is not one JSON value is Payload nil whatever its size;
 //   - a string value longer than condenseUnits UTF-16 units keeps only
 //     its first condenseUnits or so: the writer cuts every string at
@@ -104,17 +106,17 @@ const (
 //     anything inside a row's ifc member (its label, whose text and length
 //     Measure reads), are kept whole;
 //   - of a list tool's object (Search, PageDiscover) only the list member,
-//     the envelope keys and the members Interpret reads (ok, code,
+//     the envelope keys and the members Decide reads (ok, code,
 //     hasProfile, schemaVersion) are kept, and of CalendarList's object only
-//     the latter; a container Interpret reads only the kind of becomes an
+//     the latter; a container Decide reads only the kind of becomes an
 //     empty one;
 //   - rows past the first ifc.MaxMeasuredRows are checked and counted in
 //     Dropped, never kept; Measure never reaches them;
 //   - of a row longer than ifc.MaxTreeRowBytes whose value is already past
 //     any room, only what the writer still reads (note).
 //
-// A payload of another shape than its tool's (Split refuses it) is kept as
-// the value 0, which Interpret and Split read the same way. Whatever r
+// A payload of another shape than its tool's is kept as the value 0, which
+// Decide reads the same way, and is not Shaped. Whatever r
 // returns after its end, or an error, ends the reading: what came before
 // is the output, as Run's is.
 //
@@ -122,7 +124,7 @@ const (
 // piece of it (maxNameBytes, maxNumberBytes, maxOpenMembers,
 // maxOpenNameBytes, maxEnvelopeBytes) is read to its end only to check
 // that it is one JSON value, and comes back Refused. Of an envelope key
-// or a member Interpret reads that repeats, only the last value is kept.
+// or a member Decide reads that repeats, only the last value is kept.
 //
 // The memory Condense holds is its window and what it keeps: the rows'
 // count, their strings' bound and 1 MiB of each row, a row label up to
@@ -282,10 +284,10 @@ type condenser struct {
 	rowOver    bool
 	rowDup     bool // past rowOver, a repeated name was found (and kept)
 	// Past rowOver, the names of the objects open in the value being
-	// skimmed, in the writer's form (skimNames[skimSpans[k].lo:hi]),
-	// and of the larger ones in sets.
+	// skimmed, in the writer's form (jsjson.AppendName), and where they
+	// are (jsjson.Names decides whether one repeats).
 	skimNames []byte
-	skimSpans []span
+	skimSpans jsjson.Names
 	// The row's own ifc member being read: where its value starts in
 	// *out, and whether it is no longer kept (labelTooLong).
 	inIFC     bool
@@ -341,7 +343,7 @@ func (c *condenser) run() {
 	condenseBufs.Put(bufs)
 	c.b, c.raw = nil, nil
 	if oneRow && !c.bad && !c.refused {
-		c.facts, ok = readFacts(c.payload)
+		c.facts, ok = ReadFacts(c.payload)
 		c.shaped = true
 		c.bad = !ok
 	}
@@ -609,7 +611,7 @@ func (c *condenser) dropElement(depth int, comma bool) (int, bool) {
 
 // skim reads one value inside depth open containers, keeping nothing,
 // and reports whether an object in it repeats a member name, as the
-// writer compares names, unless a repeated one was found in the row
+// writer compares names (jsjson.Names decides, for both), unless a repeated one was found in the row
 // before (rowDup, which it then sets): the writer stops at the first.
 func (c *condenser) skim(depth int) (ok, dup bool) {
 	out := c.out
@@ -617,14 +619,12 @@ func (c *condenser) skim(depth int) (ok, dup bool) {
 	if c.rowDup {
 		ok = c.value(depth, false)
 	} else {
-		c.skimNames, c.skimSpans = c.skimNames[:0], c.skimSpans[:0]
+		c.skimNames = c.skimNames[:0]
+		c.skimSpans.Reset()
 		ok, dup = c.skimValue(depth)
 		c.rowDup = ok && dup
 		if cap(c.skimNames) > 64<<10 {
-			c.skimNames = nil
-		}
-		if cap(c.skimSpans) > 4<<10 {
-			c.skimSpans = nil
+			c.skimNames, c.skimSpans = nil, jsjson.Names{}
 		}
 	}
 	c.out = out
@@ -645,9 +645,12 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		c.i++
 		return true, false
 	}
-	names, nameBytes := len(c.skimSpans), len(c.skimNames)
+	nameBytes := len(c.skimNames)
 	members, openNameBytes := c.openMembers, c.openNameBytes
-	var set map[string]struct{}
+	var names jsjson.NameSet
+	if ch == '{' {
+		names = c.skimSpans.Open()
+	}
 	for {
 		if ch == '{' && !dup && !c.refused {
 			if c.peek() != '"' {
@@ -659,35 +662,9 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 			if !ok || !c.colon() {
 				return false, false
 			}
-			key := c.name
-			if bytes.IndexByte(key, '\\') >= 0 {
-				key, _ = jsjson.AppendQuoted(c.num[:0], c.name, -1)
-				c.num = key[:0]
-			}
-			switch {
-			case set != nil:
-				if _, seen := set[string(key)]; seen {
-					dup = true
-				}
-				set[string(key)] = struct{}{}
-			default:
-				for _, sp := range c.skimSpans[names:] {
-					if string(c.skimNames[sp.lo:sp.hi]) == string(key) {
-						dup = true
-						break
-					}
-				}
-				lo := len(c.skimNames)
-				c.skimNames = append(c.skimNames, key...)
-				c.skimSpans = append(c.skimSpans, span{lo, len(c.skimNames)})
-				if len(c.skimSpans)-names > maxSkimLinear {
-					set = make(map[string]struct{}, 2*maxSkimLinear)
-					for _, sp := range c.skimSpans[names:] {
-						set[string(c.skimNames[sp.lo:sp.hi])] = struct{}{}
-					}
-					c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
-				}
-			}
+			lo := len(c.skimNames)
+			c.skimNames = jsjson.AppendName(c.skimNames, c.name)
+			dup = !c.skimSpans.Add(&names, c.skimNames, lo)
 		} else if ch == '{' {
 			if c.peek() != '"' || !c.memberKey() || !c.colon() {
 				return false, false
@@ -708,7 +685,10 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 			c.i++
 		case jsjson.Closer(ch):
 			c.i++
-			c.skimNames, c.skimSpans = c.skimNames[:nameBytes], c.skimSpans[:names]
+			if ch == '{' {
+				c.skimSpans.Close(&names)
+			}
+			c.skimNames = c.skimNames[:nameBytes]
 			c.openMembers, c.openNameBytes = members, openNameBytes
 			return true, dup
 		default:
@@ -716,10 +696,6 @@ func (c *condenser) skimValue(depth int) (ok, dup bool) {
 		}
 	}
 }
-
-// maxSkimLinear is how many names an object skimmed may have before
-// skimValue looks them up in a set.
-const maxSkimLinear = 32
 
 type span struct{ lo, hi int }
 
@@ -763,7 +739,7 @@ func (c *condenser) rowValue(depth int) bool {
 		// Past the member in which the writer went over (its over mark
 		// falls at or before rowOver is set, and it then reads only the
 		// labels of the members that follow), only the last label, and
-		// of the payload object itself the facts Interpret reads, are
+		// of the payload object itself the facts Decide reads, are
 		// kept.
 		past := c.rowOver && c.out != nil
 		ifcMember, ok := c.memberName()
@@ -804,7 +780,7 @@ func (c *condenser) rowValue(depth int) bool {
 				lastLabel, lastLabelEnd = mark, len(*c.out)
 			}
 		case past && c.out != nil:
-			// A fact past the over member: kept as Interpret reads it.
+			// A fact past the over member: kept as Decide reads it.
 			c.rowOver = false
 			ok = c.fact()
 			c.rowOver = true
@@ -830,7 +806,7 @@ func (c *condenser) rowValue(depth int) bool {
 }
 
 // isFact reports whether a payload object's member name is one of those
-// Interpret reads.
+// Decide reads.
 func isFact(name []byte) bool { return factIndex(string(name)) >= 0 }
 
 // labelTooLong stops keeping a row's label (its own ifc member) once more
@@ -961,9 +937,9 @@ func (c *condenser) withinBounds(n int) bool {
 }
 
 // object reads a list tool's or CalendarList's payload object, keeping the
-// members Interpret and Split read: the last of each of those Interpret
+// members Decide and Measure read: the last of each of those Decide
 // reads, the last of each envelope key (in the order of their first
-// occurrences, as Split reads them), and the last list member (when
+// occurrences, as loomref.Split reads them), and the last list member (when
 // listName is not empty), which goes first: the rows are kept where the
 // payload begins, the other members (few and short) beside them.
 func (c *condenser) object(listName string, envelope []string) bool {
@@ -1090,7 +1066,7 @@ func (c *condenser) object(listName string, envelope []string) bool {
 	return true
 }
 
-// factNames are the payload object's members Interpret reads.
+// factNames are the payload object's members Decide reads.
 var factNames = [...]string{"ok", "code", "hasProfile", "schemaVersion"}
 
 // factIndex is name's index in factNames, or -1.
@@ -1113,8 +1089,8 @@ func envelopeIndex(name string, keys []string) int {
 	return -1
 }
 
-// fact reads the value of a member Interpret reads into *c.out: a
-// container becomes an empty one of its kind (Interpret reads only its
+// fact reads the value of a member Decide reads into *c.out: a
+// container becomes an empty one of its kind (Decide reads only its
 // kind), anything else is kept.
 func (c *condenser) fact() bool {
 	switch ch := c.peek(); ch {
@@ -1388,7 +1364,7 @@ func (c *condenser) wrote(units int) {
 // objects open at that point, with 0 for the values that follow them
 // (standIn) and nothing for the elements of its arrays (dropElement), an
 // object that repeats a name in place of the first value that holds one,
-// the last label of the members after, and the facts Interpret reads
+// the last label of the members after, and the facts Decide reads
 // (rowValue). A shorter row is kept as it is read: one that repeats a
 // name is read from a tree, where a later value replaces an earlier one,
 // so that a row past any room before its last members may have a short

@@ -1,4 +1,4 @@
-package loom
+package loom_test
 
 // The bounds of what Condense holds, read off the whole payload: the
 // reference of Condensed.Refused.
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -18,23 +17,26 @@ import (
 	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/jsjson"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // passesBounds reports whether stdout, read whole, is one JSON value that
 // passes a bound of what Condense holds: a member name or a number longer
-// than maxNameBytes or maxNumberBytes, more than maxOpenMembers members
-// (or maxOpenNameBytes of their names) read so far in the objects open at
+// than loom.MaxNameBytes or loom.MaxNumberBytes, more than loom.MaxOpenMembers members
+// (or loom.MaxOpenNameBytes of their names) read so far in the objects open at
 // some point, or, for Search and PageDiscover, an envelope member whose
-// value is longer than maxEnvelopeBytes.
-func passesBounds(tool Tool, stdout []byte) bool {
-	payload := bytes.Trim(decodeUTF8(stdout), " \t\r\n")
+// value is longer than loom.MaxEnvelopeBytes.
+func passesBounds(tool loom.Tool, stdout []byte) bool {
+	payload := bytes.Trim(loomref.DecodeUTF8(stdout), " \t\r\n")
 	if len(payload) == 0 || !jsjson.Valid(payload) {
 		return false
 	}
-	if keys := ShapeOf(tool).Envelope; payload[0] == '{' && keys != nil {
+	if keys := loom.ShapeOf(tool).Envelope; payload[0] == '{' && keys != nil {
 		over := false
 		jsjson.Walk(payload, '{', func(name []byte, v jsontext.Value) {
-			if envelopeIndex(string(jsjson.MemberName(name)), keys) >= 0 && len(v) > maxEnvelopeBytes {
+			if loom.EnvelopeIndex(string(jsjson.MemberName(name)), keys) >= 0 && len(v) > loom.MaxEnvelopeBytes {
 				over = true
 			}
 		})
@@ -83,17 +85,17 @@ func passesBounds(tool Tool, stdout []byte) bool {
 				top.namesLen += n
 				members++
 				namesLen += n
-				if n > maxNameBytes || members > maxOpenMembers || namesLen > maxOpenNameBytes {
+				if n > loom.MaxNameBytes || members > loom.MaxOpenMembers || namesLen > loom.MaxOpenNameBytes {
 					return true
 				}
 			}
 			i = j
 		case ch == '-' || '0' <= ch && ch <= '9':
 			j := i
-			for j < len(payload) && scalarByte[payload[j]] {
+			for j < len(payload) && loom.ScalarByte[payload[j]] {
 				j++
 			}
-			if j-i > maxNumberBytes {
+			if j-i > loom.MaxNumberBytes {
 				return true
 			}
 			i = j
@@ -124,49 +126,49 @@ func TestCondenseRefusesPastBounds(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		tool    Tool
+		tool    loom.Tool
 		stdout  string
 		refused bool
 	}{
-		{"a name at the bound", PageRead, `{` + name(maxNameBytes) + `:1,` + work + `}`, false},
-		{"a name past the bound", PageRead, `{` + name(maxNameBytes+1) + `:1,` + work + `}`, true},
-		{"an escaped name past the bound", PageRead, `{"` + strings.Repeat(`\u0041`, maxNameBytes/6+1) + `":1}`, true},
-		{"a name of invalid UTF-8", Search, `{"hits":[{` + `"` + strings.Repeat("\xff", maxNameBytes/3) + `":1}]}`, true},
-		{"a name past the bound in a label", Search, `{"hits":[{"ifc":{"confidentiality":[{` + name(maxNameBytes+1) + `:1}]}}]}`, true},
-		{"a name past the bound in a dropped row", Search, `{"hits":[` + strings.Repeat(`1,`, 1100) + `{` + name(maxNameBytes+1) + `:1}]}`, true},
-		{"a name past the bound, the payload invalid after it", PageRead, `{` + name(maxNameBytes+1) + `:1,}`, false},
-		{"a number at the bound", PageRead, `{"x":` + number(maxNumberBytes) + `,` + work + `}`, false},
-		{"a number past the bound", PageRead, `{"x":` + number(maxNumberBytes+1) + `,` + work + `}`, true},
-		{"a number past the bound, invalid late", PageRead, `{"x":` + number(maxNumberBytes+1) + `e}`, false},
-		{"a schemaVersion past the bound", Search, `{"hits":[],"schemaVersion":1.` + strings.Repeat("0", maxNumberBytes) + `}`, true},
-		{"a number past the bound, the payload not an object", Search, number(3 * maxNumberBytes), true},
-		{"members at the bound", PageRead, `{` + names(maxOpenMembers-2) + `,` + work + `}`, false},
-		{"members past the bound", PageRead, `{` + names(maxOpenMembers) + `,` + work + `}`, true},
-		{"members past the bound, nested", CalendarList, `[{"a":{` + names(maxOpenMembers/2) + `},"b":{` + names(maxOpenMembers/2) + `}}]`, false},
-		{"members past the bound, open together", CalendarList, `[{"a":{` + names(maxOpenMembers/2) + `,"b":{` + names(maxOpenMembers/2) + `}}}]`, true},
-		{"names past the bound", PageRead, `{"a":{` + strings.Repeat(`"`+strings.Repeat("n", 1000)+`":1,`, maxOpenNameBytes/1002+1) + `"z":1}}`, true},
-		{"an envelope at the bound", Search, `{"hits":[],"warnings":` + envelope(maxEnvelopeBytes) + `}`, false},
-		{"an envelope past the bound", Search, `{"hits":[],"warnings":` + envelope(maxEnvelopeBytes+2) + `}`, true},
-		{"an envelope past the bound, replaced", PageDiscover, `{"pages":[],"totalPages":` + envelope(maxEnvelopeBytes+2) + `,"totalPages":1}`, true},
-		{"an envelope of repeated keys", Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, 60000) + `"truncated":false}`, false},
-		{"an envelope of too many repeated keys", Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, maxOpenMembers) + `"truncated":false}`, true},
-		{"a long non-envelope member", Search, `{"hits":[],"other":` + envelope(2*maxEnvelopeBytes) + `}`, false},
-		{"a long envelope member of another tool", CalendarList, `{"warnings":` + envelope(2*maxEnvelopeBytes) + `}`, false},
+		{"a name at the bound", loom.PageRead, `{` + name(loom.MaxNameBytes) + `:1,` + work + `}`, false},
+		{"a name past the bound", loom.PageRead, `{` + name(loom.MaxNameBytes+1) + `:1,` + work + `}`, true},
+		{"an escaped name past the bound", loom.PageRead, `{"` + strings.Repeat(`\u0041`, loom.MaxNameBytes/6+1) + `":1}`, true},
+		{"a name of invalid UTF-8", loom.Search, `{"hits":[{` + `"` + strings.Repeat("\xff", loom.MaxNameBytes/3) + `":1}]}`, true},
+		{"a name past the bound in a label", loom.Search, `{"hits":[{"ifc":{"confidentiality":[{` + name(loom.MaxNameBytes+1) + `:1}]}}]}`, true},
+		{"a name past the bound in a dropped row", loom.Search, `{"hits":[` + strings.Repeat(`1,`, 1100) + `{` + name(loom.MaxNameBytes+1) + `:1}]}`, true},
+		{"a name past the bound, the payload invalid after it", loom.PageRead, `{` + name(loom.MaxNameBytes+1) + `:1,}`, false},
+		{"a number at the bound", loom.PageRead, `{"x":` + number(loom.MaxNumberBytes) + `,` + work + `}`, false},
+		{"a number past the bound", loom.PageRead, `{"x":` + number(loom.MaxNumberBytes+1) + `,` + work + `}`, true},
+		{"a number past the bound, invalid late", loom.PageRead, `{"x":` + number(loom.MaxNumberBytes+1) + `e}`, false},
+		{"a schemaVersion past the bound", loom.Search, `{"hits":[],"schemaVersion":1.` + strings.Repeat("0", loom.MaxNumberBytes) + `}`, true},
+		{"a number past the bound, the payload not an object", loom.Search, number(3 * loom.MaxNumberBytes), true},
+		{"members at the bound", loom.PageRead, `{` + names(loom.MaxOpenMembers-2) + `,` + work + `}`, false},
+		{"members past the bound", loom.PageRead, `{` + names(loom.MaxOpenMembers) + `,` + work + `}`, true},
+		{"members past the bound, nested", loom.CalendarList, `[{"a":{` + names(loom.MaxOpenMembers/2) + `},"b":{` + names(loom.MaxOpenMembers/2) + `}}]`, false},
+		{"members past the bound, open together", loom.CalendarList, `[{"a":{` + names(loom.MaxOpenMembers/2) + `,"b":{` + names(loom.MaxOpenMembers/2) + `}}}]`, true},
+		{"names past the bound", loom.PageRead, `{"a":{` + strings.Repeat(`"`+strings.Repeat("n", 1000)+`":1,`, loom.MaxOpenNameBytes/1002+1) + `"z":1}}`, true},
+		{"an envelope at the bound", loom.Search, `{"hits":[],"warnings":` + envelope(loom.MaxEnvelopeBytes) + `}`, false},
+		{"an envelope past the bound", loom.Search, `{"hits":[],"warnings":` + envelope(loom.MaxEnvelopeBytes+2) + `}`, true},
+		{"an envelope past the bound, replaced", loom.PageDiscover, `{"pages":[],"totalPages":` + envelope(loom.MaxEnvelopeBytes+2) + `,"totalPages":1}`, true},
+		{"an envelope of repeated keys", loom.Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, 60000) + `"truncated":false}`, false},
+		{"an envelope of too many repeated keys", loom.Search, `{"hits":[],` + strings.Repeat(`"query":"q",`, loom.MaxOpenMembers) + `"truncated":false}`, true},
+		{"a long non-envelope member", loom.Search, `{"hits":[],"other":` + envelope(2*loom.MaxEnvelopeBytes) + `}`, false},
+		{"a long envelope member of another tool", loom.CalendarList, `{"warnings":` + envelope(2*loom.MaxEnvelopeBytes) + `}`, false},
 	}
 	for _, tt := range cases {
 		if got := passesBounds(tt.tool, []byte(tt.stdout)); got != tt.refused {
 			t.Errorf("%s: reference refuses %v, want %v", tt.name, got, tt.refused)
 		}
 		readers := []io.Reader{&chunked{data: []byte(tt.stdout), cuts: []byte{7, 200}}}
-		if !raceEnabled {
+		if !loom.RaceEnabled {
 			readers = append(readers, strings.NewReader(tt.stdout))
 		}
 		for _, r := range readers {
-			if c := Condense(tt.tool, r); c.Refused != tt.refused || c.Refused && c.Payload != nil {
+			if c := loom.Condense(tt.tool, r); c.Refused != tt.refused || c.Refused && c.Payload != nil {
 				t.Errorf("%s: Condense refused %v (payload %d bytes), want %v", tt.name, c.Refused, len(c.Payload), tt.refused)
 			}
 		}
-		if !raceEnabled || len(tt.stdout) < 64<<10 {
+		if !loom.RaceEnabled || len(tt.stdout) < 64<<10 {
 			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
 		}
 	}
@@ -210,25 +212,25 @@ func (s *shapeReader) Read(p []byte) (int, error) {
 // (heap in use, sampled, above what it was before).
 func TestCondenseMemoryPerShape(t *testing.T) {
 	size := 48 << 20
-	if raceEnabled || testing.Short() {
+	if loom.RaceEnabled || testing.Short() {
 		size = 2 << 20
 	}
 	const most = 16 << 20
 	for _, sh := range benchdata.Shapes {
-		tool := Tool(sh.Tool)
-		var c Condensed
+		tool := loom.Tool(sh.Tool)
+		var c loom.Condensed
 		var answer string
 		before, peak := peakHeap(func() {
-			c = Condense(tool, newShape(sh, size))
+			c = loom.Condense(tool, newShape(sh, size))
 			if c.Refused {
 				return
 			}
-			payload, err := Interpret(tool, false, Output{Stdout: c.Payload})
+			payload, err := loomref.Interpret(tool, false, loom.Output{Stdout: c.Payload})
 			if err != nil {
 				answer = err.Error()
 				return
 			}
-			rows, more, env, err := SplitContext(t.Context(), tool, payload, ifc.MaxMeasuredRows)
+			rows, more, env, err := loomref.SplitContext(t.Context(), tool, payload, ifc.MaxMeasuredRows)
 			rs := make([][]byte, len(rows))
 			for i, r := range rows {
 				rs[i] = r
@@ -246,31 +248,10 @@ func TestCondenseMemoryPerShape(t *testing.T) {
 	}
 }
 
-// peakHeap runs f while sampling the heap in use (live and not yet freed
-// objects), returning it before and its sampled peak.
+// peakHeap runs f after a full collection while sampling the heap in
+// use (live and not yet freed objects), returning it before and its
+// sampled peak.
 func peakHeap(f func()) (before, peak uint64) {
 	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	before = read()
-	stop := make(chan struct{})
-	done := make(chan uint64)
-	go func() {
-		top := before
-		tick := time.NewTicker(50 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			top = max(top, read())
-			select {
-			case <-stop:
-				done <- top
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	last := read()
-	close(stop)
-	return before, max(<-done, last)
+	return testkit.PeakHeap(50*time.Microsecond, f)
 }

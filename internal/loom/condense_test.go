@@ -1,7 +1,8 @@
-package loom
+package loom_test
 
-// Condense against today's reading: stdout read whole, then Interpret,
-// SplitContext and ifc.Measure. Both paths must give the same answer, down
+// Condense against the reference reading (package loomref): stdout read
+// whole, then Interpret, SplitContext and ifc.Measure. Both paths must give
+// the same answer, down
 // to the bytes of the result object, on generated payloads and on
 // arbitrary bytes, with stdout delivered in arbitrary pieces.
 
@@ -12,10 +13,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 const (
@@ -41,10 +45,10 @@ var condenseHandles = func() []string {
 
 // answerOf is what a caller can tell of a reading: its error, or the
 // result object with handles, what it observed and its counts.
-func answerOf(tool Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
+func answerOf(tool loom.Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
 	if err != nil {
-		var hr *HostRefusedError
-		var ee *ExitError
+		var hr *loom.HostRefusedError
+		var ee *loom.ExitError
 		switch {
 		case errors.As(err, &hr):
 			return fmt.Sprintf("host refused %q %v", hr.HostCode, hr.HasHostCode)
@@ -66,46 +70,80 @@ func answerOf(tool Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes 
 	return fmt.Sprintf("%s\nobserved %s", res.AppendJSON(nil, condenseHandles[:res.Admitted]), obs)
 }
 
-// referenceAnswer reads stdout as the gateway read it before Condense:
-// whole, then Interpret, SplitContext and Measure.
+// reading is what a reading of stdout gives Measure for one exit code and
+// person lookup: the error the call answers, or the rows, the count of
+// those past them, their lengths and the envelope.
+type reading struct {
+	rows     [][]byte
+	more     int
+	rowBytes []int
+	envelope []byte
+	err      error
+}
+
+// answer is the answer of r under ceiling.
+func (r reading) answer(tool loom.Tool, ceiling ifc.Ceiling) string {
+	return answerOf(tool, ceiling, r.rows, r.more, r.rowBytes, r.envelope, r.err)
+}
+
+// equal reports whether r and o give Measure the same input, so the same
+// answer under every ceiling.
+func (r reading) equal(o reading) bool {
+	return r.err == o.err && r.more == o.more && slices.Equal(r.rowBytes, o.rowBytes) &&
+		bytes.Equal(r.envelope, o.envelope) && (r.envelope == nil) == (o.envelope == nil) &&
+		slices.EqualFunc(r.rows, o.rows, bytes.Equal)
+}
+
+// referenceReading reads stdout whole, with the reference reading:
+// loomref.Interpret, then loomref.SplitContext.
 //
 // One reading is the gateway's own: stdout that is one JSON value but
-// passes a bound of what Condense holds (passesBounds) is refused as a
-// malformed payload before anything else of it is read.
-func referenceAnswer(tool Tool, lookup bool, stdout []byte, exit int, ceiling ifc.Ceiling) string {
-	if passesBounds(tool, stdout) {
-		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+// passes a bound of what Condense holds (passesBounds, given as bound) is
+// refused as a malformed payload before anything else of it is read.
+func referenceReading(tool loom.Tool, lookup bool, stdout []byte, exit int, bound bool) reading {
+	if bound {
+		return reading{err: loom.ErrMalformedPayload}
 	}
-	payload, err := Interpret(tool, lookup, Output{Stdout: stdout, ExitCode: exit})
+	payload, err := loomref.Interpret(tool, lookup, loom.Output{Stdout: stdout, ExitCode: exit})
 	if err != nil {
-		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
+		return reading{err: err}
 	}
-	rows, more, env, err := SplitContext(context.Background(), tool, payload, ifc.MaxMeasuredRows)
+	rows, more, env, err := loomref.SplitContext(context.Background(), tool, payload, ifc.MaxMeasuredRows)
 	var rs [][]byte
 	for _, r := range rows {
 		rs = append(rs, r)
 	}
-	return answerOf(tool, ceiling, rs, more, nil, env, err)
+	return reading{rows: rs, more: more, envelope: env, err: err}
 }
 
-// condensedAnswer reads stdout through Condense, from r, as the gateway
+// referenceAnswer is the reference reading's answer under ceiling.
+func referenceAnswer(tool loom.Tool, lookup bool, stdout []byte, exit int, ceiling ifc.Ceiling) string {
+	return referenceReading(tool, lookup, stdout, exit, passesBounds(tool, stdout)).answer(tool, ceiling)
+}
+
+// condensedReading reads what Condense kept of stdout as the gateway
 // does: Decide over its facts, its shape, then its rows and envelope.
-func condensedAnswer(tool Tool, lookup bool, r io.Reader, exit int, ceiling ifc.Ceiling) string {
-	c := Condense(tool, r)
+func condensedReading(tool loom.Tool, lookup bool, c loom.Condensed, exit int) reading {
 	if c.Refused {
-		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+		return reading{err: loom.ErrMalformedPayload}
 	}
-	if err := Decide(tool, lookup, c.Payload != nil, exit, c.Facts); err != nil {
-		return answerOf(tool, ceiling, nil, 0, nil, nil, err)
+	if err := loom.Decide(tool, lookup, c.Payload != nil, exit, c.Facts); err != nil {
+		return reading{err: err}
 	}
 	if !c.Shaped {
-		return answerOf(tool, ceiling, nil, 0, nil, nil, ErrMalformedPayload)
+		return reading{err: loom.ErrMalformedPayload}
 	}
 	var rs [][]byte
 	for _, r := range c.Rows {
 		rs = append(rs, r)
 	}
-	return answerOf(tool, ceiling, rs, c.Dropped, c.RowBytes, c.Envelope, nil)
+	return reading{rows: rs, more: c.Dropped, rowBytes: c.RowBytes, envelope: c.Envelope}
+}
+
+// condensedAnswer reads stdout through Condense, from r, as the gateway
+// does, and answers under ceiling.
+func condensedAnswer(tool loom.Tool, lookup bool, r io.Reader, exit int, ceiling ifc.Ceiling) string {
+	return condensedReading(tool, lookup, loom.Condense(tool, r), exit).answer(tool, ceiling)
 }
 
 // pieces delivers data in pieces of the sizes cuts gives in turn (1 and
@@ -135,31 +173,49 @@ func (c *chunked) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-var condenseTools = []Tool{Search, PageDiscover, CalendarList, PageRead, Profile, People}
+var condenseTools = []loom.Tool{loom.Search, loom.PageDiscover, loom.CalendarList, loom.PageRead, loom.Profile, loom.People}
 
 // checkCondense holds the two readings equal on stdout for tool, every
-// ceiling, and a few ways of cutting stdout into pieces.
-func checkCondense(t *testing.T, tool Tool, stdout []byte, cuts []byte) {
+// exit code and person lookup that decide differently, every ceiling, and
+// a few ways of cutting stdout into pieces. Neither reading depends on the
+// ceiling, nor Condense on the exit code or lookup: each is read once, and
+// each answer compared under every ceiling (a reading that gives Measure
+// the same input as the one before it has its answers).
+func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 	t.Helper()
 	exits := []int{0}
 	if len(stdout) < 4096 {
 		exits = []int{0, 1, 3}
 	}
+	var kept [3]loom.Condensed
+	for i, r := range []io.Reader{
+		bytes.NewReader(stdout),
+		&chunked{data: stdout, cuts: cuts},
+		&chunked{data: stdout, cuts: []byte{0}, eofNow: true},
+	} {
+		kept[i] = loom.Condense(tool, r)
+	}
+	bound := passesBounds(tool, stdout)
 	for _, exit := range exits {
 		lookups := []bool{false}
 		if exit != 0 {
 			lookups = append(lookups, true)
 		}
 		for _, lookup := range lookups {
+			ref := referenceReading(tool, lookup, bytes.Clone(stdout), exit, bound)
+			var got [len(kept)]reading
+			for i, c := range kept {
+				got[i] = condensedReading(tool, lookup, c, exit)
+			}
 			for _, ceiling := range condenseCeilings {
-				want := referenceAnswer(tool, lookup, bytes.Clone(stdout), exit, ceiling)
-				for i, r := range []io.Reader{
-					bytes.NewReader(stdout),
-					&chunked{data: stdout, cuts: cuts},
-					&chunked{data: stdout, cuts: []byte{0}, eofNow: true},
-				} {
-					if got := condensedAnswer(tool, lookup, r, exit, ceiling); got != want {
-						t.Fatalf("%s exit %d lookup %v ceiling %v reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, got, want)
+				want := ref.answer(tool, ceiling)
+				answer := ""
+				for i := range got {
+					if i == 0 || !got[i].equal(got[i-1]) {
+						answer = got[i].answer(tool, ceiling)
+					}
+					if answer != want {
+						t.Fatalf("%s exit %d lookup %v ceiling %v reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, answer, want)
 					}
 				}
 			}
@@ -175,7 +231,7 @@ func longString(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for u := 0; u < n; {
-		if rng.IntN(3) == 0 || (u > ifc.StringBound-12 && u < condenseUnits+12) {
+		if rng.IntN(3) == 0 || (u > ifc.StringBound-12 && u < loom.CondenseUnits+12) {
 			p := parts[rng.IntN(len(parts))]
 			b.WriteString(p)
 			u += 1 + strings.Count(p, `\u`)/2
@@ -244,7 +300,7 @@ func genCondenseRow(rng *rand.Rand, b *strings.Builder) {
 // with the envelope members and the members Interpret reads here and
 // there, long strings in places, now and then more rows than Measure
 // reads, and sometimes damaged.
-func genCondensePayload(rng *rand.Rand, tool Tool) []byte {
+func genCondensePayload(rng *rand.Rand, tool loom.Tool) []byte {
 	var b strings.Builder
 	if rng.IntN(20) == 0 {
 		b.WriteString("\xef\xbb\xbf")
@@ -271,15 +327,15 @@ func genCondensePayload(rng *rand.Rand, tool Tool) []byte {
 		b.WriteByte(']')
 	}
 	switch tool {
-	case CalendarList:
+	case loom.CalendarList:
 		if rng.IntN(10) == 0 {
 			b.WriteString(`{"ok":false,"code":"E_X"}`)
 		} else {
 			list()
 		}
-	case Search, PageDiscover:
+	case loom.Search, loom.PageDiscover:
 		listName, keys := "hits", []string{`"query"`, `"source_status"`, `"warnings"`, `"truncated"`}
-		if tool == PageDiscover {
+		if tool == loom.PageDiscover {
 			listName, keys = "pages", []string{`"totalPages"`, `"omittedViews"`}
 		}
 		keys = append(keys, `"ok"`, `"code"`, `"schemaVersion"`, `"other"`, `"`+listName+`"`, `"`+listName+`"`)
@@ -327,7 +383,7 @@ func genCondensePayload(rng *rand.Rand, tool Tool) []byte {
 func TestCondenseMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 1))
 	n := 1200
-	if testing.Short() || raceEnabled {
+	if testing.Short() || loom.RaceEnabled {
 		n = 150
 	}
 	for i := range n {
@@ -342,13 +398,13 @@ func TestCondenseMatchesReference(t *testing.T) {
 func TestCondenseMatchesReferenceOther(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2))
 	n := 1500
-	if testing.Short() || raceEnabled {
+	if testing.Short() || loom.RaceEnabled {
 		n = 200
 	}
 	for i := range n {
 		tool := condenseTools[i%len(condenseTools)]
-		checkCondense(t, tool, genStdout(rng), []byte{1, 2, 3})
-		checkCondense(t, tool, genListPayload(rng, tool), []byte{0, 5})
+		checkCondense(t, tool, loomref.GenStdout(rng), []byte{1, 2, 3})
+		checkCondense(t, tool, loomref.GenListPayload(rng, tool), []byte{0, 5})
 	}
 }
 
@@ -366,20 +422,20 @@ func TestCondenseKeepsLittle(t *testing.T) {
 	b.WriteString(`]}`)
 	page := `{"title":"t","content":"` + strings.Repeat("long page ", 1<<20) + `"}`
 	for _, tt := range []struct {
-		tool    Tool
+		tool    loom.Tool
 		stdout  string
 		most    int
 		dropped int
 	}{
-		{Search, b.String(), ifc.MaxMeasuredRows * 200, 20000 - ifc.MaxMeasuredRows},
-		{PageRead, page, 5000, 0},
-		{Search, `{"hits":[` + strings.Repeat(" ", 8<<20) + `],"warnings":[]}`, 64, 0},
+		{loom.Search, b.String(), ifc.MaxMeasuredRows * 200, 20000 - ifc.MaxMeasuredRows},
+		{loom.PageRead, page, 5000, 0},
+		{loom.Search, `{"hits":[` + strings.Repeat(" ", 8<<20) + `],"warnings":[]}`, 64, 0},
 	} {
-		c := Condense(tt.tool, strings.NewReader(tt.stdout))
+		c := loom.Condense(tt.tool, strings.NewReader(tt.stdout))
 		if c.Payload == nil || len(c.Payload) > tt.most || c.Dropped != tt.dropped {
 			t.Errorf("%s of %d bytes: kept %d bytes (at most %d), dropped %d (want %d)", tt.tool, len(tt.stdout), len(c.Payload), tt.most, c.Dropped, tt.dropped)
 		}
-		if !raceEnabled {
+		if !loom.RaceEnabled {
 			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{200})
 		}
 	}
@@ -414,58 +470,104 @@ func TestCondenseLongRows(t *testing.T) {
 	health := `"ifc" : {"confidentiality":[` + cAtomHealth + `]}`
 	cases := []struct {
 		name   string
-		tool   Tool
-		stdout string
-		most   int // bytes kept at most (all the strings cut: about 4 KB each)
+		tool   loom.Tool
+		stdout func() string // made only for the cases that run
+		most   int           // bytes kept at most (all the strings cut: about 4 KB each)
 	}{
-		{"page labelled last", PageRead, bigRow(300, 64<<10, "", ","+work), 400 << 10},
-		{"page labelled first", PageRead, bigRow(300, 64<<10, work, ""), 400 << 10},
-		{"page above the ceiling", PageRead, bigRow(300, 64<<10, "", ","+health), 400 << 10},
-		{"page unreadable label", PageRead, bigRow(300, 64<<10, "", `,"ifc":7`), 400 << 10},
-		{"page unlabelled", PageRead, bigRow(300, 64<<10, "", `,"x":{"ifc":"nested","s":"`+strings.Repeat("y", 5000)+`"}`), 400 << 10},
-		{"page repeats a name early", PageRead, bigRow(300, 64<<10, `"d0":1`, ","+work), 400 << 10},
-		{"page repeats a name late", PageRead, bigRow(300, 64<<10, "", `,"d1":2,`+work), 400 << 10},
-		{"page repeats ifc", PageRead, bigRow(300, 64<<10, work, ","+health), 400 << 10},
-		{"page just over the tree bound", PageRead, bigRow(17, 64<<10, "", ","+work), 100 << 10},
-		{"search of long rows", Search, `{"query":"q","hits":[` + bigRow(40, 40<<10, `"ifc":7`, "") + "," +
-			bigRow(200, 8<<10, "", ","+health) + "," + bigRow(200, 8<<10, "", ","+work) + `,{"id":"small",` + work + `}]}`, 1300 << 10},
-		{"row of many small values", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"]},`, 120000) + `2],"c":{"d":[` + strings.Repeat(`0.5,`, 1000) + `1]},"e":"` + strings.Repeat("z", 9000) + `",` + work + `}`, 1100 << 10},
-		{"small values, label first", PageRead, `{` + health + `,"a":[` + strings.Repeat(`[1,2],`, 300000) + `3],"x":1}`, 1100 << 10}, // small values are kept whole
-		{"small values, repeated name past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":[{"c":1,"c":2}],"a":1,` + work + `}`, 1300 << 10},
-		{"small values, ifc nested past the point", PageRead, `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":{"ifc":{"confidentiality":[]}},` + work + `,"z":[{"ifc":7}]}`, 1300 << 10},
-		{"repeated name nested past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 200000) + `{"c":1,"c":2}],"p":"` + strings.Repeat("p", 1<<20) + `",` + work + `}`, 1300 << 10},
-		{"repeated name between the room and the point", PageRead, bigRow(15, 4100, "", `,"d0":1,"p":"`+strings.Repeat("p", 1<<20)+`",`+work), 1300 << 10},
-		{"under the tree bound, a large value replaced", PageRead, `{"a":1,"a":2,"big":[` + strings.Repeat(`1,`, 160000) + `2],"c":"xyz","big":1,` + work + `}`, 400 << 10},
-		{"under the tree bound, a nested large value replaced", Search, `{"hits":[{"a":{"x":[` + strings.Repeat(`1,`, 160000) + `2],"s":"xyz","x":1},` + work + `}]}`, 400 << 10},
-		{"label of millions of clauses", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]}}`, 1300 << 10},
-		{"long label, then another", PageRead, `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]},"u":1,` + work + `}`, 1300 << 10},
-		{"long label in a row that repeats a name", PageRead, `{"t":"x","t":"y","ifc":{"confidentiality":["` + strings.Repeat("w", 2<<20) + `"]}}`, 1300 << 10},
-		{"search of many small values", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 700000) + `2],` + work + `},{"id":2,` + work + `}]}`, 1100 << 10},
-		{"megabytes of small values and objects", PageRead, `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"],"c":{"d":0.5}},`, 300000) + `2],` + work + `}`, 1100 << 10},
-		{"objects past the point, one repeating a name deep", PageRead, `{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1,"y":{"z":2,"z":3}},{"x":1}],` + work + `}`, 1100 << 10},
-		{"objects past the point, none repeating", Search, `{"hits":[{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1}],` + work + `}]}`, 1100 << 10},
-		{"an object open at the point repeats a name", PageRead, `{"o":{` + manyNames(60000, `"`+strings.Repeat("v", 24)+`"`) + `,"k5":2},` + work + `}`, 4 << 20},
-		{"an object of many names past the point repeats one", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{` + manyNames(60000, "1") + `,"k7":2}],` + work + `}`, 1100 << 10},
-		{"a name repeated escaped", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"c":1,"\u0063":2}],` + work + `}`, 1100 << 10},
-		{"lone surrogates, not repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\udc00":2,"\ufffd":3}],` + work + `}`, 1100 << 10},
-		{"lone surrogates, repeated", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\uD800":2}],` + work + `}`, 1100 << 10},
-		{"a name repeated at the top past the over member", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":1,"b":2,` + work + `}`, 1100 << 10},
-		{"a name repeated in a later member", Search, `{"hits":[{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":{"c":1,"c":2},` + work + `}]}`, 1100 << 10},
-		{"labels past the point, the last above", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + work + `,"x":[1,2],"ifc":7,` + health + `}`, 1100 << 10},
-		{"labels past the point, the last within", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ifc":7,"x":[1,2],` + work + `,"y":3}`, 1100 << 10},
-		{"labels and facts past the point", PageRead, `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ok":true,` + work + `}`, 1100 << 10},
-		{"calendar of long rows", CalendarList, `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]`, 900 << 10},
+		{"page labelled last", loom.PageRead, func() string { return bigRow(300, 64<<10, "", ","+work) }, 400 << 10},
+		{"page labelled first", loom.PageRead, func() string { return bigRow(300, 64<<10, work, "") }, 400 << 10},
+		{"page above the ceiling", loom.PageRead, func() string { return bigRow(300, 64<<10, "", ","+health) }, 400 << 10},
+		{"page unreadable label", loom.PageRead, func() string { return bigRow(300, 64<<10, "", `,"ifc":7`) }, 400 << 10},
+		{"page unlabelled", loom.PageRead, func() string {
+			return bigRow(300, 64<<10, "", `,"x":{"ifc":"nested","s":"`+strings.Repeat("y", 5000)+`"}`)
+		}, 400 << 10},
+		{"page repeats a name early", loom.PageRead, func() string { return bigRow(300, 64<<10, `"d0":1`, ","+work) }, 400 << 10},
+		{"page repeats a name late", loom.PageRead, func() string { return bigRow(300, 64<<10, "", `,"d1":2,`+work) }, 400 << 10},
+		{"page repeats ifc", loom.PageRead, func() string { return bigRow(300, 64<<10, work, ","+health) }, 400 << 10},
+		{"page just over the tree bound", loom.PageRead, func() string { return bigRow(17, 64<<10, "", ","+work) }, 100 << 10},
+		{"search of long rows", loom.Search, func() string {
+			return `{"query":"q","hits":[` + bigRow(40, 40<<10, `"ifc":7`, "") + "," + bigRow(200, 8<<10, "", ","+health) + "," + bigRow(200, 8<<10, "", ","+work) + `,{"id":"small",` + work + `}]}`
+		}, 1300 << 10},
+		{"row of many small values", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"]},`, 120000) + `2],"c":{"d":[` + strings.Repeat(`0.5,`, 1000) + `1]},"e":"` + strings.Repeat("z", 9000) + `",` + work + `}`
+		}, 1100 << 10},
+		{"small values, label first", loom.PageRead, func() string { return `{` + health + `,"a":[` + strings.Repeat(`[1,2],`, 300000) + `3],"x":1}` }, 1100 << 10}, // small values are kept whole
+		{"small values, repeated name past the point", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":[{"c":1,"c":2}],"a":1,` + work + `}`
+		}, 1300 << 10},
+		{"small values, ifc nested past the point", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`7,`, 600000) + `8],"b":{"ifc":{"confidentiality":[]}},` + work + `,"z":[{"ifc":7}]}`
+		}, 1300 << 10},
+		{"repeated name nested past the point", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 200000) + `{"c":1,"c":2}],"p":"` + strings.Repeat("p", 1<<20) + `",` + work + `}`
+		}, 1300 << 10},
+		{"repeated name between the room and the point", loom.PageRead, func() string { return bigRow(15, 4100, "", `,"d0":1,"p":"`+strings.Repeat("p", 1<<20)+`",`+work) }, 1300 << 10},
+		{"under the tree bound, a large value replaced", loom.PageRead, func() string {
+			return `{"a":1,"a":2,"big":[` + strings.Repeat(`1,`, 160000) + `2],"c":"xyz","big":1,` + work + `}`
+		}, 400 << 10},
+		{"under the tree bound, a nested large value replaced", loom.Search, func() string {
+			return `{"hits":[{"a":{"x":[` + strings.Repeat(`1,`, 160000) + `2],"s":"xyz","x":1},` + work + `}]}`
+		}, 400 << 10},
+		{"label of millions of clauses", loom.PageRead, func() string {
+			return `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]}}`
+		}, 1300 << 10},
+		{"long label, then another", loom.PageRead, func() string {
+			return `{"t":"x","ifc":{"confidentiality":[` + strings.Repeat(cAtomWork+`,`, 60000) + cAtomWork + `]},"u":1,` + work + `}`
+		}, 1300 << 10},
+		{"long label in a row that repeats a name", loom.PageRead, func() string {
+			return `{"t":"x","t":"y","ifc":{"confidentiality":["` + strings.Repeat("w", 2<<20) + `"]}}`
+		}, 1300 << 10},
+		{"search of many small values", loom.Search, func() string {
+			return `{"hits":[{"a":[` + strings.Repeat(`1,`, 700000) + `2],` + work + `},{"id":2,` + work + `}]}`
+		}, 1100 << 10},
+		{"megabytes of small values and objects", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,{"b":[true,null,"s"],"c":{"d":0.5}},`, 300000) + `2],` + work + `}`
+		}, 1100 << 10},
+		{"objects past the point, one repeating a name deep", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1,"y":{"z":2,"z":3}},{"x":1}],` + work + `}`
+		}, 1100 << 10},
+		{"objects past the point, none repeating", loom.Search, func() string {
+			return `{"hits":[{"a":[` + strings.Repeat(`{"x":1,"y":{"z":2,"w":3}},`, 100000) + `{"x":1}],` + work + `}]}`
+		}, 1100 << 10},
+		{"an object open at the point repeats a name", loom.PageRead, func() string {
+			return `{"o":{` + manyNames(60000, `"`+strings.Repeat("v", 24)+`"`) + `,"k5":2},` + work + `}`
+		}, 4 << 20},
+		{"an object of many names past the point repeats one", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `{` + manyNames(60000, "1") + `,"k7":2}],` + work + `}`
+		}, 1100 << 10},
+		{"a name repeated escaped", loom.PageRead, func() string { return `{"a":[` + strings.Repeat(`1,`, 600000) + `{"c":1,"\u0063":2}],` + work + `}` }, 1100 << 10},
+		{"lone surrogates, not repeated", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\udc00":2,"\ufffd":3}],` + work + `}`
+		}, 1100 << 10},
+		{"lone surrogates, repeated", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `{"\ud800":1,"\uD800":2}],` + work + `}`
+		}, 1100 << 10},
+		{"a name repeated at the top past the over member", loom.PageRead, func() string { return `{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":1,"b":2,` + work + `}` }, 1100 << 10},
+		{"a name repeated in a later member", loom.Search, func() string {
+			return `{"hits":[{"a":[` + strings.Repeat(`1,`, 600000) + `2],"b":{"c":1,"c":2},` + work + `}]}`
+		}, 1100 << 10},
+		{"labels past the point, the last above", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + work + `,"x":[1,2],"ifc":7,` + health + `}`
+		}, 1100 << 10},
+		{"labels past the point, the last within", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ifc":7,"x":[1,2],` + work + `,"y":3}`
+		}, 1100 << 10},
+		{"labels and facts past the point", loom.PageRead, func() string {
+			return `{"a":[` + strings.Repeat(`1,`, 600000) + `2],` + health + `,"ok":true,` + work + `}`
+		}, 1100 << 10},
+		{"calendar of long rows", loom.CalendarList, func() string { return `[` + bigRow(300, 5<<10, "", ","+work) + `,{"id":2}]` }, 900 << 10},
 	}
 	for i, tt := range cases {
-		if raceEnabled && i%6 != 0 {
+		if loom.RaceEnabled && i%6 != 0 {
 			continue // a sixth of the cases: the race detector slows Condense tenfold, and Condense has no goroutines for it to check
 		}
-		c := Condense(tt.tool, strings.NewReader(tt.stdout))
+		stdout := tt.stdout()
+		c := loom.Condense(tt.tool, strings.NewReader(stdout))
 		if c.Payload == nil || len(c.Payload) > tt.most {
-			t.Errorf("%s: kept %d bytes of %d, want at most %d", tt.name, len(c.Payload), len(tt.stdout), tt.most)
+			t.Errorf("%s: kept %d bytes of %d, want at most %d", tt.name, len(c.Payload), len(stdout), tt.most)
 		}
-		if !raceEnabled {
-			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{255})
+		if !loom.RaceEnabled {
+			checkCondense(t, tt.tool, []byte(stdout), []byte{255})
 		}
 	}
 }
@@ -491,8 +593,8 @@ func manyNames(n int, v string) string {
 func TestCondenseFactsPastThePoint(t *testing.T) {
 	strs := strings.Repeat(`"s":"`+strings.Repeat("q", 4500)+`",`, 40)
 	filler := `[` + strings.Repeat("1,", 600000) + `2]`
-	tools := []Tool{PageRead, Profile, Context, PageInspect, People}
-	if raceEnabled {
+	tools := []loom.Tool{loom.PageRead, loom.Profile, loom.Context, loom.PageInspect, loom.People}
+	if loom.RaceEnabled {
 		filler, tools = `"`+strings.Repeat("p", 1200000)+`"`, tools[:2]
 	}
 	for _, tail := range []string{
@@ -521,7 +623,7 @@ func TestCondenseFactsPastThePoint(t *testing.T) {
 // repeated names before and after the over point, ifc members nested
 // deeper, long labels), alone or in a list, read the same both ways.
 func TestCondenseLongRowsGenerated(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if loom.RaceEnabled || testing.Short() {
 		t.Skip("megabytes of rows: run without -race and -short")
 	}
 	rng := rand.New(rand.NewPCG(16, 4))
@@ -576,12 +678,12 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 	}
 	for i := range 40 {
 		var b strings.Builder
-		tool := []Tool{PageRead, Search, CalendarList}[i%3]
+		tool := []loom.Tool{loom.PageRead, loom.Search, loom.CalendarList}[i%3]
 		small := i%2 == 1
 		switch tool {
-		case Search:
+		case loom.Search:
 			b.WriteString(`{"query":"q","hits":[`)
-		case CalendarList:
+		case loom.CalendarList:
 			b.WriteString(`[`)
 		}
 		for r := range 1 + rng.IntN(3) {
@@ -600,14 +702,14 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 				member(&b, k, small)
 			}
 			b.WriteByte('}')
-			if tool == PageRead {
+			if tool == loom.PageRead {
 				break
 			}
 		}
 		switch tool {
-		case Search:
+		case loom.Search:
 			b.WriteString(`]}`)
-		case CalendarList:
+		case loom.CalendarList:
 			b.WriteString(`]`)
 		}
 		checkCondense(t, tool, []byte(b.String()), []byte{byte(rng.IntN(256))})
@@ -616,15 +718,27 @@ func TestCondenseLongRowsGenerated(t *testing.T) {
 
 // FuzzCondenseMatchesReference holds the two readings equal on arbitrary
 // stdout, cut into arbitrary pieces.
+//
+// Its seeds are small (maxFuzzSeed bytes at most): the engine minimizes
+// every input that finds new coverage before it fuzzes on, trying about
+// n²/2 cuts of an input of n bytes, so that seeds of kilobytes, and the
+// inputs mutated from them, held the fuzzing still for the whole
+// -fuzzminimizetime. Long strings, long rows and many rows are the
+// generated tests' (TestCondenseMatchesReference, TestCondenseLongRows).
 func FuzzCondenseMatchesReference(f *testing.F) {
+	const maxFuzzSeed = 256
 	rng := rand.New(rand.NewPCG(16, 3))
-	for i := range 60 {
+	for i := 0; i < 60; {
 		tool := condenseTools[i%len(condenseTools)]
-		p := genListPayload(rng, tool)
-		if q := genCondensePayload(rng, tool); i%3 == 0 && len(q) < 8<<10 {
-			p = q // small seeds: the engine minimizes what it finds
+		p := loomref.GenListPayload(rng, tool)
+		if i%3 == 0 {
+			p = genCondensePayload(rng, tool)
+		}
+		if len(p) > maxFuzzSeed {
+			continue
 		}
 		f.Add(p, uint8(i), []byte{byte(i), 3, 17})
+		i++
 	}
 	f.Fuzz(func(t *testing.T, stdout []byte, which uint8, cuts []byte) {
 		checkCondense(t, condenseTools[int(which)%len(condenseTools)], stdout, cuts)
@@ -651,7 +765,7 @@ func BenchmarkCondense(b *testing.B) {
 		b.Run(fmt.Sprintf("search-%dKB", size>>10), func(b *testing.B) {
 			b.SetBytes(int64(len(payload)))
 			for b.Loop() {
-				c := Condense(Search, &chunked{data: payload, cuts: []byte{255}})
+				c := loom.Condense(loom.Search, &chunked{data: payload, cuts: []byte{255}})
 				if c.Payload == nil {
 					b.Fatal("not condensed")
 				}
@@ -663,7 +777,7 @@ func BenchmarkCondense(b *testing.B) {
 		b.Run(fmt.Sprintf("search-%dKB-pieces-4KB", size>>10), func(b *testing.B) {
 			b.SetBytes(int64(len(payload)))
 			for b.Loop() {
-				c := Condense(Search, &chunked{data: payload, cuts: []byte{64}})
+				c := loom.Condense(loom.Search, &chunked{data: payload, cuts: []byte{64}})
 				if c.Payload == nil {
 					b.Fatal("not condensed")
 				}

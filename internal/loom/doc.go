@@ -18,24 +18,31 @@
 //	// kept.Refused: ErrMalformedPayload, before anything else is read
 //	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 //	// !kept.Shaped: ErrMalformedPayload
-//	// then ifc.MeasureContext of kept.Rows, kept.Envelope, More:
-//	// kept.Dropped and RowBytes: kept.RowBytes
+//	// then the core measures kept.Rows and kept.Envelope with
+//	// ifc.MeasureContext, More: kept.Dropped, RowBytes: kept.RowBytes
 //
-// Condense reads stdout once, through a window, and keeps only what
-// Decide and the measurement read of it: the members
-// Interpret reads, the envelope, the first ifc.MaxMeasuredRows rows with
-// their long strings shortened, and of a row past 1 MiB only what the
-// result writer still reads; later rows are checked and counted. It holds
-// no name over 64 KiB or number over 4 KiB, no more than 65,536 members of the objects
-// open at once and no envelope value over 1 MiB: a payload past those is
-// Refused. What it keeps is built in pooled memory, which the caller gives
-// back with Release once it is done with the rows (ifc.Measure's result
-// holds copies), so a call neither copies it out nor leaves it to the
-// collector. The window reads on whenever less than 16 KiB of it is
-// unread, so that a row is most often wholly in it and checked in one
-// jsjson.Scanner pass. Run keeps stdout whole instead (CondenseOutput reads it as
-// RunTool would), and reading that whole stdout with Interpret and
-// SplitContext is the reference the equivalence tests hold Condense to.
+// Condense reads stdout once, as it arrives, through a window, and
+// returns what it learned as Go values (Condensed): the facts Decide reads
+// (ok, code, hasProfile, schemaVersion), whether the payload has its
+// tool's shape (ShapeOf), the envelope, and the first ifc.MaxMeasuredRows
+// rows with their long strings shortened (of a row past 1 MiB only what
+// the result writer still reads) and their lengths; later rows are checked
+// and counted in Dropped. Nothing reads stdout again: Decide decides over
+// the facts and the exit code, and the measurement reads the rows. Condense
+// holds no name over 64 KiB or number over 4 KiB, no more than 65,536
+// members of the objects open at once and no envelope value over 1 MiB: a
+// payload past those is Refused. What it keeps is built in pooled memory,
+// which the caller gives back with Release once it is done with the rows
+// (ifc.Measure's result holds copies), so a call neither copies it out nor
+// leaves it to the collector. The window reads on whenever less than
+// 16 KiB of it is unread, so that a row is most often wholly in it and
+// checked in one jsjson.Scanner pass. Run keeps stdout whole instead
+// (CondenseOutput reads it as RunTool would).
+//
+// The reading of stdout whole (decode, Interpret, Split) is package
+// loomref's: the reference the equivalence tests and fuzz targets hold
+// Condense, Decide and the measurement to. No production package imports
+// it.
 //
 // What the package guarantees:
 //
@@ -66,8 +73,7 @@
 //     With Options.Limiter the caller takes the slot (Limiter.Acquire)
 //     and keeps it past Run while it reads the output, so the Limiter
 //     bounds the calls that run loom or read its output.
-//   - Condense and SplitContext keep a bounded number of rows (the rest
-//     are counted); SplitContext stops at its context's deadline.
+//   - Condense keeps a bounded number of rows (the rest are counted).
 //   - No error message carries host text: not stderr, not a path, not an
 //     OS error string, not argv, not payload text, not a rejected input
 //     value. Causes kept for logs (StartError.Err, ConfigError.Err) are

@@ -64,7 +64,7 @@ func (e *StartError) Is(target error) bool {
 	return target == ErrStart || target == ErrCommandFailed
 }
 
-// ExitError reports, from Interpret, a command that exited with a nonzero
+// ExitError reports, from Decide, a command that exited with a nonzero
 // code (or died of a signal: Code -1) and was not the profile fallback. It
 // matches ErrCommandFailed. Run itself never returns it: an exit is an
 // Output.

@@ -1,14 +1,12 @@
 package loom
 
-import (
-	"bytes"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // This file holds the JavaScript string semantics the reference harness
 // applies and Go does not by default: the \s class and
-// String.prototype.trim, and the WHATWG UTF-8 decoder. JSON reading, UTF-16
-// lengths and Object.keys order are package jsjson's.
+// String.prototype.trim, and the WHATWG UTF-8 decoder Condense decodes
+// stdout with. JSON reading, UTF-16 lengths and Object.keys order are
+// package jsjson's.
 
 // isJSSpace reports whether r is in JavaScript's \s class, which is also the
 // set String.prototype.trim removes: WhiteSpace and LineTerminator of
@@ -42,20 +40,10 @@ func hasControl(s string) bool {
 	return false
 }
 
-// decodeUTF8 decodes b as the WHATWG UTF-8 decoder does with its default
-// settings (what TextDecoder and Node's Buffer#toString produce): one leading
-// byte order mark is dropped, and every maximal subpart of an ill-formed
-// sequence becomes one U+FFFD. Valid input without a BOM is returned as is.
-func decodeUTF8(b []byte) []byte {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	if utf8.Valid(b) {
-		return b
-	}
-	return appendDecodedUTF8(make([]byte, 0, len(b)+16), b)
-}
-
-// appendDecodedUTF8 appends b, decoded as decodeUTF8 does but without
-// looking for a BOM, to out.
+// appendDecodedUTF8 appends b, decoded as the WHATWG UTF-8 decoder does
+// with its default settings (what TextDecoder and Node's Buffer#toString
+// produce) but without looking for a byte order mark, to out: every
+// maximal subpart of an ill-formed sequence becomes one U+FFFD.
 func appendDecodedUTF8(out, b []byte) []byte {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])

@@ -1,9 +1,9 @@
 package loom_test
 
-// Measurement-throughput benchmarks: the gateway's own work on a payload
-// (loom.Split, ifc.Measure, Result.AppendJSON, what gateway.Service.Call
-// does after Interpret) against merely decoding the same
-// bytes into any with encoding/json. Run them side by side:
+// Measurement-throughput benchmarks: the measurement of a payload read
+// whole (loomref.Split, ifc.Measure, Result.AppendJSON) against merely
+// decoding the same bytes into any with encoding/json. Run them side by
+// side:
 //
 //	go test ./internal/loom -run '^$' -bench 'MeasurePath' -benchmem -count 3
 //
@@ -11,10 +11,9 @@ package loom_test
 // reports path-MB/s, any-MB/s and their ratio x-any; the
 // path and decode-any sub-benchmarks give each alone with -benchmem, and
 // path reports allocs/admitted. The interpret+path sub-benchmark adds
-// loom.Interpret, the rest of what Service.Call does with stdout.
+// loomref.Interpret, the rest of the reading of stdout whole.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 const (
@@ -121,10 +121,11 @@ func benchHandles(n int) []string {
 
 var handles = benchHandles(4096)
 
-// MeasurePath is what Service.Call does with an interpreted payload, minus the
-// store: split, measure, write the agent-visible result.
+// MeasurePath is the measurement of a payload read whole (one
+// loomref.Interpret accepted), minus the store: split, measure, write the
+// agent-visible result.
 func MeasurePath(tool loom.Tool, payload, dst []byte) (ifc.Result, []byte, error) {
-	rows, env, err := loom.Split(tool, payload)
+	rows, env, err := loomref.Split(tool, payload)
 	if err != nil {
 		return ifc.Result{}, dst, err
 	}
@@ -140,27 +141,28 @@ func MeasurePath(tool loom.Tool, payload, dst []byte) (ifc.Result, []byte, error
 	return res, res.AppendJSON(dst, handles[:res.Admitted]), nil
 }
 
-// StreamPath is what the core does with a condensed Output (RunTool's):
-// Interpret, SplitContext and Measure on what Condense kept, then the
-// agent-visible result.
+// StreamPath is what the core does with a condensed Output (RunTool's),
+// minus the store: Decide over what Condense kept, its shape, Measure of
+// its rows, then the agent-visible result.
 func StreamPath(tool loom.Tool, out loom.Output) ([]byte, error) {
 	kept := out.Condensed
-	p, err := loom.Interpret(tool, false, loom.Output{Stdout: kept.Payload, ExitCode: out.ExitCode})
-	if err != nil {
+	if kept.Refused {
+		return nil, loom.ErrMalformedPayload
+	}
+	if err := loom.Decide(tool, false, kept.Payload != nil, out.ExitCode, kept.Facts); err != nil {
 		return nil, err
 	}
-	rows, more, env, err := loom.SplitContext(context.Background(), tool, p, ifc.MaxMeasuredRows)
-	if err != nil {
-		return nil, err
+	if !kept.Shaped {
+		return nil, loom.ErrMalformedPayload
 	}
 	res := ifc.Measure(ifc.Input{
 		OutputID:  "run_0123456789abcdef:" + string(tool) + ":1",
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
-		Rows:      rows,
-		More:      more + kept.Dropped,
+		Rows:      kept.Rows,
+		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
-		Envelope:  env,
+		Envelope:  kept.Envelope,
 		Ceiling:   benchCeiling,
 		Unlabeled: benchUnlabeled,
 	})
@@ -229,7 +231,7 @@ func benchPath(b *testing.B, tool loom.Tool, payload []byte, interpret bool) {
 		p := payload
 		if interpret {
 			var err error
-			if p, err = loom.Interpret(tool, false, loom.Output{Stdout: payload}); err != nil {
+			if p, err = loomref.Interpret(tool, false, loom.Output{Stdout: payload}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -281,7 +283,7 @@ func TestBenchPayloads(t *testing.T) {
 		if !json.Valid(out) {
 			t.Fatalf("%s: result is not JSON", c.name)
 		}
-		rows, _, _ := loom.Split(c.tool, p)
+		rows, _, _ := loomref.Split(c.tool, p)
 		t.Logf("%s: %d bytes, %d rows: admitted %d withheld %d omitted %d truncated %v, result %d bytes",
 			c.name, len(p), len(rows), res.Admitted, res.Withheld, res.Omitted, res.Truncated, len(out))
 		if c.tool == loom.Search && (res.Admitted == 0 || res.Withheld == 0) {

@@ -1,7 +1,6 @@
 package loom
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -9,39 +8,12 @@ import (
 	"github.com/loom-gateway/gateway/internal/jsjson"
 )
 
-// payloadOptions are the JSON rules stdout is read with: JavaScript's
-// JSON.parse accepts duplicate names (the last wins) and escaped lone
-// surrogates, so a payload with either is still one JSON document.
-var payloadOptions = []jsontext.Options{
-	jsontext.AllowDuplicateNames(true),
-	jsontext.AllowInvalidUTF8(true),
-}
-
-// Facts are what Interpret reads of a payload: whether it is an object,
-// and the last value of each of its members ok, code, hasProfile and
+// Facts are what Decide reads of a payload: whether it is an object, and
+// the last value of each of its members ok, code, hasProfile and
 // schemaVersion (nil when absent).
 type Facts struct {
 	Object                              bool
 	OK, Code, HasProfile, SchemaVersion jsontext.Value
-}
-
-// Interpret reads a finished command's Output as SEMANTICS (b) steps 2 to 5
-// do, in that order, and returns the payload: stdout decoded as UTF-8
-// (invalid sequences replaced, one leading BOM dropped) and trimmed of JSON
-// whitespace, exactly one JSON value. personLookup is PersonLookup(tool,
-// input). It is stdout read whole: the gateway reads it as it arrives with
-// Condense and decides with Decide; Interpret is the reading the
-// equivalence tests hold that to.
-//
-// Where a member name repeats, the last occurrence is the one read, as in
-// JavaScript. ErrNotJSON and *ExitError match ErrCommandFailed.
-func Interpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
-	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
-	f, valid := readFacts(payload)
-	if err := Decide(tool, personLookup, valid, out.ExitCode, f); err != nil {
-		return nil, err
-	}
-	return payload, nil
 }
 
 // set sets the fact of index i in factNames to v; i < 0 sets nothing.
@@ -58,9 +30,10 @@ func (f *Facts) set(i int, v jsontext.Value) {
 	}
 }
 
-// readFacts reads the facts of payload in one validating pass over its
-// bytes, which it does not copy, and reports whether it is one JSON value.
-func readFacts(payload []byte) (Facts, bool) {
+// ReadFacts reads the facts of payload, which is whole and trimmed of
+// JSON whitespace, in one validating pass over its bytes, which it does not
+// copy, and reports whether it is one JSON value.
+func ReadFacts(payload []byte) (Facts, bool) {
 	if len(payload) == 0 || payload[0] != '{' {
 		return Facts{}, len(payload) > 0 && jsjson.Valid(payload)
 	}

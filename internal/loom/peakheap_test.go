@@ -18,59 +18,25 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
-const heapObjects = "/memory/classes/heap/objects:bytes"
-
-func heapInUse() uint64 {
-	s := []metrics.Sample{{Name: heapObjects}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// peakDuring runs f while sampling the heap in use and returns the heap in
-// use before, the sampled peak and the bytes allocated during f.
+// peakDuring runs f after two full collections while sampling the heap in
+// use, and returns the heap in use before, the sampled peak and the bytes
+// allocated during f.
 func peakDuring(f func()) (before, peak, allocated uint64) {
 	runtime.GC()
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	before = heapInUse()
-	var top atomic.Uint64
-	top.Store(before)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s := []metrics.Sample{{Name: heapObjects}}
-		t := time.NewTicker(20 * time.Microsecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > top.Load() {
-				top.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	f()
-	if v := heapInUse(); v > top.Load() {
-		top.Store(v)
-	}
-	close(stop)
-	<-done
+	before, peak = testkit.PeakHeap(20*time.Microsecond, f)
 	runtime.ReadMemStats(&ms1)
-	return before, top.Load(), ms1.TotalAlloc - ms0.TotalAlloc
+	return before, peak, ms1.TotalAlloc - ms0.TotalAlloc
 }
 
 func reportPeak(b *testing.B, size int, before, peak, allocated uint64) {
@@ -97,9 +63,9 @@ func BenchmarkPeakHeap(b *testing.B) {
 				}
 				reportPeak(b, len(payload), before, peak, allocated)
 			})
-			// call: loom's stdout (cat of the payload) read by loom.CLI.Run,
-			// then Interpret and the measurement, as Service.Call does; the
-			// payload is not in memory before.
+			// call: loom's stdout (cat of the payload) read whole by
+			// loom.CLI.Run, then the reference reading (loomref.Interpret)
+			// and the measurement; the payload is not in memory before.
 			b.Run("call", func(b *testing.B) {
 				file := filepath.Join(b.TempDir(), "payload.json")
 				if err := os.WriteFile(file, payload, 0o600); err != nil {
@@ -115,7 +81,7 @@ func BenchmarkPeakHeap(b *testing.B) {
 							b.Fatal(err)
 						}
 						retained = float64(cap(out.Stdout)) / float64(len(out.Stdout))
-						p, err := loom.Interpret(c.tool, false, out)
+						p, err := loomref.Interpret(c.tool, false, out)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -128,8 +94,8 @@ func BenchmarkPeakHeap(b *testing.B) {
 				b.ReportMetric(retained, "stdout-cap/len")
 			})
 			// stream: what the core does, loom.CLI.RunTool reading stdout
-			// through Condense as it arrives, then Interpret, Split and
-			// Measure on what it kept.
+			// through Condense as it arrives, then Decide and Measure on
+			// what it kept (StreamPath).
 			b.Run("stream", func(b *testing.B) {
 				file := filepath.Join(b.TempDir(), "payload.json")
 				if err := os.WriteFile(file, payload, 0o600); err != nil {

@@ -1,4 +1,4 @@
-package loom
+package loom_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/loom"
 )
 
 // searchOf is a search payload of n hits, each naming tag.
@@ -27,13 +29,13 @@ func searchOf(n int, tag string) []byte {
 // to the next reading, and releasing a stale copy of it again never hands
 // out memory another reading holds.
 func TestCondensedRelease(t *testing.T) {
-	first := Condense(Search, bytes.NewReader(searchOf(50, "first")))
+	first := loom.Condense(loom.Search, bytes.NewReader(searchOf(50, "first")))
 	stale := first // a copy, released after first was
 	first.Release()
-	if diff := cmp.Diff(Condensed{}, first, cmp.AllowUnexported(Condensed{})); diff != "" {
+	if diff := cmp.Diff(loom.Condensed{}, first, cmp.AllowUnexported(loom.Condensed{})); diff != "" {
 		t.Fatalf("released Condensed not cleared (-want +got):\n%s", diff)
 	}
-	second := Condense(Search, bytes.NewReader(searchOf(50, "second")))
+	second := loom.Condense(loom.Search, bytes.NewReader(searchOf(50, "second")))
 	want := make([]string, len(second.Rows))
 	for i, r := range second.Rows {
 		want[i] = string(r)
@@ -41,7 +43,7 @@ func TestCondensedRelease(t *testing.T) {
 	stale.Release() // must not give second's memory back
 	first.Release() // nor must releasing twice
 	for range 4 {
-		third := Condense(Search, bytes.NewReader(searchOf(50, "third")))
+		third := loom.Condense(loom.Search, bytes.NewReader(searchOf(50, "third")))
 		defer third.Release()
 	}
 	for i, r := range second.Rows {
@@ -50,7 +52,7 @@ func TestCondensedRelease(t *testing.T) {
 		}
 	}
 	second.Release()
-	var none Condensed
+	var none loom.Condensed
 	none.Release() // holds nothing: nothing happens
 }
 
@@ -75,7 +77,7 @@ func TestCondenseDecodesAcrossPieces(t *testing.T) {
 	good := bytes.TrimSuffix(bad, []byte("\xff"))
 	for _, stdout := range [][]byte{good, bad} {
 		for _, cuts := range [][]byte{{0}, {1}, {2}, {1, 0, 2}, {3, 1}, {9}} {
-			checkCondense(t, Search, stdout, cuts)
+			checkCondense(t, loom.Search, stdout, cuts)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (c *CLI) Queued() int64 { return c.slots.Queued() }
 
 // Run executes argv with exactly env as the environment and returns its
 // Output, with stdout whole. Any exit, zero or not, is an Output with a nil
-// error; reading it is Interpret's job. argv[0] must be an absolute path;
+// error; reading it is Condense's and Decide's. argv[0] must be an absolute path;
 // it is executed directly, never through a shell or a PATH lookup, with
 // stdin and stderr on the null device, in a process group of its own. When
 // the process exits, whatever is left of its group is killed.

@@ -66,6 +66,9 @@ type Shape struct {
 	Array    bool
 }
 
+// maxEnvelopeKeys bounds the Envelope keys of a Shape.
+const maxEnvelopeKeys = 4
+
 // ShapeOf returns tool's payload shape.
 func ShapeOf(tool Tool) Shape {
 	switch tool {

@@ -62,6 +62,39 @@ func LiveHeap() uint64 {
 	return HeapInUse()
 }
 
+// PeakHeap runs f while a goroutine samples HeapInUse every interval, and
+// returns it before f and its peak: the highest sample, or the reading
+// after f when that is higher. It collects nothing first (a caller that
+// wants the live heap as the base collects), and sampling allocates
+// nothing.
+func PeakHeap(interval time.Duration, f func()) (before, peak uint64) {
+	sample := []metrics.Sample{{Name: heapObjects}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	before = read()
+	stop := make(chan struct{})
+	done := make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: heapObjects}}
+		top := before
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			top = max(top, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	last := read()
+	close(stop)
+	return before, max(<-done, last)
+}
+
 // LogRecords returns the JSON log records (one a line, as slog's
 // JSONHandler writes them) of logs whose "msg" is msg. Lines that are not
 // JSON objects are skipped when lenient, and fail the test otherwise.

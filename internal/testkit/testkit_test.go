@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -37,6 +38,22 @@ func TestLogRecords(t *testing.T) {
 func TestHeapInUse(t *testing.T) {
 	if HeapInUse() == 0 || LiveHeap() == 0 {
 		t.Error("no heap in use")
+	}
+}
+
+// TestPeakHeap: a buffer held while f runs, and dropped before it returns,
+// is in the peak.
+var held []byte
+
+func TestPeakHeap(t *testing.T) {
+	runtime.GC()
+	before, peak := PeakHeap(20*time.Microsecond, func() {
+		held = make([]byte, 8<<20)
+		time.Sleep(5 * time.Millisecond)
+		held = nil
+	})
+	if peak < before+8<<20 {
+		t.Errorf("PeakHeap = %d, %d: want a peak 8 MiB above", before, peak)
 	}
 }
 

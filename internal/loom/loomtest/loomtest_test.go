@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 func TestFake(t *testing.T) {
@@ -23,7 +24,7 @@ func TestFake(t *testing.T) {
 	if err != nil || out.ExitCode != 0 {
 		t.Fatalf("Run = %+v, %v", out, err)
 	}
-	if _, err := loom.Interpret(loom.People, true, out); err != nil {
+	if _, err := loomref.Interpret(loom.People, true, out); err != nil {
 		t.Errorf("Interpret(sample output) = %v", err)
 	}
 	if diff := cmp.Diff([]Call{{Argv: argv, Env: env}}, f.Calls()); diff != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
 )
 
@@ -38,11 +39,11 @@ func call(t *testing.T, cfg *loom.Config, tool loom.Tool, input string) ([]jsont
 	if stderr.Len() > 0 { // a usage error: the argv shape was not understood
 		t.Fatalf("sample loom %q: exit %d, stderr %q", argv, code, stderr.String())
 	}
-	payload, err := loom.Interpret(tool, loom.PersonLookup(tool, []byte(input)), loom.Output{Stdout: stdout.Bytes(), ExitCode: code})
+	payload, err := loomref.Interpret(tool, loom.PersonLookup(tool, []byte(input)), loom.Output{Stdout: stdout.Bytes(), ExitCode: code})
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, env, err := loom.Split(tool, payload)
+	rows, env, err := loomref.Split(tool, payload)
 	if err != nil {
 		t.Fatalf("Split(%s): %v", tool, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 func benchRefs(n int) []store.Referent {
@@ -102,15 +103,6 @@ func BenchmarkHandleLookup(b *testing.B) {
 	}
 }
 
-// heapInUse returns the live heap after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // BenchmarkMemoryPerRun reports the heap held per idle run (no calls, no
 // handles, a one-clause ceiling) with 10,000 runs in the store.
 func BenchmarkMemoryPerRun(b *testing.B) {
@@ -121,12 +113,12 @@ func BenchmarkMemoryPerRun(b *testing.B) {
 	}
 	var total float64
 	for b.Loop() {
-		before := heapInUse()
+		before := testkit.LiveHeap()
 		m := memstore.New(memstore.Options{})
 		for _, id := range ids {
 			benchRun(b, m, id)
 		}
-		after := heapInUse()
+		after := testkit.LiveHeap()
 		runtime.KeepAlive(m)
 		total += float64(after-before) / runs
 	}
@@ -145,10 +137,10 @@ func BenchmarkMemoryPerHandle(b *testing.B) {
 	}
 	var total float64
 	for b.Loop() {
-		before := heapInUse()
+		before := testkit.LiveHeap()
 		m, toks := filled(b, rs)
 		toks = nil
-		after := heapInUse()
+		after := testkit.LiveHeap()
 		runtime.KeepAlive(m)
 		runtime.KeepAlive(rs)
 		_ = toks

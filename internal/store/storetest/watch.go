@@ -16,7 +16,7 @@ import (
 )
 
 // Watcher is a store that reports the runs deleted through the other
-// stores sharing its backend (store.DeleteWatch), as store.Redis does.
+// stores sharing its backend (store.DeleteWatch), as redisstore.Store does.
 type Watcher interface {
 	store.Store
 	WatchDeletes(ctx context.Context, w store.DeleteWatch)

@@ -18,8 +18,9 @@ import (
 	"github.com/loom-gateway/gateway/internal/telemetry"
 )
 
-// Hook is the tracing hook; add it with AddHook after telemetry.Setup.
-// With tracing off it adds nothing to a command.
+// Hook is the tracing hook; add it with AddHook. It traces a command only
+// while tracing is on (telemetry.Install, which otelsetup.Setup calls):
+// with tracing off it adds nothing to a command.
 type Hook struct{}
 
 var _ redis.Hook = Hook{}

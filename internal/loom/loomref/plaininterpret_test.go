@@ -1,10 +1,10 @@
-package loom
+package loomref
 
-// The plain reading: objectMembers, arrayElements and Interpret as first
-// written, a jsontext decoder reading every token of a copy of the input,
-// kept as the reference the readers over jsjson.Scanner (jstext.go,
-// outcome.go) are tested against on generated and mutated inputs, and a
-// benchmark of Interpret against it.
+// The plain reading: jsjson.Members, jsjson.Elements and Interpret read by
+// a jsontext decoder reading every token of a copy of the input, the
+// reference the readers over jsjson.Scanner (jsjson.Walk, Interpret) are
+// tested against on generated and mutated inputs, and a benchmark of
+// Interpret against it.
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,9 +22,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/internal/jsjson"
+	"github.com/loom-gateway/gateway/internal/loom"
 )
 
-// plainObjectMembers is the plain form of objectMembers, its reference.
+// plainObjectMembers is the plain form of jsjson.Members, its reference.
 func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]jsjson.Member, error) {
 	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
 	tok, err := d.ReadToken()
@@ -53,7 +55,7 @@ func plainObjectMembers(data []byte, opts ...jsontext.Options) ([]jsjson.Member,
 	return ms, nil
 }
 
-// plainArrayElements is the plain form of arrayElements, its reference.
+// plainArrayElements is the plain form of jsjson.Elements, its reference.
 func plainArrayElements(data []byte, opts ...jsontext.Options) ([]jsontext.Value, error) {
 	d := jsontext.NewDecoder(bytes.NewBuffer(data), opts...)
 	tok, err := d.ReadToken()
@@ -92,8 +94,8 @@ func plainReadEnd(d *jsontext.Decoder) error {
 
 // plainInterpret is the plain form of Interpret, over plainObjectMembers:
 // the reference TestInterpretMatchesPlain holds it to.
-func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
-	payload := bytes.Trim(decodeUTF8(out.Stdout), " \t\r\n")
+func plainInterpret(tool loom.Tool, personLookup bool, out loom.Output) ([]byte, error) {
+	payload := bytes.Trim(DecodeUTF8(out.Stdout), " \t\r\n")
 	isObject := len(payload) > 0 && payload[0] == '{'
 	var ms []jsjson.Member
 	var valid bool
@@ -107,11 +109,11 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	if !valid {
 		switch {
 		case personLookup && out.ExitCode == 1:
-			return nil, ErrNotFound
+			return nil, loom.ErrNotFound
 		case personLookup && out.ExitCode == 3:
-			return nil, ErrContested
+			return nil, loom.ErrContested
 		}
-		return nil, ErrNotJSON
+		return nil, loom.ErrNotJSON
 	}
 
 	var ok, code, hasProfile, schemaVersion jsontext.Value
@@ -130,7 +132,7 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 	}
 
 	if isObject && ok.Kind() == 'f' {
-		e := &HostRefusedError{}
+		e := &loom.HostRefusedError{}
 		if code.Kind() == '"' {
 			if s, err := jsjson.UnquoteValue(code); err == nil && plainHostCode(s) {
 				e.HostCode, e.HasHostCode = s, true
@@ -139,13 +141,13 @@ func plainInterpret(tool Tool, personLookup bool, out Output) ([]byte, error) {
 		return nil, e
 	}
 	if out.ExitCode != 0 {
-		fallback := tool == Profile && out.ExitCode == 1 && isObject && hasProfile.Kind() == 'f'
+		fallback := tool == loom.Profile && out.ExitCode == 1 && isObject && hasProfile.Kind() == 'f'
 		if !fallback {
-			return nil, &ExitError{Code: out.ExitCode}
+			return nil, &loom.ExitError{Code: out.ExitCode}
 		}
 	}
-	if tool == Search && hasSchemaVersion && !isNumberOne(schemaVersion) {
-		return nil, ErrSchemaVersion
+	if tool == loom.Search && hasSchemaVersion && !plainIsNumberOne(schemaVersion) {
+		return nil, loom.ErrSchemaVersion
 	}
 	return payload, nil
 }
@@ -184,8 +186,8 @@ var membersEqual = cmp.Options{
 	cmp.Comparer(func(a, b jsontext.Value) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }),
 }
 
-// checkReaders holds objectMembers and arrayElements to the plain ones on
-// data under every option set, and walk alone, which Interpret reads
+// checkReaders holds jsjson.Members and jsjson.Elements to the plain ones
+// on data under every option set, and jsjson.Walk alone, which Interpret reads
 // payloads with and which no jsontext check follows, to the plain ones
 // under payloadOptions.
 func checkReaders(t *testing.T, data []byte) {
@@ -240,7 +242,7 @@ func checkReaders(t *testing.T, data []byte) {
 	}
 }
 
-var interpretTools = []Tool{Search, Profile, People, CalendarList, PageRead}
+var interpretTools = []loom.Tool{loom.Search, loom.Profile, loom.People, loom.CalendarList, loom.PageRead}
 
 // checkInterpret holds Interpret to the plain one on stdout for every tool,
 // exit code and person lookup.
@@ -249,9 +251,9 @@ func checkInterpret(t *testing.T, stdout []byte) (ok int) {
 	for _, tool := range interpretTools {
 		for _, code := range []int{0, 1, 2, 3, -1} {
 			for _, lookup := range []bool{false, true} {
-				out := Output{Stdout: stdout, ExitCode: code}
+				out := loom.Output{Stdout: stdout, ExitCode: code}
 				got, err := Interpret(tool, lookup, out)
-				want, perr := plainInterpret(tool, lookup, Output{Stdout: bytes.Clone(stdout), ExitCode: code})
+				want, perr := plainInterpret(tool, lookup, loom.Output{Stdout: bytes.Clone(stdout), ExitCode: code})
 				if !bytes.Equal(got, want) || (got == nil) != (want == nil) || !reflect.DeepEqual(err, perr) {
 					t.Fatalf("Interpret(%s, %v, exit %d, %q) = %q, %#v; plain %q, %#v", tool, lookup, code, stdout, got, err, want, perr)
 				}
@@ -262,68 +264,6 @@ func checkInterpret(t *testing.T, stdout []byte) (ok int) {
 		}
 	}
 	return ok
-}
-
-// genStdout writes a random loom stdout: mostly an object with the members
-// Interpret reads (spelled plainly, with escapes, repeated, or almost),
-// sometimes any JSON value, a byte order mark or invalid UTF-8, and now and
-// then damaged.
-func genStdout(rng *rand.Rand) []byte {
-	var b bytes.Buffer
-	if rng.IntN(12) == 0 {
-		b.WriteString("\xef\xbb\xbf")
-	}
-	if rng.IntN(4) == 0 {
-		b.WriteString([]string{" ", "\n", "\t\r\n"}[rng.IntN(3)])
-	}
-	if rng.IntN(5) == 0 {
-		genJSON(rng, &b, 3)
-	} else {
-		names := []string{`"ok"`, `"code"`, `"hasProfile"`, `"schemaVersion"`, `"\u006fk"`, `"c\u006fde"`, `"hasProfil\u0065"`,
-			`"schemaVersion "`, `"OK"`, `"ok\ud800"`, "\"o\xffk\"", `"hits"`, `"x"`, `""`}
-		values := []string{`false`, `true`, `null`, `"E_BUSY"`, `"\u0045_X"`, `"\ud800"`, "\"\xff\"", `1`, `1.0`, `0.1e1`, `1e0`,
-			`2`, `-1`, `"1"`, `{}`, `[]`, `{"ok":false}`, `[false]`}
-		b.WriteByte('{')
-		for i := range rng.IntN(7) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(names[rng.IntN(len(names))])
-			if rng.IntN(6) == 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteByte(':')
-			if rng.IntN(4) == 0 {
-				genJSON(rng, &b, 2)
-			} else {
-				b.WriteString(values[rng.IntN(len(values))])
-			}
-		}
-		b.WriteByte('}')
-	}
-	if rng.IntN(4) == 0 {
-		b.WriteString([]string{" ", "\n", "\r\n "}[rng.IntN(3)])
-	}
-	p := b.Bytes()
-	for range rng.IntN(3) { // damage it
-		if rng.IntN(3) != 0 || len(p) == 0 {
-			break
-		}
-		i := rng.IntN(len(p))
-		switch rng.IntN(5) {
-		case 0:
-			p = p[:i]
-		case 1:
-			p = append(p[:i:i], p[i+1:]...)
-		case 2:
-			p[i] = `{}[],:"\ 0-.eE+tfnux`[rng.IntN(20)]
-		case 3:
-			p = append(p, []string{" ", "}", "1", " {}", "\n{}", "\x00", ","}[rng.IntN(7)]...)
-		case 4:
-			p = append(p[:i:i], append([]byte{"\xff\xe2\x82\xed\xa0\x80"[rng.IntN(6)]}, p[i:]...)...)
-		}
-	}
-	return p
 }
 
 func TestReadersMatchPlain(t *testing.T) {
@@ -337,12 +277,12 @@ func TestReadersMatchPlain(t *testing.T) {
 		var p []byte
 		switch i % 3 {
 		case 0:
-			p = genStdout(rng)
+			p = GenStdout(rng)
 		case 1:
-			p = genListPayload(rng, []Tool{Search, CalendarList, PageRead}[rng.IntN(3)])
+			p = GenListPayload(rng, []loom.Tool{loom.Search, loom.CalendarList, loom.PageRead}[rng.IntN(3)])
 		default:
 			var b bytes.Buffer
-			genJSON(rng, &b, 4)
+			GenJSON(rng, &b, 4)
 			p = b.Bytes()
 		}
 		checkReaders(t, p)
@@ -379,10 +319,10 @@ func TestInterpretMatchesPlain(t *testing.T) {
 	}
 	ok, refused := 0, 0
 	for range n {
-		p := genStdout(rng)
+		p := GenStdout(rng)
 		ok += checkInterpret(t, p)
-		_, err := Interpret(Search, false, Output{Stdout: p})
-		if _, isRefusal := errors.AsType[*HostRefusedError](err); isRefusal {
+		_, err := Interpret(loom.Search, false, loom.Output{Stdout: p})
+		if _, isRefusal := errors.AsType[*loom.HostRefusedError](err); isRefusal {
 			refused++
 		}
 	}
@@ -401,12 +341,12 @@ func TestInterpretMatchesPlain(t *testing.T) {
 	}
 }
 
-// FuzzInterpretMatchesPlain holds Interpret, objectMembers and
-// arrayElements to the plain readings on arbitrary stdout.
+// FuzzInterpretMatchesPlain holds Interpret, jsjson.Members and
+// jsjson.Elements to the plain readings on arbitrary stdout.
 func FuzzInterpretMatchesPlain(f *testing.F) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	for range 100 {
-		f.Add(genStdout(rng))
+		f.Add(GenStdout(rng))
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		checkReaders(t, p)
@@ -421,13 +361,13 @@ func BenchmarkInterpret(b *testing.B) {
 		p := searchBenchPayload(hits)
 		for _, c := range []struct {
 			name      string
-			interpret func(Tool, bool, Output) ([]byte, error)
+			interpret func(loom.Tool, bool, loom.Output) ([]byte, error)
 		}{{"scanner", Interpret}, {"plain", plainInterpret}} {
 			b.Run(fmt.Sprintf("hits-%d/%s", hits, c.name), func(b *testing.B) {
 				b.SetBytes(int64(len(p)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := c.interpret(Search, false, Output{Stdout: p}); err != nil {
+					if _, err := c.interpret(loom.Search, false, loom.Output{Stdout: p}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -440,4 +380,14 @@ func BenchmarkInterpret(b *testing.B) {
 // expression: the reference for hostCode.
 func plainHostCode(s string) bool {
 	return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`).MatchString(s)
+}
+
+// plainIsNumberOne is isNumberOne's plain form: the number's float64 value
+// is 1.
+func plainIsNumberOne(v jsontext.Value) bool {
+	if v.Kind() != '0' {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return err == nil && f == 1
 }

@@ -1,8 +1,9 @@
-package loom
+package loomref
 
-// Equivalence of Split's one-pass reader with the plain reading it replaced
-// (the jsontext-based objectMembers over the payload, then arrayElements
-// over the list, of plaininterpret_test.go), on generated payloads; of
+// Equivalence of Split's one-pass reader with the plain reading (the
+// jsontext-based plainObjectMembers over the payload, then
+// plainArrayElements over the list, of plaininterpret_test.go), on
+// generated payloads; of
 // jsjson.Scanner, which both Split and Interpret read with, with jsontext; and
 // a benchmark of Split alone.
 
@@ -18,36 +19,37 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/jsjson"
+	"github.com/loom-gateway/gateway/internal/loom"
 )
 
 // plainSplit is the plain form of Split, its reference: two validating passes
 // through plainObjectMembers and plainArrayElements.
-func plainSplit(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
+func plainSplit(tool loom.Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
 	payload = bytes.Trim(payload, " \t\r\n")
 	switch tool {
-	case Search:
+	case loom.Search:
 		return plainSplitList(payload, "hits", "query", "source_status", "warnings", "truncated")
-	case PageDiscover:
+	case loom.PageDiscover:
 		return plainSplitList(payload, "pages", "totalPages", "omittedViews")
-	case CalendarList:
+	case loom.CalendarList:
 		rows, err := plainArrayElements(payload, payloadOptions...)
 		if err != nil {
-			return nil, nil, ErrMalformedPayload
+			return nil, nil, loom.ErrMalformedPayload
 		}
 		return rows, nil, nil
-	case PageInspect, PageRead, People, Context, Profile:
+	case loom.PageInspect, loom.PageRead, loom.People, loom.Context, loom.Profile:
 		if len(payload) == 0 || payload[0] != '{' || !jsontext.Value(payload).IsValid(payloadOptions...) {
-			return nil, nil, ErrMalformedPayload
+			return nil, nil, loom.ErrMalformedPayload
 		}
 		return []jsontext.Value{jsontext.Value(payload)}, nil, nil
 	}
-	return nil, nil, ErrUnknownTool
+	return nil, nil, loom.ErrUnknownTool
 }
 
 func plainSplitList(payload []byte, list string, envelopeKeys ...string) ([]jsontext.Value, jsontext.Value, error) {
 	ms, err := plainObjectMembers(payload, payloadOptions...)
 	if err != nil {
-		return nil, nil, ErrMalformedPayload
+		return nil, nil, loom.ErrMalformedPayload
 	}
 	var rowsValue jsontext.Value
 	var order []string
@@ -65,7 +67,7 @@ func plainSplitList(payload []byte, list string, envelopeKeys ...string) ([]json
 	}
 	rows, err := plainArrayElements(rowsValue, payloadOptions...)
 	if err != nil {
-		return nil, nil, ErrMalformedPayload
+		return nil, nil, loom.ErrMalformedPayload
 	}
 	env := []byte{'{'}
 	for i, name := range order {
@@ -79,94 +81,9 @@ func plainSplitList(payload []byte, list string, envelopeKeys ...string) ([]json
 	return rows, append(env, '}'), nil
 }
 
-// genListPayload writes a random payload for tool: mostly well formed,
-// with repeated and escaped member names, odd values for the list and
-// envelope keys, whitespace, and now and then a syntax error.
-func genListPayload(rng *rand.Rand, tool Tool) []byte {
-	var b bytes.Buffer
-	ws := func() {
-		if rng.IntN(4) == 0 {
-			b.WriteString([]string{" ", "\n", "\t ", "\r\n  "}[rng.IntN(4)])
-		}
-	}
-	values := []string{`null`, `1`, `-0.50e3`, `"s"`, `"\u00e9\ud83d\ude00"`, `"\udc00"`, "\"\xff\xfe\"", `true`, `{}`, `[]`, `{"a":[1,{"b":null}],"a":2}`, `[{"ifc":{"confidentiality":["w"]}},{"x":1}]`}
-	elem := func() string {
-		if rng.IntN(3) == 0 {
-			return values[rng.IntN(len(values))]
-		}
-		return fmt.Sprintf(`{"id":"h%d","score":%d.%d,"ifc":{"confidentiality":["w"]},"t":"a\"b\\c"}`, rng.IntN(100), rng.IntN(10), rng.IntN(100))
-	}
-	list := func() string {
-		if rng.IntN(8) == 0 {
-			return values[rng.IntN(len(values))]
-		}
-		var l strings.Builder
-		l.WriteByte('[')
-		for i := range rng.IntN(6) {
-			if i > 0 {
-				l.WriteByte(',')
-			}
-			if rng.IntN(3) == 0 {
-				l.WriteString(" ")
-			}
-			l.WriteString(elem())
-		}
-		l.WriteByte(']')
-		return l.String()
-	}
-	if tool == CalendarList {
-		ws()
-		b.WriteString(list())
-		ws()
-	} else {
-		names := []string{`"hits"`, `"pages"`, `"query"`, `"source_status"`, `"warnings"`, `"truncated"`, `"totalPages"`, `"omittedViews"`, `"hit\u0073"`, `"\u0071uery"`, `"other"`, `"ok"`, `"Hits"`, `"hits "`, "\"h\xffits\""}
-		ws()
-		b.WriteByte('{')
-		for i := range rng.IntN(9) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			ws()
-			name := names[rng.IntN(len(names))]
-			b.WriteString(name)
-			ws()
-			b.WriteByte(':')
-			ws()
-			if strings.Contains(strings.ToLower(name), "it") || strings.Contains(name, "pages") {
-				b.WriteString(list())
-			} else {
-				b.WriteString(values[rng.IntN(len(values))])
-			}
-			ws()
-		}
-		b.WriteByte('}')
-		ws()
-	}
-	p := b.Bytes()
-	switch rng.IntN(12) {
-	case 0: // cut short
-		p = p[:rng.IntN(len(p)+1)]
-	case 1: // trailing data
-		p = append(p, " {}"...)
-	case 2: // a stray byte
-		if len(p) > 0 {
-			p[rng.IntN(len(p))] = "{}[],:\"x"[rng.IntN(8)]
-		}
-	case 3: // a comma before a closing bracket, often the last
-		end := len(p)
-		if rng.IntN(2) == 0 {
-			end = rng.IntN(len(p) + 1)
-		}
-		if i := bytes.LastIndexAny(p[:end], "}]"); i > 0 {
-			p = append(p[:i:i], append([]byte{','}, p[i:]...)...)
-		}
-	}
-	return p
-}
-
 func TestSplitMatchesPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
-	tools := []Tool{Search, PageDiscover, CalendarList, PageRead, People}
+	tools := []loom.Tool{loom.Search, loom.PageDiscover, loom.CalendarList, loom.PageRead, loom.People}
 	n := 20000
 	if testing.Short() {
 		n = 2000
@@ -174,7 +91,7 @@ func TestSplitMatchesPlain(t *testing.T) {
 	ok := 0
 	for i := range n {
 		tool := tools[i%len(tools)]
-		p := genListPayload(rng, tool)
+		p := GenListPayload(rng, tool)
 		wantRows, wantEnv, wantErr := plainSplit(tool, bytes.Clone(p))
 		gotRows, gotEnv, gotErr := Split(tool, p)
 		if !errors.Is(gotErr, wantErr) && !(gotErr == nil && wantErr == nil) {
@@ -211,8 +128,8 @@ func searchBenchPayload(n int) []byte {
 
 func TestSplitMatchesPlainLarge(t *testing.T) {
 	p := searchBenchPayload(25000)
-	rows, env, err := Split(Search, p)
-	prows, penv, perr := plainSplit(Search, p)
+	rows, env, err := Split(loom.Search, p)
+	prows, penv, perr := plainSplit(loom.Search, p)
 	if err != nil || perr != nil || !bytes.Equal(env, penv) || len(rows) != len(prows) {
 		t.Fatalf("Split: %d rows %s %v; plain: %d rows %s %v", len(rows), env, err, len(prows), penv, perr)
 	}
@@ -229,64 +146,17 @@ func BenchmarkSplit(b *testing.B) {
 	p := searchBenchPayload(25000)
 	for _, c := range []struct {
 		name  string
-		split func(Tool, []byte) ([]jsontext.Value, jsontext.Value, error)
+		split func(loom.Tool, []byte) ([]jsontext.Value, jsontext.Value, error)
 	}{{"onepass", Split}, {"plain", plainSplit}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(p)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := c.split(Search, p); err != nil {
+				if _, _, err := c.split(loom.Search, p); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-	}
-}
-
-// genJSON writes a random JSON value of at most depth levels, with the
-// string, number and literal forms the grammar has to get right.
-func genJSON(rng *rand.Rand, b *bytes.Buffer, depth int) {
-	if rng.IntN(5) == 0 {
-		b.WriteString([]string{" ", "\n", "\t", "\r\n "}[rng.IntN(4)])
-	}
-	k := rng.IntN(9)
-	if depth <= 0 {
-		k = rng.IntN(6)
-	}
-	switch k {
-	case 0, 1:
-		b.WriteByte('"')
-		for range rng.IntN(6) {
-			b.WriteString([]string{"a", " ", "é", "😀", "\\n", "\\\"", "\\\\", "\\/", "\\b", "\\u00e9", "\\uD83D\\uDE00", "\\ud800", "\\udc00", "\xff", "\xe2\x82", "\x7f"}[rng.IntN(16)])
-		}
-		b.WriteByte('"')
-	case 2, 3:
-		b.WriteString([]string{"0", "-0", "1", "-12", "1.50", "0.0e0", "1E+9", "2e-3", "1e400", "-0.0", "123456789012345678901234567890"}[rng.IntN(11)])
-	case 4, 5:
-		b.WriteString([]string{"true", "false", "null"}[rng.IntN(3)])
-	case 6, 7:
-		b.WriteByte('{')
-		for i := range rng.IntN(4) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString([]string{`"a"`, `"hits"`, `"\u0061"`, `""`}[rng.IntN(4)])
-			b.WriteByte(':')
-			genJSON(rng, b, depth-1)
-		}
-		b.WriteByte('}')
-	case 8:
-		b.WriteByte('[')
-		for i := range rng.IntN(4) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			genJSON(rng, b, depth-1)
-		}
-		b.WriteByte(']')
-	}
-	if rng.IntN(5) == 0 {
-		b.WriteByte(' ')
 	}
 }
 
@@ -317,7 +187,7 @@ func TestScannerMatchesJSONText(t *testing.T) {
 	}
 	for range n {
 		var b bytes.Buffer
-		genJSON(rng, &b, 4)
+		GenJSON(rng, &b, 4)
 		v := b.Bytes()
 		check(v)
 		for range rng.IntN(3) { // damage it
@@ -351,14 +221,14 @@ func TestScannerMatchesJSONText(t *testing.T) {
 	// The nesting limit through Split's own walk of the list.
 	for _, d := range []int{maxDepth - 2, maxDepth - 1, maxDepth} {
 		p := []byte(`{"hits":[` + strings.Repeat("[", d) + strings.Repeat("]", d) + `]}`)
-		_, _, err := Split(Search, p)
-		_, _, perr := plainSplit(Search, p)
+		_, _, err := Split(loom.Search, p)
+		_, _, perr := plainSplit(loom.Search, p)
 		if (err == nil) != (perr == nil) {
 			t.Errorf("depth %d: Split %v, plain %v", d, err, perr)
 		}
 		p = []byte(`[` + strings.Repeat("[", d) + strings.Repeat("]", d) + `]`)
-		_, _, err = Split(CalendarList, p)
-		_, _, perr = plainSplit(CalendarList, p)
+		_, _, err = Split(loom.CalendarList, p)
+		_, _, perr = plainSplit(loom.CalendarList, p)
 		if (err == nil) != (perr == nil) {
 			t.Errorf("calendar depth %d: Split %v, plain %v", d, err, perr)
 		}
@@ -370,10 +240,10 @@ func TestScannerMatchesJSONText(t *testing.T) {
 func FuzzSplitMatchesPlain(f *testing.F) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	for i := range 100 {
-		f.Add(genListPayload(rng, []Tool{Search, PageDiscover, CalendarList, PageRead}[i%4]), uint8(i%4))
+		f.Add(GenListPayload(rng, []loom.Tool{loom.Search, loom.PageDiscover, loom.CalendarList, loom.PageRead}[i%4]), uint8(i%4))
 	}
 	f.Fuzz(func(t *testing.T, p []byte, which uint8) {
-		tool := []Tool{Search, PageDiscover, CalendarList, PageRead}[which%4]
+		tool := []loom.Tool{loom.Search, loom.PageDiscover, loom.CalendarList, loom.PageRead}[which%4]
 		rows, env, err := Split(tool, p)
 		prows, penv, perr := plainSplit(tool, bytes.Clone(p))
 		if (err == nil) != (perr == nil) || !bytes.Equal(env, penv) || len(rows) != len(prows) {

@@ -1,4 +1,4 @@
-package loom
+package loomref
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/loom-gateway/gateway/internal/jsjson"
+	"github.com/loom-gateway/gateway/internal/loom"
 )
 
 // Split cuts a payload Interpret accepted into rows and envelope as
@@ -35,7 +36,7 @@ import (
 //
 // The payload is read in one validating pass over its bytes with
 // jsjson.Scanner (nothing is copied) and only the rows' boundaries are kept.
-func Split(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
+func Split(tool loom.Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.Value, err error) {
 	rows, _, envelope, err = SplitContext(context.Background(), tool, payload, -1)
 	return rows, envelope, err
 }
@@ -46,16 +47,16 @@ func Split(tool Tool, payload []byte) (rows []jsontext.Value, envelope jsontext.
 // never reaches past ifc.MaxMeasuredRows rows, so a caller that keeps that
 // many holds a few kilobytes of row boundaries where a payload of millions
 // of tiny rows (a 2-byte row has a 24-byte boundary) would need gigabytes.
-func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (rows []jsontext.Value, more int, envelope jsontext.Value, err error) {
+func SplitContext(ctx context.Context, tool loom.Tool, payload []byte, keep int) (rows []jsontext.Value, more int, envelope jsontext.Value, err error) {
 	payload = bytes.Trim(payload, " \t\r\n")
 	if keep < 0 {
 		keep = math.MaxInt
 	}
 	l := rowList{keep: keep}
-	shape := ShapeOf(tool)
+	shape := loom.ShapeOf(tool)
 	switch {
 	case !tool.Valid():
-		return nil, 0, nil, ErrUnknownTool
+		return nil, 0, nil, loom.ErrUnknownTool
 	case shape.List != "":
 		envelope, err = splitList(ctx, &l, payload, shape.List, shape.Envelope...)
 	case shape.Array:
@@ -65,11 +66,11 @@ func SplitContext(ctx context.Context, tool Tool, payload []byte, keep int) (row
 		switch {
 		case err != nil && err == ctx.Err():
 		case err != nil || !s.AtEnd():
-			err = ErrMalformedPayload
+			err = loom.ErrMalformedPayload
 		}
 	default:
 		if len(payload) == 0 || payload[0] != '{' || !jsjson.Valid(payload) {
-			return nil, 0, nil, ErrMalformedPayload
+			return nil, 0, nil, loom.ErrMalformedPayload
 		}
 		return []jsontext.Value{jsontext.Value(payload)}, 0, nil, nil
 	}
@@ -90,27 +91,24 @@ type rowList struct {
 	keep int
 }
 
-// maxEnvelopeKeys bounds the envelope keys of a list payload.
-const maxEnvelopeKeys = 4
-
 // splitList splits an object payload whose list member holds the rows and
 // whose envelope keys are picked.
 func splitList(ctx context.Context, l *rowList, payload []byte, list string, envelopeKeys ...string) (jsontext.Value, error) {
 	var s jsjson.Scanner
 	s.Reset(payload)
 	if s.Peek() != '{' {
-		return nil, ErrMalformedPayload
+		return nil, loom.ErrMalformedPayload
 	}
 	s.Advance()
 	isArray := false // the last list member seen is an array
-	var last [maxEnvelopeKeys]jsontext.Value
-	var order [maxEnvelopeKeys]int
+	last := make([]jsontext.Value, len(envelopeKeys))
+	order := make([]int, len(envelopeKeys))
 	n := 0
 	c := s.Peek()
 	for c != '}' {
 		name, err := s.Name()
 		if err != nil {
-			return nil, ErrMalformedPayload
+			return nil, loom.ErrMalformedPayload
 		}
 		key := -2 // another member
 		if isName(name, list) {
@@ -131,13 +129,13 @@ func splitList(ctx context.Context, l *rowList, payload []byte, list string, env
 				if err == ctx.Err() { // never nil here
 					return nil, err
 				}
-				return nil, ErrMalformedPayload
+				return nil, loom.ErrMalformedPayload
 			}
 			isArray = true
 		default:
 			v, err := s.Value(1)
 			if err != nil {
-				return nil, ErrMalformedPayload
+				return nil, loom.ErrMalformedPayload
 			}
 			if key == -1 {
 				isArray = false
@@ -154,16 +152,16 @@ func splitList(ctx context.Context, l *rowList, payload []byte, list string, env
 		case ',':
 			s.Advance()
 			if c = s.Peek(); c == '}' {
-				return nil, ErrMalformedPayload // a trailing comma
+				return nil, loom.ErrMalformedPayload // a trailing comma
 			}
 		case '}':
 		default:
-			return nil, ErrMalformedPayload
+			return nil, loom.ErrMalformedPayload
 		}
 	}
 	s.Advance()
 	if !s.AtEnd() || !isArray {
-		return nil, ErrMalformedPayload
+		return nil, loom.ErrMalformedPayload
 	}
 	size := len("{}")
 	for _, k := range order[:n] {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package loomref
+
+const raceEnabled = false
