@@ -319,7 +319,7 @@ func (s *Service) unmark(ctx context.Context, c *call) {
 }
 
 // loomStage begins a call's loom stage: the process and the reading of its
-// output (Interpret, Split, Measure). It takes a slot of Slots, waiting as
+// output (Condense, Decide, Measure). It takes a slot of Slots, waiting as
 // the Limiter says (loom.ErrBusy, loom.ErrCancelled), and the stage must
 // end within CommandTimeout of taking it: the returned context expires then
 // with cause loom.ErrTimeout. end gives the slot back; calling it again

@@ -8,8 +8,8 @@ import (
 )
 
 // Scanner is a validating JSON reader over one byte slice, the one both
-// the gateway's payload reading (package loom's Interpret and Split) and
-// this package's Writer use. It accepts exactly what jsontext accepts
+// the gateway's payload reading (package loom's Condense, and the
+// reference reading in loomref) and this package's Writer use. It accepts exactly what jsontext accepts
 // with AllowDuplicateNames and AllowInvalidUTF8 (RFC 8259 grammar,
 // duplicate names and invalid UTF-8 allowed, escaped lone surrogates
 // allowed, at most 10,000 nested arrays and objects, jsontext's limit) but
