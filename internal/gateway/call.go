@@ -176,6 +176,15 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
 }
 
+// refill is how long a run's rate bucket takes to refill one call, 0 with
+// no rate.
+func (s *Service) refill() time.Duration {
+	if s.cfg.RunRate.PerSecond <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / s.cfg.RunRate.PerSecond)
+}
+
 // beginOutput checks the claim, takes a call from the run's rate bucket,
 // the run's next output number and, when perRun > 0, an in-flight mark
 // if the run holds fewer than perRun, in one store step (Store.Begin), and
@@ -192,7 +201,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 // bucket holds a call again (notBefore).
 func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun int) (*call, error) {
 	now := s.now()
-	if wait, ok := s.limited.wait(cl, now); ok {
+	if wait, ok := s.limited.wait(cl, now, s.refill()); ok {
 		return nil, s.refuseCall(ctx, cl.RunID, tool, &store.RateLimitError{RetryAfter: wait})
 	}
 	b := store.Begin{
@@ -208,6 +217,7 @@ func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun
 		s.limited.set(cl, now, now.Add(rl.RetryAfter))
 		return nil, s.refuseCall(ctx, cl.RunID, tool, err)
 	}
+	s.limited.answered(cl, err == nil, s.now())
 	switch {
 	case errors.Is(err, store.ErrRunNotFound):
 		if err := s.Check(ctx, cl); err != nil {

@@ -127,16 +127,28 @@ func (s *Service) cancelGoneRuns(ctx context.Context) {
 // from it, so none can hold a call sooner. An entry is checked again in
 // the store after at most notBeforeMax, and forgotten when its run is
 // deleted (forget), so a run that ends is answered as ended soon after.
+//
+// When the refusal has run its course and the bucket can hold only the
+// one call it has refilled, the first claim to come asks the store for it
+// and the others are refused here while it asks: had they asked too, the
+// store would have refused all but one (a flood's workers did, one
+// EVALSHA each, every time a refusal ran out). The asker's answer
+// decides what comes next (answered, or set when the store refused it).
 type notBefore struct {
 	mu   sync.Mutex
 	runs map[string]limitedRun
 }
 
 // limitedRun is a run refused at its rate: the token hash Begin checked,
-// when its bucket holds a call (until) and when to ask the store again.
+// when its bucket holds a call (until) and when to ask the store again;
+// asking while one claim of it is asking the store.
 type limitedRun struct {
 	token        store.TokenHash
 	until, check time.Time
+	asking       bool
+	// refilled: the asker asks for the call the bucket refilled, and
+	// until is the call after it.
+	refilled bool
 }
 
 // notBeforeMax bounds how long a refusal is answered here without asking
@@ -145,20 +157,63 @@ const notBeforeMax = time.Second
 
 // wait reports whether the claim's run is refused until later than now,
 // and for how long. Only a claim with the token Begin checked matches.
-func (n *notBefore) wait(cl Claim, now time.Time) (time.Duration, bool) {
+// interval is how long the bucket takes to refill one call (0: no rate):
+// within interval after the refusal's end the bucket holds one call, and
+// the first claim then goes on to ask for it while the rest are refused
+// until the call after it (until plus interval), or until the asker's
+// answer (answered, set), or interval at the most; a claim that comes
+// when the entry is due to be checked again before the refusal's end
+// (notBeforeMax) asks the store alone too, the rest refused as before.
+func (n *notBefore) wait(cl Claim, now time.Time, interval time.Duration) (time.Duration, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r, ok := n.runs[cl.RunID]
 	switch {
 	case !ok:
 		return 0, false
-	case !now.Before(r.check):
-		delete(n.runs, cl.RunID)
-		return 0, false
 	case r.token != cl.Token:
+		if !now.Before(r.check) {
+			delete(n.runs, cl.RunID)
+		}
+		return 0, false
+	case now.Before(r.check):
+		return r.until.Sub(now), true
+	case !r.asking && interval > 0 && now.Sub(r.until) < interval:
+		// The bucket holds at most one call (or none yet, when this is
+		// the check notBeforeMax asks for): one claim asks for it.
+		r.asking = true
+		if r.refilled = !now.Before(r.until); r.refilled {
+			r.until = r.until.Add(interval)
+		}
+		r.check = now.Add(min(interval, notBeforeMax))
+		n.runs[cl.RunID] = r
 		return 0, false
 	}
-	return r.until.Sub(now), true
+	delete(n.runs, cl.RunID)
+	return 0, false
+}
+
+// answered records the store's answer, other than a refusal at the rate
+// (set), to a claim that went on past wait: when it took the call the
+// bucket held, the run's other claims stay refused here until the bucket
+// holds the next (the until wait set); any other answer ends the entry.
+func (n *notBefore) answered(cl Claim, took bool, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.runs[cl.RunID]
+	if !ok || !r.asking || r.token != cl.Token {
+		return
+	}
+	if !took || !r.refilled || !now.Before(r.until) {
+		delete(n.runs, cl.RunID)
+		return
+	}
+	r.asking, r.refilled = false, false
+	r.check = now.Add(notBeforeMax)
+	if r.until.Before(r.check) {
+		r.check = r.until
+	}
+	n.runs[cl.RunID] = r
 }
 
 // set records that Begin refused the claim's run at now until until.
