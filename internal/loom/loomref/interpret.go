@@ -39,59 +39,63 @@ func Interpret(tool loom.Tool, personLookup bool, out loom.Output) ([]byte, erro
 // DecodeUTF8 decodes b as the WHATWG UTF-8 decoder does with its default
 // settings (what TextDecoder and Node's Buffer#toString produce): one
 // leading byte order mark is dropped, and every maximal subpart of an
-// ill-formed sequence becomes one U+FFFD. Valid input without a BOM is
-// returned as is. It is the reference's own decoder, written apart from
-// the one Condense decodes each piece of stdout with.
+// ill-formed sequence becomes one U+FFFD. It is the reference's own
+// decoder, the Encoding Standard's algorithm step by step (bytes needed,
+// bytes seen, the lower and upper boundary, a byte that does not fit
+// read again), written apart from the table of maximal subparts Condense
+// decodes each piece of stdout with.
 func DecodeUTF8(b []byte) []byte {
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	if utf8.Valid(b) {
-		return b
-	}
-	out := make([]byte, 0, len(b)+16)
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError || n > 1 {
-			out = append(out, b[i:i+n]...)
-			i += n
+	out := make([]byte, 0, len(b))
+	var needed, seen int
+	var cp rune
+	lower, upper := byte(0x80), byte(0xBF)
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if needed == 0 {
+			switch {
+			case c <= 0x7F:
+				out = append(out, c)
+			case c >= 0xC2 && c <= 0xDF:
+				needed, cp = 1, rune(c&0x1F)
+			case c >= 0xE0 && c <= 0xEF:
+				if c == 0xE0 {
+					lower = 0xA0
+				}
+				if c == 0xED {
+					upper = 0x9F
+				}
+				needed, cp = 2, rune(c&0xF)
+			case c >= 0xF0 && c <= 0xF4:
+				if c == 0xF0 {
+					lower = 0x90
+				}
+				if c == 0xF4 {
+					upper = 0x8F
+				}
+				needed, cp = 3, rune(c&0x7)
+			default:
+				out = utf8.AppendRune(out, utf8.RuneError)
+			}
 			continue
 		}
+		if c < lower || c > upper {
+			needed, seen, cp = 0, 0, 0
+			lower, upper = 0x80, 0xBF
+			out = utf8.AppendRune(out, utf8.RuneError)
+			i-- // the byte is read again
+			continue
+		}
+		lower, upper = 0x80, 0xBF
+		cp = cp<<6 | rune(c&0x3F)
+		if seen++; seen != needed {
+			continue
+		}
+		out = utf8.AppendRune(out, cp)
+		needed, seen, cp = 0, 0, 0
+	}
+	if needed != 0 {
 		out = utf8.AppendRune(out, utf8.RuneError)
-		i += maximalSubpart(b[i:])
 	}
 	return out
-}
-
-// maximalSubpart returns the length of the maximal subpart of the
-// ill-formed sequence at the start of b (Unicode 3.9, table 3-7): the lead
-// byte plus the continuation bytes that are still valid for it. It is at
-// least 1.
-func maximalSubpart(b []byte) int {
-	lo, hi := byte(0x80), byte(0xBF)
-	var need int
-	switch c := b[0]; {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	default:
-		return 1
-	}
-	n := 1
-	for ; n <= need && n < len(b); n++ {
-		if b[n] < lo || b[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-	}
-	return n
 }
