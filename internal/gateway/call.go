@@ -217,7 +217,9 @@ func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun
 		s.limited.set(cl, now, now.Add(rl.RetryAfter))
 		return nil, s.refuseCall(ctx, cl.RunID, tool, err)
 	}
-	s.limited.answered(cl, err == nil, s.now())
+	if s.cfg.RunRate.PerSecond > 0 {
+		s.limited.answered(cl, err == nil, s.now())
+	}
 	switch {
 	case errors.Is(err, store.ErrRunNotFound):
 		if err := s.Check(ctx, cl); err != nil {

@@ -398,12 +398,14 @@ func wsEnd(b []byte, i int) int {
 // where it can tell, anything else, or what it cannot tell, by skipOwn.
 // On an error s.i is where the token that failed begins.
 func (s *Scanner) skip(depth int) ([]byte, error) {
-	if i := wsEnd(s.b, s.i); fastContainers && i < len(s.b) && (s.b[i] == '{' || s.b[i] == '[') {
+	i := wsEnd(s.b, s.i)
+	if fastContainers && i < len(s.b) && (s.b[i] == '{' || s.b[i] == '[') {
 		if end, ok := skipContainer(s.b, i, depth); ok {
 			s.i = end
 			return s.b[i:end], nil
 		}
 	}
+	s.i = i // the whitespace is read once
 	return s.skipOwn(depth)
 }
 
