@@ -76,11 +76,11 @@ func TestGraphIsTheModule(t *testing.T) {
 	if !ok || !slices.Contains(g.nodes[h].deps, m("internal/jsjson")) {
 		t.Errorf("internal/handlers does not depend on internal/jsjson in the graph")
 	}
-	webTest := slices.ContainsFunc(g.nodes, func(n node) bool {
-		return n.test && n.path == m("web") && slices.Contains(n.imports, m("internal/handlers"))
+	coreTest := slices.ContainsFunc(g.nodes, func(n node) bool {
+		return n.test && n.path == m("internal/gateway") && slices.Contains(n.imports, m("internal/loom/loomtest"))
 	})
-	if !webTest {
-		t.Errorf("no test of web imports internal/handlers in the graph")
+	if !coreTest {
+		t.Errorf("no test of internal/gateway imports internal/loom/loomtest in the graph")
 	}
 	for _, n := range g.nodes {
 		if strings.Contains(n.path, " ") || strings.HasSuffix(n.path, "_test") || strings.HasSuffix(n.path, ".test") {
