@@ -49,5 +49,5 @@
 //
 // Values (Clause, Atom, Confidentiality, Label, Ceiling, Result) are
 // immutable once built; functions may return slices that share memory with
-// their arguments.
+// their arguments, except Measure, whose Result owns its memory.
 package ifc

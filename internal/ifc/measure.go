@@ -65,7 +65,9 @@ type Entry struct {
 }
 
 // Result is a measured payload. Entries may share bytes (values, label
-// clauses) with each other and with the Input; treat them as immutable.
+// clauses) with each other, never with the Input, whose memory the caller
+// may reuse once Measure returns (TestMeasureResultOwnsItsBytes); treat
+// them as immutable.
 type Result struct {
 	OutputID, Kind, Notice string
 	Entries                []Entry

@@ -41,8 +41,8 @@ type Options struct {
 	QueueWait time.Duration
 	// Limiter, when set, holds the slots instead, and the caller takes
 	// them: Run takes none, and its caller takes one of Limiter's before
-	// Run and keeps it until it is done with the Output (package handlers
-	// measures the output under it). MaxConcurrent and QueueWait are then
+	// Run and keeps it until it is done with the Output (the core, package
+	// gateway, measures the output under it). MaxConcurrent and QueueWait are then
 	// unused. Nil means Run takes a slot of a Limiter of its own, of
 	// MaxConcurrent and QueueWait, for the process's lifetime.
 	Limiter *Limiter

@@ -1,7 +1,7 @@
 // Package testkit holds the helpers the gateway's tests share: polling
 // for a condition, random names, the heap in use and JSON log records.
-// Only tests import it; production code must not (TestFloors in
-// internal/jsjson holds the core to that).
+// Only tests import it; production code must not (the architecture test,
+// internal/archtest, holds that).
 package testkit
 
 import (

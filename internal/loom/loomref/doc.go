@@ -6,6 +6,6 @@
 // payload into rows and envelope. It also writes the random payloads
 // those tests read (GenStdout, GenListPayload, GenJSON).
 //
-// It is for tests only: no production package imports it (TestFloors in
-// package jsjson holds that).
+// It is for tests only: no production package imports it (the architecture
+// test, internal/archtest, holds that).
 package loomref
