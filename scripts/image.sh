@@ -51,7 +51,7 @@ LABEL org.opencontainers.image.title="loom-gateway" \\
       org.opencontainers.image.revision="$revision"
 CONTAINERFILE
 
-podman build --quiet --timestamp 0 --arch "$arch" --os linux --pull=never \
+podman build --quiet --no-cache --timestamp 0 --arch "$arch" --os linux --pull=never \
   -f "$ctx/Containerfile" -t "$name" "$ctx" >/dev/null
 digest=$(podman image inspect --format '{{.Digest}}' "$name")
 echo "image.sh: built $name, version $version, digest $digest" >&2
