@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs deploy/systemd/loom-gateway.service for real: under systemd as PID
-# 1, in a container built from Debian packages.
+# 1, in a container built from Debian packages; first, the offline checks
+# of the Kubernetes manifests (step 0 below).
 #
 #   1. A Debian root file system with systemd, made by mmdebstrap and kept
 #      in a cache directory as a tarball named by the hash of its suite,
@@ -76,6 +77,15 @@ trap cleanup EXIT
 export LOOM_GATEWAY_PODMAN_DIR=$work/podman
 podman_env=$(scripts/podman.sh env) || fail "scripts/podman.sh env: podman cannot be set up"
 eval "$podman_env"
+
+# 0. The Kubernetes manifests, offline: deploy/kubernetes/check, a Go
+# module of its own (the k8s.io modules stay out of the gateway's go.mod):
+# every document decoded strictly into its k8s.io/api type, the
+# Deployment's security and shape, its flags against the gateway's --help,
+# and the host token as a Secret volume with fsGroup gives it, read by the
+# gateway run as the pod's uid (root is needed for that: hence here).
+say "the Kubernetes manifests (deploy/kubernetes/check)"
+(cd deploy/kubernetes/check && go test -count=1 ./...) || fail "deploy/kubernetes/check: the manifests do not pass (output above)"
 
 # 1. The root file system and its image.
 if [ ! -s "$tarball" ]; then
