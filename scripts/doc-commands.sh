@@ -261,7 +261,7 @@ for __pid in $(jobs -p); do
     __failed=$((__failed + 1)); echo "FAIL $__doc: a background job ($__pid) outlived SIGTERM by 15 s"; kill -9 "$__pid"
   fi
 done
-echo "$__doc: $__passed passed, $__failed failed, $__shown shown for your own project"
+echo "$__doc: $__passed passed, $__failed failed, $__shown listed, not run"
 [ "$__failed" -eq 0 ]
 EOF
   } >"$work/.run.sh"
