@@ -48,6 +48,12 @@ func TestLoomContainment(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(lines[0], "level="+tt.level) {
 				t.Errorf("start-up log %q, want one %s line", lines, tt.level)
 			}
+			// The warning names what would restore the namespace.
+			for _, fix := range []string{"seccomp=loom-gateway.json", "type: Localhost", "CAP_SYS_ADMIN", "unprivileged user namespaces"} {
+				if got := strings.Contains(lines[0], fix); got != !tt.namespace {
+					t.Errorf("start-up log %q names %q: %v, want %v", lines[0], fix, got, !tt.namespace)
+				}
+			}
 		})
 	}
 }

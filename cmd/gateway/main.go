@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
+	"github.com/loom-gateway/gateway/internal/reaper"
 )
 
 func main() {
@@ -21,6 +22,15 @@ func main() {
 	// links itself as .../loom so the demo runs through the real runner.
 	if filepath.Base(os.Args[0]) == "loom" {
 		os.Exit(sampleloom.Main(os.Args, os.Environ(), os.Stdout, os.Stderr))
+	}
+	// As PID 1 (a container's first process) the gateway must reap what
+	// loom's commands leave re-parented to it: it runs itself as a child
+	// and reaps in this process, so that no wait of its own competes with
+	// loom's (package reaper).
+	if reaper.Needed() {
+		if exe, err := os.Executable(); err == nil {
+			os.Exit(reaper.Run(exe, os.Args, os.Environ()))
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -561,11 +561,20 @@ func killLoom(r gateway.Runner) int {
 	return n
 }
 
+// containmentFix is what the warning of a gateway without a namespace
+// for loom's commands says would give it one: docs/operators.md, "Build and
+// install", and docs/deploy/container.md say the same at length.
+const containmentFix = "in a container, the seccomp profile deploy/seccomp/loom-gateway.json " +
+	"(podman or docker run --security-opt seccomp=loom-gateway.json; Kubernetes: securityContext.seccompProfile " +
+	"{type: Localhost, localhostProfile: loom-gateway.json}; Docker's default profile and Kubernetes' RuntimeDefault refuse namespaces) " +
+	"or CAP_SYS_ADMIN; on a host, unprivileged user namespaces (kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0, " +
+	"on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0; under systemd RestrictNamespaces= allowing user pid) or CAP_SYS_ADMIN"
+
 // loomContainment returns the containment contain (loom.Contain) finds
 // for loom's processes, with the gateway's own executable (as executable
 // returns it) as the init it falls back on, and says at start-up which it
-// is: a warning when it is the process group alone (docs/operators.md,
-// "Build and install", says what a namespace needs).
+// is: a warning when it is the process group alone, naming what would
+// give a namespace (containmentFix).
 func loomContainment(log *slog.Logger, executable func() (string, error), contain func(string) (loom.Containment, error)) loom.Containment {
 	exe, err := executable()
 	if err == nil {
@@ -577,7 +586,7 @@ func loomContainment(log *slog.Logger, executable func() (string, error), contai
 	c, err := contain(exe)
 	if err != nil {
 		log.Warn("loom commands run in a process group only: what a loom command starts outside its group, or leaves behind when the gateway is killed, is not ended by the gateway",
-			"err", err)
+			"err", err, "fix", containmentFix)
 		return c
 	}
 	log.Info("loom commands run in a namespace of their own", "containment", c.String(), "init", c.Init)

@@ -262,11 +262,14 @@ func spawn(shape, pidFile string) int {
 		return 94
 	}
 	mode := shape
-	if shape == "setsid" {
+	switch shape {
+	case "setsid":
 		mode = "child"
+	case "setsid-exit":
+		mode = "child-exit"
 	}
 	cmd := exec.Command(exe, spawnArg, mode, pidFile)
-	if shape == "setsid" {
+	if shape == "setsid" || shape == "setsid-exit" {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
 	if err := cmd.Start(); err != nil {
@@ -299,6 +302,10 @@ func spawned(mode, pidFile string) int {
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 	case "child":
+	case "child-exit":
+		writePid(pidFile)
+		time.Sleep(200 * time.Millisecond)
+		return 0
 	default:
 		return 94
 	}

@@ -25,7 +25,9 @@ type Behaviour struct {
 	// sleeps for two minutes without holding stdout: "child" (a plain
 	// child), "double-fork" (a grandchild whose parent exits at once),
 	// "setsid" (a child in a session of its own), "ignore-term" (a child
-	// that ignores SIGTERM).
+	// that ignores SIGTERM); and "setsid-exit", a child in a session of
+	// its own that exits 200 ms after it has recorded its pid (it outlives
+	// loom, and is re-parented to the namespace's init or the gateway's).
 	Spawn []string `json:"spawn,omitempty"`
 	// Sleep waits this long before the exit (a hang when long).
 	Sleep string `json:"sleep,omitempty"`
