@@ -98,6 +98,7 @@ title() {
     go_tests) echo "go test -race" ;;
     console_test) echo "operator console in a real browser" ;;
     sdk_test) echo "generated clients, MCP SDK, Prism, every docs command" ;;
+    image_test) echo "container image: two builds, one digest; run with podman" ;;
     fuzz_build) echo "build the fuzz binaries" ;;
     lint_packages) echo "npm packages (tools/lint)" ;;
     contract_lint) echo "contract lint (Spectral, spectral:oas)" ;;
@@ -157,6 +158,7 @@ services() {
 go_tests() { go test -race -count=1 -timeout 20m ./...; }
 console_test() { ./scripts/console-test.sh; }
 sdk_test() { ./scripts/sdk-test.sh; }
+image_test() { ./scripts/image-test.sh; }
 
 # The fuzz binaries are built once, with the fuzzing instrumentation (every
 # package the target links, the standard library included, is compiled
@@ -252,7 +254,7 @@ step "services: redis-server and a three-node Redis Cluster" services
 
 current="the tests"
 lane "go" go_tests fuzz_build
-lane "outside" console_test sdk_test
+lane "outside" console_test sdk_test image_test
 wait_lanes
 
 step "the systemd unit, booted under systemd in a container (scripts/unit-test.sh)" scripts/unit-test.sh
