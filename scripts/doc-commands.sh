@@ -24,6 +24,9 @@
 #     and `./scripts/test.sh` (the test command running this script).
 #   - a block whose first line is `# in your own project` shows setup for
 #     another project (installing a generator there); it is listed, not run.
+#     So is one whose first line is `# on the deployment host`: root's
+#     commands on a server or a cluster (docs/operators.md, "Deployment",
+#     names the test that holds each).
 # A line may not continue onto the next (no trailing backslash).
 #
 # Ports: every loopback address with a fixed port (127.0.0.1:8080 and the
@@ -216,8 +219,8 @@ EOF
     while IFS=$'\t' read -r n first line; do
       cmd=${line#"${line%%[![:space:]]*}"}
       for addr in "${!port[@]}"; do cmd=${cmd//"$addr"/"${port[$addr]}"}; done
-      if [ "$first" = "# in your own project" ]; then
-        [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (your own project)  $doc:$n'"
+      if [ "$first" = "# in your own project" ] || [ "$first" = "# on the deployment host" ]; then
+        [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (${first#\# })  $doc:$n'"
         continue
       fi
       [ -z "$cmd" ] || [ "${cmd:0:1}" = "#" ] && continue
@@ -258,7 +261,7 @@ for __pid in $(jobs -p); do
     __failed=$((__failed + 1)); echo "FAIL $__doc: a background job ($__pid) outlived SIGTERM by 15 s"; kill -9 "$__pid"
   fi
 done
-echo "$__doc: $__passed passed, $__failed failed, $__shown shown for your own project"
+echo "$__doc: $__passed passed, $__failed failed, $__shown listed, not run"
 [ "$__failed" -eq 0 ]
 EOF
   } >"$work/.run.sh"

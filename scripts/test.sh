@@ -257,4 +257,5 @@ lane "go" go_tests fuzz_build
 lane "outside" console_test sdk_test image_test
 wait_lanes
 
+step "the systemd unit, booted under systemd in a container (scripts/unit-test.sh)" scripts/unit-test.sh
 step "fuzz targets, $fuzztime each, two at a time" fuzz_all

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,8 +50,10 @@ type gateway struct {
 	cmd    *exec.Cmd
 	output *testkit.Buffer // stdout and stderr
 	exited chan struct{}
-	err    error    // cmd.Wait's, once exited is closed
-	env    []string // gwOptions.Env
+	err    error                // cmd.Wait's, once exited is closed
+	env    []string             // gwOptions.Env
+	bin    string               // the binary launch runs, gatewayBin when ""
+	attr   *syscall.SysProcAttr // launch's, to run as another user
 }
 
 // newScenarioDir makes a directory below rootDir, so its path carries
@@ -161,8 +164,9 @@ func (g *gateway) start(t testing.TB, o gwOptions, tokenFile string) error {
 // at agentAddr and hostAddr answer /healthz.
 func (g *gateway) launch(t testing.TB, args []string, agentAddr, hostAddr string) error {
 	g.output = &testkit.Buffer{}
-	g.cmd = exec.Command(gatewayBin, args...)
+	g.cmd = exec.Command(cmp.Or(g.bin, gatewayBin), args...)
 	g.cmd.Env = append(gatewayEnv(), g.env...)
+	g.cmd.SysProcAttr = g.attr
 	g.cmd.Stdout, g.cmd.Stderr = g.output, g.output
 	if err := g.cmd.Start(); err != nil {
 		return err

@@ -92,6 +92,11 @@ func TestStartupRefusals(t *testing.T) {
 	if err := os.Chmod(groupRead, 0o640); err != nil {
 		t.Fatal(err)
 	}
+	if os.Geteuid() == 0 { // a group-readable file of root's is taken
+		if err := os.Chown(groupRead, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
 	notJSON := filepath.Join(dir, "not-json.json")
 	writeFile(t, notJSON, []byte("{\n  \"cliPath\": \"/x\",\n  \"transport\" {}\n}\n"))
 	listen := []string{"--listen", "127.0.0.1:0", "--host-listen", "127.0.0.1:0"}
@@ -100,8 +105,8 @@ func TestStartupRefusals(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"token file open to others", append([]string{"--host-token-file", open}, listen...), []string{"--host-token-file " + open, "group or others", "0644", "chmod 600 " + open}},
-		{"token file open to the group", append([]string{"--host-token-file", groupRead}, listen...), []string{"--host-token-file " + groupRead, "0640", "chmod 600"}},
+		{"token file open to others", append([]string{"--host-token-file", open}, listen...), []string{"--host-token-file " + open, "open to others", "0644", "chmod 600 " + open}},
+		{"token file open to the group", append([]string{"--host-token-file", groupRead}, listen...), []string{"--host-token-file " + groupRead, "open to its group", "0640", "chmod 600"}},
 		{"missing token file", append([]string{"--host-token-file", filepath.Join(dir, "absent")}, listen...), []string{"cannot read " + filepath.Join(dir, "absent")}},
 		{"config not JSON", append([]string{"--host-token-file", good, "--loom-retrieval-config", notJSON}, listen...), []string{"--loom-retrieval-config " + notJSON, "line 3, column 15", "not valid JSON"}},
 		{"missing config", append([]string{"--host-token-file", good, "--loom-retrieval-config", filepath.Join(dir, "absent.json")}, listen...), []string{filepath.Join(dir, "absent.json"), "cannot read the file: it does not exist"}},

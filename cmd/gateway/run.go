@@ -383,17 +383,11 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 	}
 	token := getenv("LOOM_GATEWAY_HOST_TOKEN")
 	if o.hostTokenFile != "" {
-		if err := checkTokenFile(o.hostTokenFile); err != nil {
+		t, err := readTokenFile(o.hostTokenFile, getenv("CREDENTIALS_DIRECTORY"))
+		if err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(o.hostTokenFile)
-		if err != nil {
-			return nil, usagef("--host-token-file: cannot read %s", o.hostTokenFile)
-		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
-			return nil, usagef("--host-token-file %s is empty", o.hostTokenFile)
-		}
+		token = t
 	}
 	if token != "" && len(token) < minHostToken {
 		return nil, usagef("the host token is %d bytes; it must be at least %d (make one with: head -c 32 /dev/urandom | base64 > host-token)", len(token), minHostToken)

@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -47,18 +50,133 @@ func cliPathProblem(path string) string {
 	return ""
 }
 
-// checkTokenFile refuses a host token file that users other than the
-// gateway's may read or write, as ssh refuses such a private key: the token
-// opens every run of the host API.
-func checkTokenFile(path string) error {
+// maxTokenFileBytes bounds what the gateway reads of a host token file: a
+// token is a line of a few dozen bytes.
+const maxTokenFileBytes = 64 << 10
+
+// readTokenFile reads the host token from path under the token file rule
+// (docs/SECURITY.md, "The host token file"):
+//
+//   - path is followed through symlinks (a Kubernetes Secret volume's
+//     token -> ..data/token) and must end at a regular file: a FIFO, a
+//     directory, a device or a socket is refused before it is opened, and
+//     the file is opened with O_NONBLOCK and checked again by its
+//     descriptor, so nothing at path can hang startup;
+//   - no bit for others (read, write or execute) and no group write bit;
+//   - group read only when root owns the file (a Kubernetes Secret with
+//     fsGroup: root, 0440, group fsGroup) or it lies in
+//     $CREDENTIALS_DIRECTORY (systemd's LoadCredential=: root, 0440 through
+//     an ACL naming the service's user); a group-readable file of another
+//     owner is a umask's accident, refused as ssh refuses such a key;
+//   - the gateway's user must be able to read it.
+//
+// credDir is $CREDENTIALS_DIRECTORY, "" when unset. Every refusal is a
+// usage error naming the path and the fix.
+func readTokenFile(path, credDir string) (string, error) {
 	fi, err := os.Stat(path)
-	if err != nil {
-		return usagef("--host-token-file: cannot read %s", path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", usagef("--host-token-file: cannot read %s: it does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return "", usagef("--host-token-file: cannot read %s: permission denied on a directory of its path", path)
+	case err != nil:
+		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return usagef("--host-token-file %s is open to group or others (mode %04o): the host token must be readable by the gateway's user only (chmod 600 %s)", path, perm, path)
+	if err := tokenFileProblem(path, fi, credDir); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		uid, _ := fileOwner(fi)
+		return "", usagef("--host-token-file %s: the gateway's user (uid %d) may not read it (owner uid %d, mode %04o): make it the gateway's user's, mode 0600 (chown %d %s; chmod 600 %s), or, owned by root, readable by a group of the gateway's user (mode 0440; a Kubernetes Secret: defaultMode 0440 with the pod's securityContext.fsGroup; systemd: LoadCredential=)", path, os.Geteuid(), uid, fi.Mode().Perm(), os.Geteuid(), path, path)
+	}
+	if err != nil {
+		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil || !os.SameFile(fi, ofi) {
+		return "", usagef("--host-token-file %s changed while the gateway read it: start again once it is written", path)
+	}
+	if err := tokenFileProblem(path, ofi, credDir); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
+	if err != nil {
+		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	if len(b) > maxTokenFileBytes {
+		return "", usagef("--host-token-file %s is larger than %d KiB: it must hold the host token only (head -c 32 /dev/urandom | base64 > host-token)", path, maxTokenFileBytes>>10)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", usagef("--host-token-file %s is empty", path)
+	}
+	return token, nil
+}
+
+// tokenFileProblem applies the token file rule of readTokenFile to fi, the
+// file at path (symlinks followed): its kind, and its mode against its
+// owner and credDir.
+func tokenFileProblem(path string, fi fs.FileInfo, credDir string) error {
+	if kind := fileKind(fi.Mode()); kind != "" {
+		return usagef("--host-token-file %s is %s, not a regular file: write the host token to a regular file readable by the gateway's user only (chmod 600)", path, kind)
+	}
+	perm := fi.Mode().Perm()
+	owner, _ := fileOwner(fi)
+	switch {
+	case perm&0o007 != 0:
+		return usagef("--host-token-file %s is open to others (mode %04o): the host token must be readable by the gateway's user only (chmod 600 %s; a root-owned file a group reads: chmod 440)", path, perm, path)
+	case perm&0o020 != 0:
+		return usagef("--host-token-file %s is writable by its group (mode %04o): only its owner may write it (chmod 600 %s, or chmod g-w %s)", path, perm, path, path)
+	case perm&0o050 != 0 && owner != 0 && !inDir(path, credDir):
+		return usagef("--host-token-file %s is open to its group (mode %04o) and owned by uid %d: a token file may be group-readable only when root owns it or it lies in $CREDENTIALS_DIRECTORY (systemd LoadCredential=); otherwise the host token must be readable by the gateway's user only (chmod 600 %s)", path, perm, owner, path)
 	}
 	return nil
+}
+
+// fileKind names what a non-regular file is, "" for a regular file.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return ""
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// fileOwner is the uid owning fi's file.
+func fileOwner(fi fs.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
+// inDir says whether path, symlinks followed, lies below dir, symlinks
+// followed; false when dir is "".
+func inDir(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 // portHint is what to do about a listener that cannot open its port.
