@@ -269,7 +269,7 @@ for doc in "${docs[@]}"; do
   work=$tmp/$(basename "$doc" .md)
   mkdir -p "$work"
   compile "$doc" "$work"
-  echo "== $doc"
+  echo "==> $doc"
   if ! timeout 300 bash "$work/.run.sh"; then
     echo "FAIL: $doc"
     for f in "$work"/*.out "$work"/*.log; do [ -f "$f" ] && { echo "-- $f"; tail -20 "$f"; }; done
