@@ -50,8 +50,9 @@ start=$SECONDS
 failed=()
 current="setup"
 
-# The run's own directory: servers' state, logs, TMPDIR.
-run=${LOOM_GATEWAY_TEST_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/loom-gateway-test.XXXXXX")}
+# The run's own directory: servers' state, logs, TMPDIR. Its name is short:
+# unix sockets the tests make below TMPDIR must fit in 107 bytes.
+run=${LOOM_GATEWAY_TEST_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")}
 logs=$run/logs
 mkdir -p "$logs" "$run/tmp" "$run/bin"
 lockdir=${TMPDIR:-/tmp}
