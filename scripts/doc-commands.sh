@@ -24,6 +24,8 @@
 #     and `./scripts/test.sh` (the test command running this script).
 #   - a block whose first line is `# in your own project` shows setup for
 #     another project (installing a generator there); it is listed, not run.
+#     One whose first line is `# in a new project: FILE...` is listed here
+#     and run by scripts/doc-examples.sh, in a new project of its own.
 # A line may not continue onto the next (no trailing backslash).
 #
 # Ports: every loopback address with a fixed port (127.0.0.1:8080 and the
@@ -218,6 +220,10 @@ EOF
       for addr in "${!port[@]}"; do cmd=${cmd//"$addr"/"${port[$addr]}"}; done
       if [ "$first" = "# in your own project" ]; then
         [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (your own project)  $doc:$n'"
+        continue
+      fi
+      if [[ $first == "# in a new project:"* ]]; then
+        [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'run by scripts/doc-examples.sh  $doc:$n'"
         continue
       fi
       [ -z "$cmd" ] || [ "${cmd:0:1}" = "#" ] && continue
