@@ -30,8 +30,9 @@
 #
 # Ports: every loopback address with a fixed port (127.0.0.1:8080 and the
 # like) is given a port found free just before the document runs, the same
-# one wherever the document names that address, so a demo left running or
-# any other server on 8080 cannot fail or hang the run.
+# one wherever the document names that address (and wherever it names the
+# port as `--port 8080`, as a server's command line does), so a demo left
+# running or any other server on 8080 cannot fail or hang the run.
 #
 # Links: every markdown link of README.md, BENCHMARKS.md and docs/*.md to a
 # file of the repository must name a file that exists, its #anchor a
@@ -47,7 +48,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-docs=(README.md docs/*.md)
+# DOCS (a list of files) runs those documents only, to try one quickly.
+read -r -a docs <<<"${DOCS:-README.md $(echo docs/*.md)}"
 spec=api/openapi.yaml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -217,7 +219,10 @@ __ran() { # line status
 EOF
     while IFS=$'\t' read -r n first line; do
       cmd=${line#"${line%%[![:space:]]*}"}
-      for addr in "${!port[@]}"; do cmd=${cmd//"$addr"/"${port[$addr]}"}; done
+      for addr in "${!port[@]}"; do
+        cmd=${cmd//"$addr"/"${port[$addr]}"}
+        cmd=${cmd//"--port ${addr#127.0.0.1:} "/"--port ${port[$addr]#127.0.0.1:} "}
+      done
       if [ "$first" = "# in your own project" ]; then
         [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (your own project)  $doc:$n'"
         continue

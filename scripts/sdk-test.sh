@@ -43,6 +43,8 @@ command -v node >/dev/null || { echo "FAIL: node is required (Node 20 or later)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 20 ] || { echo "FAIL: Node 20 or later is required, found $(node --version)"; exit 1; }
 echo "node $(node --version), npm $(npm --version)"
+# docs/operators.md runs two gateways on a redis-server of its own.
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null || scripts/apt-install.sh redis-server
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
