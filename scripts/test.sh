@@ -87,7 +87,7 @@ trap finish EXIT
 # left running cannot keep it.
 exec 9>"$lockdir/loom-gateway-test-$(printf '%s' "$root" | sha256sum | cut -c1-16).lock"
 if ! flock -n 9; then
-  echo "test.sh: another test.sh runs in this checkout ($root); waiting for it to end (a second checkout runs side by side)"
+  echo "test.sh: another test.sh runs in this checkout ($root); waiting for it to end (runs in two checkouts go side by side)"
   flock 9
 fi
 
