@@ -37,8 +37,8 @@
 #
 # Environment: FUZZTIME (each fuzz target's time, default 10s); FUZZ_ONLY=1
 # runs only the fuzz steps (build the fuzz binaries, fuzz every target);
-# LOOM_GATEWAY_TEST_DIR (the run's directory, default a new one under
-# ${TMPDIR:-/tmp}). To try a change to this script quickly:
+# TMPDIR (where the run's directory is made, default /tmp). To try a
+# change to this script quickly:
 # GO_PACKAGES (what go test runs, default ./...) and SKIP (names of steps
 # not to run, e.g. "console_test sdk_test fuzz_build fuzz_all"; a run that
 # skips a step says so before its last line).
@@ -52,7 +52,7 @@ current="setup"
 
 # The run's own directory: servers' state, logs, TMPDIR. Its name is short:
 # unix sockets the tests make below TMPDIR must fit in 107 bytes.
-run=${LOOM_GATEWAY_TEST_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")}
+run=$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")
 logs=$run/logs
 mkdir -p "$logs" "$run/tmp" "$run/bin"
 lockdir=${TMPDIR:-/tmp}
