@@ -27,12 +27,15 @@
 #     So is one whose first line is `# on the deployment host`: root's
 #     commands on a server or a cluster (docs/operators.md, "Deployment",
 #     names the test that holds each).
+#     One whose first line is `# in a new project: FILE...` is listed here
+#     and run by scripts/doc-examples.sh, in a new project of its own.
 # A line may not continue onto the next (no trailing backslash).
 #
 # Ports: every loopback address with a fixed port (127.0.0.1:8080 and the
 # like) is given a port found free just before the document runs, the same
-# one wherever the document names that address, so a demo left running or
-# any other server on 8080 cannot fail or hang the run.
+# one wherever the document names that address (and wherever it names the
+# port as `--port 8080`, as a server's command line does), so a demo left
+# running or any other server on 8080 cannot fail or hang the run.
 #
 # Links: every markdown link of README.md, BENCHMARKS.md and docs/*.md to a
 # file of the repository must name a file that exists, its #anchor a
@@ -48,7 +51,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 
-docs=(README.md docs/*.md)
+# DOCS (a list of files) runs those documents only, to try one quickly.
+read -r -a docs <<<"${DOCS:-README.md $(echo docs/*.md)}"
 spec=api/openapi.yaml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -218,9 +222,16 @@ __ran() { # line status
 EOF
     while IFS=$'\t' read -r n first line; do
       cmd=${line#"${line%%[![:space:]]*}"}
-      for addr in "${!port[@]}"; do cmd=${cmd//"$addr"/"${port[$addr]}"}; done
+      for addr in "${!port[@]}"; do
+        cmd=${cmd//"$addr"/"${port[$addr]}"}
+        cmd=${cmd//"--port ${addr#127.0.0.1:} "/"--port ${port[$addr]#127.0.0.1:} "}
+      done
       if [ "$first" = "# in your own project" ] || [ "$first" = "# on the deployment host" ]; then
         [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'not run (${first#\# })  $doc:$n'"
+        continue
+      fi
+      if [[ $first == "# in a new project:"* ]]; then
+        [ -n "$cmd" ] && [ "${cmd:0:1}" != "#" ] && echo "__shown=\$((__shown + 1)); echo 'run by scripts/doc-examples.sh  $doc:$n'"
         continue
       fi
       [ -z "$cmd" ] || [ "${cmd:0:1}" = "#" ] && continue
@@ -272,7 +283,7 @@ for doc in "${docs[@]}"; do
   work=$tmp/$(basename "$doc" .md)
   mkdir -p "$work"
   compile "$doc" "$work"
-  echo "== $doc"
+  echo "==> $doc"
   if ! timeout 300 bash "$work/.run.sh"; then
     echo "FAIL: $doc"
     for f in "$work"/*.out "$work"/*.log; do [ -f "$f" ] && { echo "-- $f"; tail -20 "$f"; }; done

@@ -15,7 +15,8 @@
 # too.
 #
 # Environment: LOOM_GATEWAY_OTELCOL_PORT (first port tried, default 4318;
-# the next free one up to +20 is taken), LOOM_GATEWAY_OTELCOL_DIR (state
+# the next free one up to +20 is taken; a port another process binds
+# first, between the check and the collector's bind, is passed over), LOOM_GATEWAY_OTELCOL_DIR (state
 # directory, default ${TMPDIR:-/tmp}/loom-gateway-otelcol),
 # LOOM_GATEWAY_OTELCOL_CACHE (where the binary is built, default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/loom-gateway; the binary's name carries
@@ -41,8 +42,9 @@ binary() {
   if [ ! -x "$bin" ]; then
     log "building the collector (tools/otelcol) into $bin"
     mkdir -p "$cache"
-    (cd tools/otelcol && go build -o "$bin.tmp" .) >&2
-    mv "$bin.tmp" "$bin"
+    # A name of its own while it builds: another run may build it too.
+    (cd tools/otelcol && go build -o "$bin.$$.tmp" .) >&2
+    mv "$bin.$$.tmp" "$bin"
   fi
   echo "$bin"
 }
@@ -73,15 +75,45 @@ start() {
     echo false
     exit 1
   fi
-  for p in $(seq "$first" $((first + 20))); do
-    if port_free "$p"; then port=$p; break; fi
-  done
-  if [ -z "$port" ]; then
-    log "no free port in $first..$((first + 20))"
-    echo false
-    exit 1
-  fi
   mkdir -p "$dir"
+  # A port found free may be bound by another process (another run's
+  # collector) before this one binds it: then the collector exits, and the
+  # next free port is tried.
+  for p in $(seq "$first" $((first + 20))); do
+    port_free "$p" || continue
+    port=$p
+    if serve "$bin" "$port"; then
+      log "started (pid $(cat "$pidfile"), port $port)"
+      exports
+      return
+    fi
+    if ! grep -q 'address already in use' "$dir/otelcol.log"; then
+      log "the collector did not start; its log:"
+      tail -n 30 "$dir/otelcol.log" >&2 || true
+      stop
+      echo false
+      exit 1
+    fi
+    log "port $port was taken meanwhile; trying the next"
+  done
+  log "no free port in $first..$((first + 20))"
+  echo false
+  exit 1
+}
+
+# listens PID PORT: whether process PID holds the TCP socket listening on
+# 127.0.0.1:PORT (by the socket's inode in /proc/net/tcp).
+listens() {
+  local hex inode
+  hex=$(printf '0100007F:%04X' "$2")
+  inode=$(awk -v a="$hex" '$2 == a && $4 == "0A" { print $10; exit }' /proc/net/tcp 2>/dev/null)
+  [ -n "$inode" ] && ls -l "/proc/$1/fd" 2>/dev/null | grep -q "socket:\[$inode\]"
+}
+
+# serve BIN PORT: starts the collector on PORT and waits until it listens
+# there; fails when it exits first or does not listen within 10 s.
+serve() {
+  local bin=$1 port=$2 pid
   rm -f "$dir/traces.jsonl"
   cat >"$dir/config.yaml" <<YAML
 receivers:
@@ -105,22 +137,24 @@ service:
       exporters: [file]
 YAML
   echo "$port" >"$dir/port"
-  "$bin" --config "$dir/config.yaml" >"$dir/otelcol.log" 2>&1 &
-  echo $! >"$pidfile"
+  "$bin" --config "$dir/config.yaml" >"$dir/otelcol.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$pidfile"
   for _ in $(seq 100); do
-    if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then break; fi
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 1; }
     if ! port_free "$port"; then
-      log "started (pid $(cat "$pidfile"), port $port)"
-      exports
-      return
+      # Someone listens there: this collector, or where /proc cannot
+      # tell, one that is still alive a moment later.
+      if [ -r /proc/net/tcp ]; then
+        listens "$pid" "$port" && return 0
+      else
+        sleep 0.5
+        kill -0 "$pid" 2>/dev/null && return 0
+      fi
     fi
     sleep 0.1
   done
-  log "the collector did not start; its log:"
-  tail -n 30 "$dir/otelcol.log" >&2 || true
-  stop
-  echo false
-  exit 1
+  return 1
 }
 
 stop() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throwaway Redis servers for the tests: Debian's redis-server on loopback
 # ports, in memory only (no RDB, no AOF), each under a pid file in a
-# temporary directory. One plain server, and a Redis Cluster of three
+# temporary directory (its own per run of scripts/test.sh). One plain server, and a Redis Cluster of three
 # masters (no replicas) holding all 16384 slots.
 #
 #   eval "$(scripts/redis.sh start)"   # installs redis-server if missing, starts both,
@@ -16,7 +16,9 @@
 #
 # Environment: LOOM_GATEWAY_REDIS_PORT (first port tried, default 6399; the
 # next free one up to +20 is taken; the cluster takes the next three free
-# ones after it, up to +40, each with its bus port, +10000, free too),
+# ones after it, up to +60, each with its bus port, +10000, free too; a
+# port another process binds first, between the check and the server's
+# bind, is passed over for the next),
 # LOOM_GATEWAY_REDIS_DIR (state directory, default
 # ${TMPDIR:-/tmp}/loom-gateway-redis; the cluster's is its cluster/,
 # wiped when a start finds no node running). Everything but the export
@@ -62,7 +64,30 @@ kill_pid() {
 
 version() { redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'; }
 
-pong() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+# serve PORT DIR LOGFILE ARGS...: starts a redis-server on PORT in the
+# background (its pid file DIR/redis.pid) and waits until it answers. It
+# returns 1 at once when the server exits (another process took the port
+# between the check and the bind: the caller takes another), 2 when it runs
+# but does not answer within 10 s (its pid: served_pid).
+serve() {
+  local port=$1 sdir=$2 logfile=$3 pid
+  shift 3
+  rm -f "$sdir/redis.pid"
+  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+    --daemonize no --pidfile "$sdir/redis.pid" --dir "$sdir" "$@" >>"$logfile" 2>&1 </dev/null &
+  pid=$!
+  served_pid=$pid
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    # The answer is this server's, not another's on the same port.
+    if [ "$(redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$pid" ] &&
+      [ "$(pid_of "$sdir/redis.pid" || true)" = "$pid" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 2
+}
 
 start_single() {
   if pid=$(running_pid); then
@@ -71,25 +96,26 @@ start_single() {
     single="export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
     return
   fi
-  local first=${LOOM_GATEWAY_REDIS_PORT:-6399} port=
+  local first=${LOOM_GATEWAY_REDIS_PORT:-6399} port= status
   for p in $(seq "$first" $((first + 20))); do
-    if port_free "$p"; then port=$p; break; fi
+    port_free "$p" || continue
+    port=$p status=0
+    serve "$port" "$dir" "$dir/redis.log" || status=$?
+    case $status in
+      0)
+        echo "$port" >"$dir/port"
+        log "redis-server $(version) on 127.0.0.1:$port (pid $(cat "$pidfile"))"
+        single="export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
+        return ;;
+      1) log "port $port was taken meanwhile; trying the next" ;;
+      *)
+        log "redis-server did not answer PING on port $port; log:"
+        tail -20 "$dir/redis.log" >&2 || true
+        kill_pid "$served_pid"
+        exit 1 ;;
+    esac
   done
-  [ -n "$port" ] || { log "no free port in $first..$((first + 20))"; exit 1; }
-  rm -f "$pidfile"
-  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-    --daemonize yes --pidfile "$pidfile" --dir "$dir" --logfile "$dir/redis.log" >&2
-  for _ in $(seq 100); do
-    if pong "$port" && running_pid >/dev/null; then
-      echo "$port" >"$dir/port"
-      log "redis-server $(version) on 127.0.0.1:$port (pid $(cat "$pidfile"))"
-      single="export LOOM_GATEWAY_TEST_REDIS=redis://127.0.0.1:$port/0"
-      return
-    fi
-    sleep 0.1
-  done
-  log "redis-server did not answer PING on port $port; log:"
-  tail -20 "$dir/redis.log" >&2 || true
+  log "no free port in $first..$((first + 20))"
   exit 1
 }
 
@@ -165,30 +191,32 @@ start_cluster() {
   rm -rf "$cdir"
   mkdir -p "$cdir"
 
-  local first=$(($(cat "$dir/port") + 1)) last=$((${LOOM_GATEWAY_REDIS_PORT:-6399} + 40)) ports=() i
-  for p in $(seq "$first" "$last"); do
-    if port_free "$p" && port_free $((p + 10000)); then ports+=("$p"); fi
-    [ "${#ports[@]}" -lt "$nodes" ] || break
-  done
-  [ "${#ports[@]}" -eq "$nodes" ] || { log "cluster: no $nodes free ports (and bus ports) in $first..$last"; exit 1; }
-  echo "${ports[*]}" >"$cdir/ports"
-
-  for i in $(seq "$nodes"); do
-    p=${ports[i - 1]}
-    mkdir -p "$cdir/node$i"
-    redis-server --bind 127.0.0.1 --port "$p" --save '' --appendonly no \
-      --cluster-enabled yes --cluster-config-file nodes.conf \
-      --daemonize yes --pidfile "$cdir/node$i/redis.pid" --dir "$cdir/node$i" \
-      --logfile "$cdir/node$i/redis.log" >&2 || cluster_failed "cluster: node$i did not start"
-  done
-  for i in $(seq "$nodes"); do
-    p=${ports[i - 1]}
-    for _ in $(seq 100); do
-      pong "$p" && break
-      sleep 0.1
+  # Ports found free may be taken before the nodes bind them (by another
+  # run's servers): then the nodes stop and the next free ports are tried.
+  local first=$(($(cat "$dir/port") + 1)) last=$((${LOOM_GATEWAY_REDIS_PORT:-6399} + 60)) ports i attempt status
+  for attempt in 1 2 3 4 5; do
+    ports=()
+    for p in $(seq "$first" "$last"); do
+      if port_free "$p" && port_free $((p + 10000)); then ports+=("$p"); fi
+      [ "${#ports[@]}" -lt "$nodes" ] || break
     done
-    pong "$p" || cluster_failed "cluster: node$i did not answer PING on port $p"
+    [ "${#ports[@]}" -eq "$nodes" ] || { log "cluster: no $nodes free ports (and bus ports) in $first..$last"; exit 1; }
+    echo "${ports[*]}" >"$cdir/ports"
+    status=0
+    for i in $(seq "$nodes"); do
+      p=${ports[i - 1]}
+      mkdir -p "$cdir/node$i"
+      serve "$p" "$cdir/node$i" "$cdir/node$i/redis.log" --cluster-enabled yes --cluster-config-file nodes.conf || { status=$?; break; }
+    done
+    [ "$status" -ne 2 ] || cluster_failed "cluster: node$i did not answer PING on port $p"
+    [ "$status" -ne 0 ] || break
+    log "cluster: port $p (or its bus port) was taken meanwhile; trying others"
+    stop_cluster
+    rm -rf "$cdir"
+    mkdir -p "$cdir"
+    first=$((p + 1))
   done
+  [ "$status" -eq 0 ] || cluster_failed "cluster: no ports held after 5 tries"
 
   local addrs=()
   for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done

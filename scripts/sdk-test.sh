@@ -8,7 +8,8 @@
 #   2. npm ci in sdk/typescript;
 #   3. schema.d.ts is exactly what openapi-typescript makes of api/openapi.yaml;
 #   4. tsc (strict; a type error fails, and so does a call in test/types.ts
-#      that should not compile but does);
+#      that should not compile but does), and the committed dist/ is what
+#      tsc makes of src/;
 #   5. the node test, straight against the gateway;
 #   6. the MCP face through the official TypeScript MCP SDK
 #      (@modelcontextprotocol/sdk), which also checks each result against
@@ -25,7 +26,10 @@
 #      (scripts/conformance.sh: Node 22 from the npm registry, the
 #      scenarios that do not apply listed with their reasons);
 #  10. every command of the README and docs/ (scripts/doc-commands.sh), each
-#      document against a fresh gateway of its own.
+#      document against a fresh gateway of its own;
+#  11. the programs of the docs (the TypeScript and Go ones of
+#      docs/clients.md), each compiled and run in a new project outside the
+#      repository, as the doc says, against --demo (scripts/doc-examples.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,6 +43,8 @@ command -v node >/dev/null || { echo "FAIL: node is required (Node 20 or later)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 20 ] || { echo "FAIL: Node 20 or later is required, found $(node --version)"; exit 1; }
 echo "node $(node --version), npm $(npm --version)"
+# docs/operators.md runs two gateways on a redis-server of its own.
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null || scripts/apt-install.sh redis-server
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,6 +63,9 @@ npm run --silent check:generated
 
 step "tsc: the typed client, its test and the must-not-compile checks"
 npm run --silent build
+
+step "dist/ (the package's JS and types, committed) is what tsc makes of src/"
+npm run --silent check:dist
 
 step "TypeScript client against --demo (direct)"
 npm run --silent test:direct
@@ -79,5 +88,8 @@ scripts/conformance.sh "$tmp/gateway"
 
 step "every command of the README and docs/"
 scripts/doc-commands.sh "$tmp/gateway"
+
+step "the programs of the docs, each in a new project against --demo"
+scripts/doc-examples.sh "$tmp/gateway"
 
 step "sdk-test: all passed in $((SECONDS - start))s"

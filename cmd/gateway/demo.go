@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +21,9 @@ import (
 type demoSetup struct {
 	dir       string
 	hostToken string
-	quietLog  bool // the log level was lowered to warn (no --log-level given)
+	quietLog  bool   // the log level was lowered to warn (no --log-level given)
+	config    string // --loom-retrieval-config given with --demo: its loom runs, not the sample's
+	host      string // the first --allowed-hosts name: the Host the agent listener answers
 }
 
 // demoCeiling is the demo run's ceiling (maxConfidentiality): work only, so the sample
@@ -61,6 +64,11 @@ func setUpDemo(o *options) (*demoSetup, error) {
 	}
 	if o.configPath == "" {
 		o.configPath = cfgPath
+	} else {
+		s.config = o.configPath
+	}
+	if len(o.allowedHosts) > 0 {
+		s.host = o.allowedHosts[0]
 	}
 	if o.hostListen == "unix:/tmp/loom-gateway-host.sock" {
 		o.hostListen = "127.0.0.1:8081"
@@ -92,18 +100,32 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 		return fmt.Errorf("demo: create run: status %d", resp.StatusCode)
 	}
 	agentURL := "http://" + agentAddr + "/v1/runs/" + created.RunID
-	handle, err := demoHandle(ctx, agentURL, created.Token)
-	if err != nil {
-		return err
+	handle, err := demoHandle(ctx, agentURL, created.Token, s.host)
+	if err != nil && s.config == "" {
+		return err // the sample Loom always admits a row: this is a broken gateway
 	}
 	auth := `-H "Authorization: Bearer ` + created.Token + `" -H 'Content-Type: application/json'`
+	if s.host != "" {
+		auth += ` -H 'Host: ` + s.host + `'`
+	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "\nloom-gateway demo: sample Loom, run %q with ceiling %s\n", created.RunID, demoCeiling)
-	fmt.Fprintf(&out, "(the demo made one loom_search itself, so the run holds handles: %s is the first it admitted)\n\n", handle)
+	loomName := "sample Loom"
+	if s.config != "" {
+		loomName = "the loom of " + s.config + " (--loom-retrieval-config), not the sample Loom"
+	}
+	fmt.Fprintf(&out, "\nloom-gateway demo: %s, run %q with ceiling %s\n", loomName, created.RunID, demoCeiling)
+	if err != nil {
+		fmt.Fprintf(&out, "(the demo's own loom_search {\"query\":\"atlas\"} found no handle: %v; describe_handle and result need a handle from a search of yours)\n\n", strings.TrimPrefix(err.Error(), "demo: "))
+	} else {
+		fmt.Fprintf(&out, "(the demo made one loom_search itself, so the run holds handles: %s is the first it admitted)\n\n", handle)
+	}
+	if s.host != "" {
+		fmt.Fprintf(&out, "The agent listener answers the Host %s only (--allowed-hosts): the agent lines below send it, and the README's need -H 'Host: %s' too.\n\n", s.host, s.host)
+	}
 	fmt.Fprintf(&out, "For the README's lines, in another shell:\n")
 	fmt.Fprintf(&out, "  export AGENT_URL=http://%s HOST_URL=%s TOKEN=%s HOST_TOKEN=%s\n\n", agentAddr, hostURL, created.Token, d.HostToken)
 	fmt.Fprintf(&out, "Agent API (run token):\n")
-	for _, l := range []struct{ tool, body string }{
+	lines := []struct{ tool, body string }{
 		{"loom_search", `{"query":"atlas"}`},
 		{"loom_page_discover", `{"kind":"projects"}`},
 		{"loom_page_inspect", `{"target":"Projects/Atlas"}`},
@@ -112,12 +134,19 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 		{"loom_calendar_list", `{"all":true}`},
 		{"loom_context", `{"read":"where"}`},
 		{"loom_profile", `{}`},
-		{"describe_handle", `{"token":"` + handle + `"}`},
-		{"result", `{"value":{"summary":"Atlas launches Thursday","source":"` + handle + `"}}`},
-	} {
+	}
+	if handle != "" {
+		lines = append(lines, []struct{ tool, body string }{
+			{"describe_handle", `{"token":"` + handle + `"}`},
+			{"result", `{"value":{"summary":"Atlas launches Thursday","source":"` + handle + `"}}`},
+		}...)
+	}
+	for _, l := range lines {
 		fmt.Fprintf(&out, "  curl -s %s %s/%s -d '%s'\n", auth, agentURL, l.tool, l.body)
 	}
-	fmt.Fprintf(&out, "  # a run takes one result: the line above answers 201 once, then 409 result_exists\n")
+	if handle != "" {
+		fmt.Fprintf(&out, "  # a run takes one result: the line above answers 201 once, then 409 result_exists\n")
+	}
 	fmt.Fprintf(&out, "\nHost API (host token):\n")
 	hostAuth := `-H "Authorization: Bearer ` + d.HostToken + `"`
 	for _, p := range []string{"calls", "handles", "result"} {
@@ -135,25 +164,30 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 
 // demoHandle makes the demo's first search over the agent API and returns
 // the handle of its first admitted entry, so the printed describe_handle
-// and result lines work as they are.
-func demoHandle(ctx context.Context, agentURL, token string) (string, error) {
+// and result lines work as they are. host, when set, is the Host the
+// request names (the agent listener answers --allowed-hosts only).
+func demoHandle(ctx context.Context, agentURL, token, host string) (string, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, agentURL+"/loom_search", strings.NewReader(`{"query":"atlas"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	if host != "" {
+		req.Host = host
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("demo: first search: %w", err)
 	}
 	defer resp.Body.Close()
 	var res struct {
+		Code    string `json:"code"`
 		Entries []struct {
 			Status string `json:"status"`
 			Handle string `json:"handle"`
 		}
 	}
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &res) != nil {
-		return "", fmt.Errorf("demo: first search: status %d", resp.StatusCode)
+	if err := json.Unmarshal(raw, &res); resp.StatusCode != http.StatusOK || err != nil {
+		return "", errors.New(strings.TrimSpace(fmt.Sprintf("demo: first search: status %d %s", resp.StatusCode, res.Code)))
 	}
 	for _, e := range res.Entries {
 		if e.Status == "admitted" && e.Handle != "" {

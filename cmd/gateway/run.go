@@ -94,11 +94,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var((*multiFlag)(&o.allowedHosts), "allowed-hosts", "answer the agent listener only for this Host `name` (without port; repeatable; default any: the run token and the Origin rule stand against DNS rebinding); another answers 421")
 	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
 	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
-	fs.DurationVar(&o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
+	durationVar(fs, &o.commandTimeout, "command-timeout", 30*time.Second, "per-call loom timeout, from the process start until its output is measured; the whole process group is killed")
 	fs.Int64Var(&o.maxStdoutBytes, "max-stdout-bytes", 64<<20, "cap on a loom process's stdout in `bytes`; past it the group is killed (command_failed)")
 	fs.IntVar(&o.maxConcurrentLoom, "max-concurrent-loom", 4*runtime.NumCPU(), "loom calls at once, each from its process start until its output is measured; callers wait --busy-wait for a slot, then answer busy (429)")
 	fs.IntVar(&o.maxConcurrentPerRun, "max-concurrent-per-run", 0, "tool calls one run may have in flight, across the replicas sharing the store; one more answers busy (429) at once (default half of --max-concurrent-loom, at least 1)")
-	fs.DurationVar(&o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
+	durationVar(fs, &o.busyWait, "busy-wait", 2*time.Second, "how long a call waits for a loom process slot before answering busy")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 1<<20, "cap on a request body in `bytes` (413 past it)")
 	fs.IntVar(&o.maxRuns, "max-runs", 10000, "live runs at most (run_limit_reached past it)")
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
@@ -107,11 +107,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Float64Var(&o.runRate, "run-rate", 50, "tool calls (and describe_handle) one run may make a second, on average, across every replica sharing the store; past it a call answers rate_limited (429, with Retry-After); 0 means no limit")
 	fs.IntVar(&o.runBurst, "run-burst", 200, "tool calls one run may make at once above --run-rate, the size of its token bucket")
 	fs.IntVar(&o.maxLabelClauses, "max-label-clauses", 1000, "clauses a run's model-context label may hold; a call whose rows would take it past answers label_limit_reached (409) and none of them, as does an observation; 0 means no cap")
-	fs.DurationVar(&o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
-	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
-	fs.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it a body still unread answers 408 request_timeout and the connection is closed")
-	fs.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may sit idle between requests before it is closed")
+	durationVar(fs, &o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
+	durationVar(fs, &o.shutdownTimeout, "shutdown-timeout", 35*time.Second, "how long SIGTERM/SIGINT waits for calls in flight")
+	durationVar(fs, &o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "how long a client may take to send a request's headers; past it the connection is closed (slowloris)")
+	durationVar(fs, &o.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request, headers and body; past it a body still unread answers 408 request_timeout and the connection is closed")
+	durationVar(fs, &o.idleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may sit idle between requests before it is closed")
 	fs.IntVar(&o.maxConnections, "max-connections", 0, "open connections per listener at most; past it an idle keep-alive connection is closed, else new ones wait in the accept queue (default 1024, less when the open-file limit leaves less room after loom's needs)")
 	fs.StringVar(&o.storeURL, "store", "memory", "run store: memory (this process only), or `redis://[user:pass@]host:port/db` (rediss:// for TLS; ?addr=host:port, then &addr=host:port, per further node for Redis Cluster) shared by replicas")
 	fs.BoolVar(&o.demo, "demo", false, "start with the built-in sample Loom and a demo run, and print curl lines to try it")
@@ -332,6 +332,11 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 			return nil, usagef("--store: %v", err)
 		}
 	}
+	for _, name := range o.allowTools {
+		if _, ok := loom.ParseTool(name); !ok {
+			return nil, usagef("--allow-tool %q: not one of the eight tools: %s", name, toolNames())
+		}
+	}
 	if o.configPath == "" && len(o.allowTools) > 0 {
 		return nil, usagef("--allow-tool %s needs --loom-retrieval-config: a retrieval tool without the host config is a contradiction", o.allowTools[0])
 	}
@@ -439,6 +444,9 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 func listenHost(addr string) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
+		if hint := hostListenHint(addr); hint != "" {
+			return nil, usagef("--host-listen %s: %s", addr, hint)
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, usagef("--host-listen %s: %v%s", addr, err, portHint(err))

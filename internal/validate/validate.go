@@ -347,11 +347,11 @@ func describe(f problem.Fault, s *openapi3.Schema, subject string) string {
 	case problem.OutOfRange:
 		switch {
 		case s != nil && s.Min != nil && s.Max != nil:
-			return fmt.Sprintf("%s must be from %v to %v.", subject, *s.Min, *s.Max)
+			return fmt.Sprintf("%s must be from %s to %s.", subject, number(*s.Min), number(*s.Max))
 		case s != nil && s.Min != nil:
-			return fmt.Sprintf("%s must be at least %v.", subject, *s.Min)
+			return fmt.Sprintf("%s must be at least %s.", subject, number(*s.Min))
 		case s != nil && s.Max != nil:
-			return fmt.Sprintf("%s must be at most %v.", subject, *s.Max)
+			return fmt.Sprintf("%s must be at most %s.", subject, number(*s.Max))
 		}
 		return subject + " is out of range."
 	case problem.NotInChoices:
@@ -488,3 +488,6 @@ func childValue(v jsontext.Value, seg string) jsontext.Value {
 	}
 	return nil
 }
+
+// number writes a bound as a person reads it: 2592000, not %v's 2.592e+06.
+func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -24,10 +24,15 @@ internal/problem/problem.go (go generate ./...); do not edit. -->
 
 Every failure answers ` + "`application/problem+json`" + ` (RFC 9457) with one
 of these codes as ` + "`code`" + `, the status, title and detail shown here, and
-a ` + "`type`" + ` of ` + "`" + problem.TypeBase + "<code>`" + `. The text is fixed per code: no
-problem carries host text (stderr, paths, exec errors). A tool call's
-problem carries its ` + "`outputId`" + ` once it took an output number, and
-` + "`host_refused`" + ` carries loom's own ` + "`hostCode`" + ` when it is a short code.
+a ` + "`type`" + ` of ` + "`" + problem.TypeBase + "<code>`" + `. The title is fixed
+per code, and so is the detail but ` + "`invalid_input`" + `'s: that one names the
+member or parameter at fault and what is wrong with it (such as ` + "`The\nmember /limit must be from 1 to 200.`" + `; the one shown below is for a
+fault with no words of its own), and its ` + "`pointer`" + ` and ` + "`errors`" + ` say the
+same for a program. Switch on ` + "`code`" + `, and on ` + "`errors[].reason`" + ` for
+an input, never on the text. No problem carries host text (stderr, paths,
+exec errors). A tool call's problem carries its ` + "`outputId`" + ` once it took
+an output number, and ` + "`host_refused`" + ` carries loom's own ` + "`hostCode`" + `
+when it is a short code.
 
 | code | HTTP | title | detail | when |
 | --- | --- | --- | --- | --- |
