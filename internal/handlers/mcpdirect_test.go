@@ -357,26 +357,34 @@ func mustJSON(v any) string {
 }
 
 // TestMCPClientGoneCancels: a client that goes away while its tools/call
-// runs cancels the call, under every revision, as on REST: the call log
-// says cancelled. (The SDK handler cancels it only under 2026-07-28; on
-// the direct path the call runs under the request's context.) The call
-// log says error, code cancelled.
+// runs cancels the call, under every revision, as on REST, on the direct
+// path and on the SDK's (a _meta with a progress token, or naming the
+// revision): the call log says cancelled. (The SDK handler runs a call
+// under a context of its own before 2026-07-28; the face ties it to the
+// request's.) The call log says error, code cancelled.
 func TestMCPClientGoneCancels(t *testing.T) {
 	t.Parallel()
 	g := newMCPGateway(t, gatewayOptions{RunFunc: cancellingLoom}, false, nil)
 	g.run(t, "r", "")
-	revs := []string{"", "2025-06-18", "2025-11-25"}
-	for _, rev := range revs {
-		g.send(mcpRequest{run: "r", revision: rev, cancel: true,
-			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas"}}}`}, "")
+	type sent struct{ what, revision, meta string }
+	var reqs []sent
+	for _, rev := range []string{"", "2025-06-18", "2025-11-25"} {
+		reqs = append(reqs, sent{"direct", rev, ""}, sent{"progress token", rev, `"_meta":{"progressToken":1},`})
+	}
+	reqs = append(reqs,
+		sent{"_meta naming the revision", "2025-06-18", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"},`},
+		sent{"_meta naming the revision", "2025-11-25", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"},`})
+	for _, req := range reqs {
+		g.send(mcpRequest{run: "r", revision: req.revision, cancel: true,
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + req.meta + `"name":"loom_search","arguments":{"query":"atlas"}}}`}, "")
 	}
 	calls := g.calls(t, "r")
-	if len(calls) != len(revs) {
-		t.Fatalf("%d calls, want %d", len(calls), len(revs))
+	if len(calls) != len(reqs) {
+		t.Fatalf("%d calls, want %d", len(calls), len(reqs))
 	}
 	for i, c := range calls {
 		if c.Code == nil || *c.Code != "cancelled" {
-			t.Errorf("revision %q: call %s is %s, want code cancelled", revs[i], c.OutputID, c.Status)
+			t.Errorf("%s under %q: call %s is %s, want code cancelled", reqs[i].what, reqs[i].revision, c.OutputID, c.Status)
 		}
 	}
 }
