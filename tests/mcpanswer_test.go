@@ -53,7 +53,7 @@ var sdkPhrases = []string{
 // (docs/agents.md lists them).
 var faceMessages = []string{
 	"Invalid request: ", "Method not found: ", "Invalid params: ", "Internal error.", "Header mismatch: ",
-	"Missing client capabilities: ", "Unsupported protocol version: ", "Unknown tool ", "The request failed.",
+	"Missing client capabilities: ", "Unsupported protocol version: ", "Unknown tool ", "The request failed.", "Run ended: ",
 }
 
 // rpcAnswer is a JSON-RPC response as the tests read it.

@@ -138,7 +138,9 @@ func normal(body []byte) any {
 // path is answered as the SDK handler answers it, under every revision
 // spoken and none: the status, the headers a client reads, the body (as
 // JSON, handles and request ids aside), and what the call leaves in the
-// call log.
+// call log. Both sides are the listener's answers (its checks and the
+// guard that puts the SDK's refusals in its words), the direct path on
+// and off: no answer of either is in the SDK's words.
 func TestMCPDirectIsSDK(t *testing.T) {
 	t.Parallel()
 	setup := func(sdkOnly bool) (*mcpGateway, string) {
@@ -280,6 +282,9 @@ func TestMCPDirectIsSDK(t *testing.T) {
 		if diff := cmp.Diff(normal(want.Body.Bytes()), normal(got.Body.Bytes())); diff != "" {
 			t.Errorf("%s: body (-SDK +direct):\n%s", req.name, diff)
 		}
+		if !ownWords(want) {
+			t.Errorf("%s: %d %s: not the listener's words", req.name, want.Code, want.Body)
+		}
 	}
 	for _, run := range []string{"r", "limited", "narrow"} {
 		got, want := direct.hostDo(http.MethodGet, "/host/v1/runs/"+run+"/calls", ""), sdk.hostDo(http.MethodGet, "/host/v1/runs/"+run+"/calls", "")
@@ -294,6 +299,34 @@ func TestMCPDirectIsSDK(t *testing.T) {
 	if diff := cmp.Diff(audit, auditRecords(direct.logs.String())); diff != "" {
 		t.Errorf("audit records (-SDK +direct):\n%s", diff)
 	}
+}
+
+// ownWords reports whether an answer is the listener's: a problem, a
+// JSON-RPC result, an error with one of the face's messages, or an empty
+// 202.
+func ownWords(rec *httptest.ResponseRecorder) bool {
+	switch rec.Header().Get("Content-Type") {
+	case "application/problem+json":
+		return true
+	case "application/json":
+		var a struct {
+			Result json.RawMessage
+			Error  *struct{ Message string }
+		}
+		if json.Unmarshal(rec.Body.Bytes(), &a) != nil {
+			return false
+		}
+		if a.Error == nil {
+			return len(a.Result) > 0
+		}
+		for _, p := range []string{"Method not found: ", "Unknown tool ", "Invalid params: ", "Header mismatch: ", "Unsupported protocol version: ", "Run ended: "} {
+			if strings.HasPrefix(a.Error.Message, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return rec.Code == http.StatusAccepted && rec.Body.Len() == 0
 }
 
 // asStateless is req as a 2026-07-28 client sends it: the protocol
