@@ -100,16 +100,20 @@ func (f *Face) checkRequest(r *http.Request) (*direct, message, error) {
 			"The Accept header must name both application/json and text/event-stream.",
 			"application/json", "text/event-stream")
 	}
-	for _, h := range []string{"Mcp-Method", "Mcp-Name", "MCP-Protocol-Version"} {
-		if len(r.Header.Get(h)) > MaxNameBytes {
-			return nil, m, problem.Invalid(h, problem.TooLong, "The "+h+" header is longer than any name the gateway knows.")
+	// Header names in their canonical form, which Get looks up without
+	// allocating; the problems name them as the protocol spells them.
+	for _, h := range [...]struct{ key, name string }{
+		{"Mcp-Method", "Mcp-Method"}, {"Mcp-Name", "Mcp-Name"}, {"Mcp-Protocol-Version", "MCP-Protocol-Version"},
+	} {
+		if len(r.Header.Get(h.key)) > MaxNameBytes {
+			return nil, m, problem.Invalid(h.name, problem.TooLong, "The "+h.name+" header is longer than any name the gateway knows.")
 		}
 	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 {
+	if len(r.Header.Values("Last-Event-Id")) > 0 {
 		return nil, m, problem.Invalid("Last-Event-ID", problem.UnknownField,
 			"A POST takes no Last-Event-ID: the endpoint is stateless and keeps no stream to resume.")
 	}
-	v := r.Header.Get("MCP-Protocol-Version")
+	v := r.Header.Get("Mcp-Protocol-Version")
 	future := false
 	if v != "" && !slices.Contains(revisions, v) {
 		if !futureRevision(v) {

@@ -83,9 +83,9 @@ type direct struct {
 // name, or invalid UTF-8, is the SDK's.
 func parseDirect(r *http.Request, body []byte) (direct, bool) {
 	var d direct
-	revision := r.Header.Get("MCP-Protocol-Version")
+	revision := r.Header.Get("Mcp-Protocol-Version")
 	rev, ok := directRevisions[revision]
-	if !ok || len(r.Header.Values("Last-Event-ID")) > 0 {
+	if !ok || len(r.Header.Values("Last-Event-Id")) > 0 {
 		return d, false
 	}
 	d.stateless = rev.stateless
@@ -344,18 +344,26 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 		return true
 	}
 	// The kept result is written as it is, not copied, with the run's
-	// own cache hint (cacheable).
-	parts := [][]byte{out, kept.head}
-	if kept.tail != nil {
-		parts = append(parts, strconv.AppendInt(nil, int64(ttlMs(run, f.cfg.Core.Now())), 10), kept.tail)
+	// own cache hint (cacheable) written into out's room.
+	if _, err := w.Write(out); err != nil {
+		return true
 	}
-	for _, p := range append(parts, []byte{'}'}) {
-		if _, err := w.Write(p); err != nil {
-			break
+	if _, err := w.Write(kept.head); err != nil {
+		return true
+	}
+	if kept.tail != nil {
+		if _, err := w.Write(strconv.AppendInt(out[:0], int64(ttlMs(run, f.cfg.Core.Now())), 10)); err != nil {
+			return true
+		}
+		if _, err := w.Write(kept.tail); err != nil {
+			return true
 		}
 	}
+	_, _ = w.Write(closeBrace)
 	return true
 }
+
+var closeBrace = []byte{'}'}
 
 // keptResult is a result the direct path keeps: head, then for a result
 // with a cache hint the run's TTL and tail.
@@ -501,7 +509,7 @@ func contains(names []string, name string) bool {
 // cache hint's TTL) for r's run, asking the SDK the first time; nil if
 // the SDK answered otherwise.
 func (f *Face) kept(r *http.Request, run store.Run, names []string, method string, stateless bool) *keptResult {
-	revision := r.Header.Get("MCP-Protocol-Version")
+	revision := r.Header.Get("Mcp-Protocol-Version")
 	key := method + "\x00" + revision + "\x00" + strings.Join(names, ",")
 	f.mu.Lock()
 	res, ok := f.results[key]

@@ -115,12 +115,12 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	r, span := httptrace.StartMCP(r, knownTool)
 	defer span.End()
 	w = httptrace.MCPResponse(w, span)
-	ctx := r.Context()
-	ctx = context.WithValue(ctx, requestKey{}, ctx)
-	r = r.WithContext(context.WithValue(ctx, runKey{}, run))
+	r = r.WithContext(context.WithValue(r.Context(), runKey{}, run))
 	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
 		return
 	}
+	ctx := r.Context()
+	r = r.WithContext(context.WithValue(ctx, requestKey{}, ctx))
 	a.requestID = reqid.FromContext(r.Context())
 	a.unknownTool = a.method == "tools/call" && !contains(f.cfg.Core.Callable(run), a.tool)
 	g := newGuard(w, a)
