@@ -165,6 +165,9 @@ func New(cfg Config) *Service {
 
 func (s *Service) now() time.Time { return s.cfg.Now() }
 
+// Now is the service's clock, which run expiries are read against.
+func (s *Service) Now() time.Time { return s.cfg.Now() }
+
 // Offers reports whether the gateway offers the tool at all: configured
 // and allowed by --allow-tool.
 func (s *Service) Offers(t loom.Tool) bool {

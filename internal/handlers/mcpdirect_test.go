@@ -138,7 +138,9 @@ func normal(body []byte) any {
 // path is answered as the SDK handler answers it, under every revision
 // spoken and none: the status, the headers a client reads, the body (as
 // JSON, handles and request ids aside), and what the call leaves in the
-// call log.
+// call log. Both sides are the listener's answers (its checks and the
+// guard that puts the SDK's refusals in its words), the direct path on
+// and off: no answer of either is in the SDK's words.
 func TestMCPDirectIsSDK(t *testing.T) {
 	t.Parallel()
 	setup := func(sdkOnly bool) (*mcpGateway, string) {
@@ -280,6 +282,9 @@ func TestMCPDirectIsSDK(t *testing.T) {
 		if diff := cmp.Diff(normal(want.Body.Bytes()), normal(got.Body.Bytes())); diff != "" {
 			t.Errorf("%s: body (-SDK +direct):\n%s", req.name, diff)
 		}
+		if !ownWords(want) {
+			t.Errorf("%s: %d %s: not the listener's words", req.name, want.Code, want.Body)
+		}
 	}
 	for _, run := range []string{"r", "limited", "narrow"} {
 		got, want := direct.hostDo(http.MethodGet, "/host/v1/runs/"+run+"/calls", ""), sdk.hostDo(http.MethodGet, "/host/v1/runs/"+run+"/calls", "")
@@ -294,6 +299,34 @@ func TestMCPDirectIsSDK(t *testing.T) {
 	if diff := cmp.Diff(audit, auditRecords(direct.logs.String())); diff != "" {
 		t.Errorf("audit records (-SDK +direct):\n%s", diff)
 	}
+}
+
+// ownWords reports whether an answer is the listener's: a problem, a
+// JSON-RPC result, an error with one of the face's messages, or an empty
+// 202.
+func ownWords(rec *httptest.ResponseRecorder) bool {
+	switch rec.Header().Get("Content-Type") {
+	case "application/problem+json":
+		return true
+	case "application/json":
+		var a struct {
+			Result json.RawMessage
+			Error  *struct{ Message string }
+		}
+		if json.Unmarshal(rec.Body.Bytes(), &a) != nil {
+			return false
+		}
+		if a.Error == nil {
+			return len(a.Result) > 0
+		}
+		for _, p := range []string{"Method not found: ", "Unknown tool ", "Invalid params: ", "Header mismatch: ", "Unsupported protocol version: ", "Run ended: "} {
+			if strings.HasPrefix(a.Error.Message, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return rec.Code == http.StatusAccepted && rec.Body.Len() == 0
 }
 
 // asStateless is req as a 2026-07-28 client sends it: the protocol
@@ -357,26 +390,34 @@ func mustJSON(v any) string {
 }
 
 // TestMCPClientGoneCancels: a client that goes away while its tools/call
-// runs cancels the call, under every revision, as on REST: the call log
-// says cancelled. (The SDK handler cancels it only under 2026-07-28; on
-// the direct path the call runs under the request's context.) The call
-// log says error, code cancelled.
+// runs cancels the call, under every revision, as on REST, on the direct
+// path and on the SDK's (a _meta with a progress token, or naming the
+// revision): the call log says cancelled. (The SDK handler runs a call
+// under a context of its own before 2026-07-28; the face ties it to the
+// request's.) The call log says error, code cancelled.
 func TestMCPClientGoneCancels(t *testing.T) {
 	t.Parallel()
 	g := newMCPGateway(t, gatewayOptions{RunFunc: cancellingLoom}, false, nil)
 	g.run(t, "r", "")
-	revs := []string{"", "2025-06-18", "2025-11-25"}
-	for _, rev := range revs {
-		g.send(mcpRequest{run: "r", revision: rev, cancel: true,
-			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loom_search","arguments":{"query":"atlas"}}}`}, "")
+	type sent struct{ what, revision, meta string }
+	var reqs []sent
+	for _, rev := range []string{"", "2025-06-18", "2025-11-25"} {
+		reqs = append(reqs, sent{"direct", rev, ""}, sent{"progress token", rev, `"_meta":{"progressToken":1},`})
+	}
+	reqs = append(reqs,
+		sent{"_meta naming the revision", "2025-06-18", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"},`},
+		sent{"_meta naming the revision", "2025-11-25", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"},`})
+	for _, req := range reqs {
+		g.send(mcpRequest{run: "r", revision: req.revision, cancel: true,
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + req.meta + `"name":"loom_search","arguments":{"query":"atlas"}}}`}, "")
 	}
 	calls := g.calls(t, "r")
-	if len(calls) != len(revs) {
-		t.Fatalf("%d calls, want %d", len(calls), len(revs))
+	if len(calls) != len(reqs) {
+		t.Fatalf("%d calls, want %d", len(calls), len(reqs))
 	}
 	for i, c := range calls {
 		if c.Code == nil || *c.Code != "cancelled" {
-			t.Errorf("revision %q: call %s is %s, want code cancelled", revs[i], c.OutputID, c.Status)
+			t.Errorf("%s under %q: call %s is %s, want code cancelled", reqs[i].what, reqs[i].revision, c.OutputID, c.Status)
 		}
 	}
 }

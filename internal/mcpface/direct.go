@@ -83,9 +83,9 @@ type direct struct {
 // name, or invalid UTF-8, is the SDK's.
 func parseDirect(r *http.Request, body []byte) (direct, bool) {
 	var d direct
-	revision := r.Header.Get("MCP-Protocol-Version")
+	revision := r.Header.Get("Mcp-Protocol-Version")
 	rev, ok := directRevisions[revision]
-	if !ok || len(r.Header.Values("Last-Event-ID")) > 0 {
+	if !ok || len(r.Header.Values("Last-Event-Id")) > 0 {
 		return d, false
 	}
 	d.stateless = rev.stateless
@@ -304,7 +304,8 @@ func statelessMeta(raw []byte, revision string) bool {
 // has written nothing.
 func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run, d *direct) bool {
 	names := f.cfg.Core.Callable(run)
-	var out, kept []byte
+	var out []byte
+	var kept *keptResult
 	switch d.method {
 	case "tools/call":
 		if !contains(names, d.tool) {
@@ -330,7 +331,6 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 			}
 		}()
 	default:
-		// The kept result is written as it is, not copied.
 		if kept = f.kept(r, run, names, d.method, d.stateless); kept == nil {
 			return false
 		}
@@ -343,12 +343,57 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 		_, _ = w.Write(out)
 		return true
 	}
-	if _, err := w.Write(out); err == nil {
-		if _, err := w.Write(kept); err == nil {
-			_, _ = w.Write([]byte{'}'})
+	// The kept result is written as it is, not copied, with the run's
+	// own cache hint (cacheable) written into out's room.
+	if _, err := w.Write(out); err != nil {
+		return true
+	}
+	if _, err := w.Write(kept.head); err != nil {
+		return true
+	}
+	if kept.tail != nil {
+		if _, err := w.Write(strconv.AppendInt(out[:0], int64(ttlMs(run, f.cfg.Core.Now())), 10)); err != nil {
+			return true
+		}
+		if _, err := w.Write(kept.tail); err != nil {
+			return true
 		}
 	}
+	_, _ = w.Write(closeBrace)
 	return true
+}
+
+var closeBrace = []byte{'}'}
+
+// keptResult is a result the direct path keeps: head, then for a result
+// with a cache hint the run's TTL and tail.
+type keptResult struct {
+	head, tail []byte
+}
+
+// splitTTL splits res, a result object, around the value of its
+// top-level ttlMs member.
+func splitTTL(res []byte) *keptResult {
+	dec := jsontext.NewDecoder(bytes.NewReader(res))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return &keptResult{head: res}
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			break
+		}
+		isTTL := name.String() == "ttlMs"
+		v, err := dec.ReadValue()
+		if err != nil {
+			break
+		}
+		if isTTL {
+			end := int(dec.InputOffset())
+			return &keptResult{head: res[:end-len(v)], tail: res[end:]}
+		}
+	}
+	return &keptResult{head: res}
 }
 
 // answers holds the buffers the direct path builds tool results in;
@@ -460,10 +505,11 @@ func contains(names []string, name string) bool {
 }
 
 // kept returns the SDK's result of method (ping or tools/list, whose
-// result depends only on the run's tools and the revision) for r's run,
-// asking the SDK the first time; nil if the SDK answered otherwise.
-func (f *Face) kept(r *http.Request, run store.Run, names []string, method string, stateless bool) []byte {
-	revision := r.Header.Get("MCP-Protocol-Version")
+// result depends only on the run's tools and the revision, but for its
+// cache hint's TTL) for r's run, asking the SDK the first time; nil if
+// the SDK answered otherwise.
+func (f *Face) kept(r *http.Request, run store.Run, names []string, method string, stateless bool) *keptResult {
+	revision := r.Header.Get("Mcp-Protocol-Version")
 	key := method + "\x00" + revision + "\x00" + strings.Join(names, ",")
 	f.mu.Lock()
 	res, ok := f.results[key]
@@ -471,10 +517,11 @@ func (f *Face) kept(r *http.Request, run store.Run, names []string, method strin
 	if ok {
 		return res
 	}
-	res = f.askSDK(run, method, revision, stateless)
-	if res == nil {
+	b := f.askSDK(run, method, revision, stateless)
+	if b == nil {
 		return nil
 	}
+	res = splitTTL(b)
 	f.mu.Lock()
 	f.results[key] = res
 	f.mu.Unlock()

@@ -28,7 +28,11 @@ const CodeRunEnded = -32010
 func (f *Face) ServeEnded(w http.ResponseWriter, r *http.Request) {
 	p := problem.New(problem.RunEnded)
 	p.RequestID = reqid.FromContext(r.Context())
-	var m message
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBytes()))
 	if err != nil || r.Method != http.MethodPost || json.Unmarshal(bytes.TrimSpace(body), &m) != nil ||
 		len(m.ID) == 0 || string(m.ID) == "null" || len(m.ID) > MaxNameBytes {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,7 +66,7 @@ type Face struct {
 	serverMeta []byte
 	// results holds the SDK's result of ping and tools/list per method,
 	// revision and set of tools, for the direct path (direct.go).
-	results map[string][]byte
+	results map[string]*keptResult
 }
 
 // runKey holds, in a request's context, the run the token opened.
@@ -73,7 +74,7 @@ type runKey struct{}
 
 // New returns the face over cfg.
 func New(cfg Config) *Face {
-	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}, results: map[string][]byte{},
+	f := &Face{cfg: cfg, servers: map[string]*mcp.Server{}, results: map[string]*keptResult{},
 		impl: &mcp.Implementation{Name: "loom-gateway", Version: cfg.Version}}
 	f.serverMeta, _ = json.Marshal(mcp.Meta{metaServerInfo: f.impl})
 	f.handler = mcp.NewStreamableHTTPHandler(f.server, &mcp.StreamableHTTPOptions{
@@ -92,13 +93,17 @@ func New(cfg Config) *Face {
 
 // ServeRun answers one MCP request of run, whose token the listener
 // has checked. Everything the transport refuses is refused here first,
-// as a problem (Check), so the SDK never answers in text of its own and
-// no batch reaches it. A ping, tools/list or tools/call the direct path
-// knows the SDK's answer to is answered there (direct.go); everything
-// else by the SDK handler.
+// as a problem (Check), so no batch reaches the SDK. A ping, tools/list
+// or tools/call the direct path knows the SDK's answer to is answered
+// there (direct.go); everything else by the SDK handler, through a
+// guard that puts whatever it refuses in the face's words (answer.go).
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
-	d, err := f.check(r)
+	d, a, err := f.check(r)
 	if err != nil {
+		if re, ok := errors.AsType[*rpcRefusal](err); ok {
+			writeRefusal(w, re, r.Header.Get("MCP-Protocol-Version"))
+			return
+		}
 		p := gateway.Problem(err)
 		if re, ok := errors.AsType[*refusal](err); ok {
 			p = re.problem
@@ -114,7 +119,46 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
 		return
 	}
-	f.handler.ServeHTTP(w, r)
+	ctx := r.Context()
+	r = r.WithContext(context.WithValue(ctx, requestKey{}, ctx))
+	a.requestID = reqid.FromContext(r.Context())
+	a.unknownTool = a.method == "tools/call" && !contains(f.cfg.Core.Callable(run), a.tool)
+	g := newGuard(w, a)
+	f.handler.ServeHTTP(g, r)
+	g.finish()
+}
+
+// requestKey holds, in a request's context, the HTTP request's own
+// context: the SDK runs a handler under a context of its own under the
+// revisions before 2026-07-28, which a client's going away does not
+// cancel.
+type requestKey struct{}
+
+// cacheable is cacheHint on the core's clock.
+func (f *Face) cacheable(ctx context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	cacheHint(ctx, c, f.cfg.Core.Now())
+}
+
+// cacheHint sets the cache hint of every result that carries one
+// (server/discover, tools/list and the other list methods): private to
+// the run, whose token the request carries, for no longer than the run
+// lives. A run's tools are the run's own (its allowed tools), so no
+// intermediary may serve one run's answer to another.
+func cacheHint(ctx context.Context, c *mcp.Cacheable, now time.Time) {
+	c.CacheScope = "private"
+	c.TTLMs = 0
+	if run, ok := ctx.Value(runKey{}).(store.Run); ok {
+		c.TTLMs = ttlMs(run, now)
+	}
+}
+
+// ttlMs is how long, in milliseconds, a run's answer may be kept at
+// now: the run's remaining life (0 for a run without an expiry).
+func ttlMs(run store.Run, now time.Time) int {
+	if run.ExpiresAt.IsZero() {
+		return 0
+	}
+	return int(max(run.ExpiresAt.Sub(now).Milliseconds(), 0))
 }
 
 // knownTool reports whether name is one of the gateway's tools, the only
@@ -141,6 +185,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 		Instructions:              Instructions,
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SupportedProtocolVersions: Revisions(),
+		SetCacheable:              f.cacheable,
 	})
 	for _, def := range f.cfg.Defs.For(names) {
 		s.AddTool(Tool(def), f.call(def.Name))
@@ -188,6 +233,13 @@ func (f *Face) call(name string) mcp.ToolHandler {
 		run, ok := ctx.Value(runKey{}).(store.Run)
 		if !ok {
 			return nil, errNoRun
+		}
+		// A client that goes away cancels its call under every revision.
+		if rc, ok := ctx.Value(requestKey{}).(context.Context); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(rc, cancel)()
 		}
 		args := []byte(req.Params.Arguments)
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
