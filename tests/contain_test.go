@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -150,5 +151,52 @@ func TestLoomSeesNoOtherProcess(t *testing.T) {
 	}
 	if strings.Contains(string(b), token) {
 		t.Errorf("the host token reached loom's probe")
+	}
+}
+
+// TestContainmentWithoutProcMount: where the proc mount is refused (a
+// non-root gateway, so in a user namespace, under a /proc that is partly
+// masked, as in a container), the gateway keeps the PID namespace without
+// the mount and its start-up log says so ("pid namespace", not
+// "pid+mount"); under the same /proc unmasked it says "pid+mount".
+func TestContainmentWithoutProcMount(t *testing.T) {
+	t.Parallel()
+	dir, bin := tokenFileDir(t) // needs root; a directory and binary uid 4242 can reach
+	for _, tool := range []string{"unshare", "setpriv", "mount", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s (util-linux) is needed: %v", tool, err)
+		}
+	}
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "loom.json")
+	if err := os.WriteFile(cfg, []byte(`{"cliPath":"/bin/true","transport":{"kind":"direct","instanceDir":"`+dir+`","runId":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(t *testing.T, mask bool, sock string) string {
+		t.Helper()
+		gw := "exec setpriv --reuid 4242 --regid 4242 --clear-groups " + bin + " --loom-retrieval-config " + cfg +
+			" --listen 127.0.0.1:0 --host-listen unix:" + filepath.Join(dir, sock) + " --log-format text"
+		script := gw
+		if mask {
+			script = "mount --bind /dev/null /proc/loadavg && " + gw
+		}
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+		cmd.Env = gatewayEnv()
+		out := &testkit.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		testkit.Poll(10*time.Second, func() bool { return strings.Contains(out.String(), "containment=") })
+		return out.String()
+	}
+	if out := start(t, true, "masked.sock"); !strings.Contains(out, `containment="pid namespace`) {
+		t.Errorf("under a masked /proc the log does not say pid namespace (without the mount):\n%s", out)
+	}
+	if out := start(t, false, "plain.sock"); !strings.Contains(out, `containment="pid+mount namespace`) {
+		t.Errorf("under an unmasked /proc the log does not say pid+mount namespace:\n%s", out)
 	}
 }
