@@ -2,14 +2,21 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/tests/fakeloom/scenario"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 
@@ -85,5 +92,111 @@ func TestGatewayKillLeavesNoProcess(t *testing.T) {
 	}
 	if out := g.output.String(); !strings.Contains(out, "namespace") {
 		t.Errorf("no start-up line about the containment:\n%s", out)
+	}
+}
+
+// TestLoomSeesNoOtherProcess: a loom in its namespace sees, through /proc,
+// its own processes only: not the gateway's (whose environment holds a
+// secret loom must never read, here E2E_GATEWAY_SECRET and the host token
+// passed as LOOM_GATEWAY_HOST_TOKEN), not its namespace's init (which,
+// inline, shares the gateway's memory), not another call's. The start-up
+// log names the containment "pid+mount namespace".
+func TestLoomSeesNoOtherProcess(t *testing.T) {
+	t.Parallel()
+	token := "host-" + strings.Repeat("e", 32)
+	g := startGateway(t, gwOptions{Env: []string{"LOOM_GATEWAY_HOST_TOKEN=" + token}})
+	out := waitOutput(t, g, "containment=")
+	if !strings.Contains(out, `containment="pid+mount namespace`) {
+		t.Errorf("the start-up log does not name a pid+mount namespace:\n%s", out)
+	}
+	writeFile(t, filepath.Join(g.Dir, "gateway.pid"), []byte(strconv.Itoa(g.cmd.Process.Pid)))
+	g.setBehaviour(t, "case-probe", behaviour{ProcProbe: true, Stdout: `{"hits":[]}`})
+	// Another call's loom, asleep while the probe looks.
+	g.setBehaviour(t, "case-sleeper", behaviour{Sleep: "2s", Stdout: `{"hits":[]}`})
+	r := g.newRun(t, client.CreateRunInput{})
+	slept := make(chan struct{})
+	go func() {
+		defer close(slept)
+		_, _ = try(context.Background(), r.Agent, r.ID, "loom_search", `{"query":"case=sleeper"}`)
+	}()
+	defer func() { <-slept }()
+	if !testkit.Poll(10*time.Second, func() bool { return len(g.loomCalls(t)) == 1 }) {
+		t.Fatal("the sleeper did not start")
+	}
+	rep, err := try(ctx(t), r.Agent, r.ID, "loom_search", `{"query":"case=probe"}`)
+	if err != nil || rep.Status != http.StatusOK {
+		t.Fatalf("probe call: %d %s %v", rep.Status, rep.Body, err)
+	}
+	b, err := os.ReadFile(filepath.Join(g.Dir, "procprobe-probe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p scenario.ProcProbe
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.GatewayEnviron != "error" {
+		t.Errorf("loom read /proc/<gateway pid>/environ: %q", p.GatewayEnviron)
+	}
+	if len(p.Marker) > 0 {
+		t.Errorf("loom read the gateway's environment in %v", p.Marker)
+	}
+	if len(p.Pids) != 2 || p.Pids[0] != 1 {
+		t.Errorf("loom's /proc lists %v, want its init (1) and itself only", p.Pids)
+	}
+	for _, f := range p.Readable {
+		if strings.HasPrefix(f, "1/environ") {
+			t.Errorf("loom read its init's %s", f)
+		}
+	}
+	if strings.Contains(string(b), token) {
+		t.Errorf("the host token reached loom's probe")
+	}
+}
+
+// TestContainmentWithoutProcMount: where the proc mount is refused (a
+// non-root gateway, so in a user namespace, under a /proc that is partly
+// masked, as in a container), the gateway keeps the PID namespace without
+// the mount and its start-up log says so ("pid namespace", not
+// "pid+mount"); under the same /proc unmasked it says "pid+mount".
+func TestContainmentWithoutProcMount(t *testing.T) {
+	t.Parallel()
+	dir, bin := tokenFileDir(t) // needs root; a directory and binary uid 4242 can reach
+	for _, tool := range []string{"unshare", "setpriv", "mount", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s (util-linux) is needed: %v", tool, err)
+		}
+	}
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "loom.json")
+	if err := os.WriteFile(cfg, []byte(`{"cliPath":"/bin/true","transport":{"kind":"direct","instanceDir":"`+dir+`","runId":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(t *testing.T, mask bool, sock string) string {
+		t.Helper()
+		gw := "exec setpriv --reuid 4242 --regid 4242 --clear-groups " + bin + " --loom-retrieval-config " + cfg +
+			" --listen 127.0.0.1:0 --host-listen unix:" + filepath.Join(dir, sock) + " --log-format text"
+		script := gw
+		if mask {
+			script = "mount --bind /dev/null /proc/loadavg && " + gw
+		}
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+		cmd.Env = gatewayEnv()
+		out := &testkit.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		testkit.Poll(10*time.Second, func() bool { return strings.Contains(out.String(), "containment=") })
+		return out.String()
+	}
+	if out := start(t, true, "masked.sock"); !strings.Contains(out, `containment="pid namespace`) {
+		t.Errorf("under a masked /proc the log does not say pid namespace (without the mount):\n%s", out)
+	}
+	if out := start(t, false, "plain.sock"); !strings.Contains(out, `containment="pid+mount namespace`) {
+		t.Errorf("under an unmasked /proc the log does not say pid+mount namespace:\n%s", out)
 	}
 }

@@ -36,7 +36,7 @@ func (g *gateway) loomProcesses(match string) []procs.Proc {
 		if match != "" && !strings.Contains(strings.Join(p.Cmdline, " "), match) && !(p.State == 'Z' && p.PPID == gw) {
 			continue
 		}
-		if match != "" && len(p.Cmdline) > 0 && p.Cmdline[0] == nsinit.Name {
+		if match != "" && len(p.Cmdline) > 0 && (p.Cmdline[0] == nsinit.Name || p.Cmdline[0] == nsinit.NameProc) {
 			continue
 		}
 		out = append(out, p)

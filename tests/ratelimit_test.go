@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,5 +103,35 @@ func TestRateLimit(t *testing.T) {
 	time.Sleep(time.Duration(ra) * time.Second)
 	if res := r.ok(t, "loom_search", `{"query":"q"}`); res.OutputId != r.ID+":loom_search:4" {
 		t.Errorf("after Retry-After: outputId %q, want %s:loom_search:4 (the refused calls took no number)", res.OutputId, r.ID)
+	}
+}
+
+// TestRunRateFloor: a --run-rate below one call a day is refused at
+// startup, naming the floor (1e-300 used to be taken, its refusals saying
+// Retry-After: 1 of a bucket that never refills); at the floor a refused
+// call's Retry-After is the day the bucket takes to refill.
+func TestRunRateFloor(t *testing.T) {
+	t.Parallel()
+	listen := []string{"--listen", "127.0.0.1:0", "--host-listen", "unix:" + filepath.Join(newScenarioDir(t), "host.sock")}
+	for _, rate := range []string{"1e-300", "0.00001", "0.000011574"} {
+		code, out := runGateway(t, nil, append([]string{"--run-rate", rate}, listen...)...)
+		if code != 2 {
+			t.Errorf("--run-rate %s: exit %d, want 2\n%s", rate, code, out)
+		}
+		for _, w := range []string{"--run-rate ", "one call a day", "0.0000115741"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("--run-rate %s: the refusal does not say %q:\n%s", rate, w, out)
+			}
+		}
+	}
+
+	g := startGateway(t, gwOptions{Flags: []string{"--run-rate", "0.0000115741", "--run-burst", "1"}})
+	g.setBehaviour(t, "search", behaviour{Stdout: `{"hits":[{"id":1}]}`})
+	r := g.newRun(t, client.CreateRunInput{})
+	r.ok(t, "loom_search", `{"query":"q"}`)
+	rep := r.call(t, "loom_search", `{"query":"q"}`)
+	wantProblem(t, rep, http.StatusTooManyRequests, "rate_limited")
+	if ra, err := strconv.Atoi(rep.Header.Get("Retry-After")); err != nil || ra < 86390 || ra > 86400 {
+		t.Errorf("Retry-After = %q at one call a day with an empty bucket, want the day it takes to refill (86400 s)", rep.Header.Get("Retry-After"))
 	}
 }

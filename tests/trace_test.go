@@ -295,6 +295,18 @@ func TestTraceREST(t *testing.T) {
 	if len(log) != 1 || log[0].TraceId == nil || *log[0].TraceId != traceID {
 		t.Errorf("call log traceId %v, want %s", log, traceID)
 	}
+
+	// A traceparent whose sampled flag is 00 still names the trace and the
+	// parent; the gateway's sampler (always on here) keeps the trace.
+	unsampled, traceID, parentID := "", testkit.RandomHex(16), testkit.RandomHex(8)
+	unsampled = "00-" + traceID + "-" + parentID + "-00"
+	if status, body := r.post(t, "/loom_search", `{"query":"q"}`, map[string]string{"traceparent": unsampled}); status != http.StatusOK {
+		t.Fatalf("status %d %s", status, body)
+	}
+	spans = traceSpans(t, traceID, "POST /v1/runs/{runId}/loom_search", "call loom_search", "loom search", "measure search")
+	if server := named(t, spans, "POST /v1/runs/{runId}/loom_search"); server.Parent != parentID {
+		t.Errorf("server span of an unsampled traceparent: parent %s, want %s", server.Parent, parentID)
+	}
 }
 
 // TestTraceMCP: an MCP tools/call whose params._meta carries a traceparent

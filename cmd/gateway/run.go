@@ -104,7 +104,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.maxHandlesPerRun, "max-handles-per-run", 100000, "handles one run may hold (handle_limit_reached past it)")
 	fs.Int64Var(&o.maxHandleBytesPerRun, "max-handle-bytes-per-run", 64<<20, "`bytes` one run's handles may hold: each handle's value, label, source, kind and label source (handle_limit_reached past it); 0 means no cap")
 	fs.IntVar(&o.maxCallsPerRun, "max-calls-per-run", 10000, "calls one run's call log may hold; every further tool call or describe_handle answers call_limit_reached (409); 0 means no cap")
-	fs.Float64Var(&o.runRate, "run-rate", 50, "tool calls (and describe_handle) one run may make a second, on average, across every replica sharing the store; past it a call answers rate_limited (429, with Retry-After); 0 means no limit")
+	fs.Float64Var(&o.runRate, "run-rate", 50, "tool calls (and describe_handle) one run may make a second, on average, across every replica sharing the store; past it a call answers rate_limited (429, with Retry-After); 0 means no limit, else at least one call a day (0.0000115741)")
 	fs.IntVar(&o.runBurst, "run-burst", 200, "tool calls one run may make at once above --run-rate, the size of its token bucket")
 	fs.IntVar(&o.maxLabelClauses, "max-label-clauses", 1000, "clauses a run's model-context label may hold; a call whose rows would take it past answers label_limit_reached (409) and none of them, as does an observation; 0 means no cap")
 	durationVar(fs, &o.runTTL, "run-ttl", time.Hour, "a run's lifetime when the host gives no ttlSeconds")
@@ -308,6 +308,11 @@ func (d *deps) build() (*gateway.Service, *handlers.Deps) {
 	return core, &handlers.Deps{Core: core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
 }
 
+// minRunRate is the slowest --run-rate the gateway takes, one call a day:
+// a refused call then waits at most a day, which Retry-After says in whole
+// seconds (86400 at most), rounded up, and the bucket keeps.
+const minRunRate = 1.0 / 86400
+
 // minHostToken is the shortest host token the gateway takes, in bytes.
 const minHostToken = 32
 
@@ -428,6 +433,9 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 	}
 	if o.runRate < 0 || math.IsNaN(o.runRate) || math.IsInf(o.runRate, 0) {
 		return nil, usagef("--run-rate %v: must be a number of calls a second, 0 or more (0: no limit)", o.runRate)
+	}
+	if o.runRate > 0 && o.runRate < minRunRate {
+		return nil, usagef("--run-rate %v: below the floor of one call a day (1/86400 calls a second: 0.0000115741 or more), under which a refused call's Retry-After could not say when the bucket refills; 0 means no limit", o.runRate)
 	}
 	if o.runRate > 0 && o.runBurst < 1 {
 		return nil, usagef("--run-burst %d: must be at least 1 with a --run-rate", o.runBurst)

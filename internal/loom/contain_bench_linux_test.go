@@ -40,8 +40,11 @@ func BenchmarkRunContained(b *testing.B) {
 		ok   func() error
 	}{
 		{"group", Containment{}, func() error { return nil }},
-		{"inline", Containment{Inline: true}, func() error { return probeInline(false) }},
-		{"inline-userns", Containment{Inline: true, UserNS: true}, func() error { return probeInline(true) }},
+		{"inline", Containment{Inline: true}, func() error { return probeInline(false, false) }},
+		{"inline-userns", Containment{Inline: true, UserNS: true}, func() error { return probeInline(true, false) }},
+		{"inline-proc", Containment{Inline: true, Proc: true}, func() error { return probeInline(false, true) }},
+		{"inline-userns-proc", Containment{Inline: true, UserNS: true, Proc: true}, func() error { return probeInline(true, true) }},
+		{"pidns-c-proc", Containment{Init: src, Proc: true}, func() error { return probe(Containment{Init: src, Proc: true}) }},
 		{"pidns-c", Containment{Init: src}, func() error { return probe(Containment{Init: src}) }},
 		{"userns-c", Containment{Init: src, UserNS: true}, func() error { return probe(Containment{Init: src, UserNS: true}) }},
 	}

@@ -14,7 +14,10 @@ import (
 // Contain returns the Containment this machine allows for commands: a PID
 // namespace where the gateway may make one (CAP_SYS_ADMIN), else a PID
 // namespace inside a user namespace of its own where unprivileged user
-// namespaces are allowed. Each namespace's init is the inline init where
+// namespaces are allowed; each with a mount namespace and a /proc of its
+// own (Proc) where that mount can be made, tried first, else without
+// (inside a container whose /proc is partly masked, a user namespace may
+// not mount a proc). Each namespace's init is the inline init where
 // the platform has it (linux/amd64, a kernel with clone3's
 // CLONE_CLEAR_SIGHAND and close_range: 5.9), else the C init of package
 // nsinit where it can be had (nsinit.Executable: x86-64, memory files
@@ -25,13 +28,15 @@ import (
 func Contain(exe string) (Containment, error) {
 	var errs []error
 	if nsinit.InlineAvailable {
-		for _, userNS := range []bool{false, true} {
-			c := Containment{Inline: true, UserNS: userNS}
-			err := probeInline(userNS)
-			if err == nil {
-				return c, nil
+		for _, proc := range []bool{true, false} {
+			for _, userNS := range []bool{false, true} {
+				c := Containment{Inline: true, UserNS: userNS, Proc: proc}
+				err := probeInline(userNS, proc)
+				if err == nil {
+					return c, nil
+				}
+				errs = append(errs, fmt.Errorf("%s: %w", c, err))
 			}
-			errs = append(errs, fmt.Errorf("%s: %w", c, err))
 		}
 	}
 	var inits []string
@@ -44,14 +49,16 @@ func Contain(exe string) (Containment, error) {
 	if len(inits) == 0 {
 		return Containment{}, errors.Join(append(errs, errors.New("loom: no init executable"))...)
 	}
-	for _, userNS := range []bool{false, true} {
-		for _, init := range inits {
-			c := Containment{Init: init, UserNS: userNS}
-			err := probe(c)
-			if err == nil {
-				return c, nil
+	for _, proc := range []bool{true, false} {
+		for _, userNS := range []bool{false, true} {
+			for _, init := range inits {
+				c := Containment{Init: init, UserNS: userNS, Proc: proc}
+				err := probe(c)
+				if err == nil {
+					return c, nil
+				}
+				errs = append(errs, fmt.Errorf("%s, init %s: %w", c, init, err))
 			}
-			errs = append(errs, fmt.Errorf("%s, init %s: %w", c, init, err))
 		}
 	}
 	return Containment{}, errors.Join(errs...)
@@ -61,7 +68,7 @@ func Contain(exe string) (Containment, error) {
 // them, and checks that it ran as the namespace's init.
 func probe(c Containment) error {
 	cmd := exec.Command(c.Init)
-	cmd.Args = []string{nsinit.Name}
+	cmd.Args = []string{initName(c)}
 	cmd.Env = []string{}
 	cmd.SysProcAttr = sysProcAttr(c)
 	return cmd.Run()
@@ -70,14 +77,14 @@ func probe(c Containment) error {
 // probeInline starts the inline init with a command that cannot start
 // (a directory) and checks that the init ran as its namespace's init and
 // reported the failed exec.
-func probeInline(userNS bool) error {
+func probeInline(userNS, proc bool) error {
 	null := devNull()
 	if null == nil {
 		return errors.New("loom: no null device")
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := nsinit.StartInline([]string{"/"}, []string{}, null, null, null, userNS)
+	p, err := nsinit.StartInlineProc([]string{"/"}, []string{}, null, null, null, userNS, proc)
 	if err != nil {
 		return err
 	}
@@ -97,13 +104,17 @@ func probeInline(userNS bool) error {
 // kernel kill it when the thread that started it ends (the gateway's death
 // included): see CLI.startAndWait. With c.Init it is the init of a new
 // PID namespace, in a new user namespace with c.UserNS, mapping the
-// gateway's uid and gid to themselves.
+// gateway's uid and gid to themselves, and in a new mount namespace with
+// c.Proc (the init mounts its /proc there).
 func sysProcAttr(c Containment) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if c.Init == "" {
 		return attr
 	}
 	attr.Cloneflags = syscall.CLONE_NEWPID
+	if c.Proc {
+		attr.Cloneflags |= syscall.CLONE_NEWNS
+	}
 	if c.UserNS {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		uid, gid := os.Getuid(), os.Getgid()

@@ -27,16 +27,18 @@ func containments(t *testing.T) map[string]Containment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := map[string]Containment{"pidns": {Init: exe}, "userns": {Init: exe, UserNS: true}}
+	all := map[string]Containment{"pidns": {Init: exe}, "userns": {Init: exe, UserNS: true},
+		"pidns-proc": {Init: exe, Proc: true}, "userns-proc": {Init: exe, UserNS: true, Proc: true}}
 	if p, err := nsinit.Executable(); err == nil {
 		all["pidns-c"], all["userns-c"] = Containment{Init: p}, Containment{Init: p, UserNS: true}
+		all["pidns-c-proc"], all["userns-c-proc"] = Containment{Init: p, Proc: true}, Containment{Init: p, UserNS: true, Proc: true}
 	} else {
 		t.Logf("no C init: %v", err)
 	}
 	out := map[string]Containment{}
-	for name, userNS := range map[string]bool{"inline": false, "inline-userns": true} {
-		if err := probeInline(userNS); err == nil {
-			out[name] = Containment{Inline: true, UserNS: userNS}
+	for name, c := range map[string]Containment{"inline": {}, "inline-userns": {UserNS: true}, "inline-proc": {Proc: true}, "inline-userns-proc": {UserNS: true, Proc: true}} {
+		if err := probeInline(c.UserNS, c.Proc); err == nil {
+			out[name] = Containment{Inline: true, UserNS: c.UserNS, Proc: c.Proc}
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
@@ -67,12 +69,15 @@ func TestContain(t *testing.T) {
 	if err != nil || (c.Init == "" && !c.Inline) {
 		t.Errorf("Contain = %+v, %v; want a namespace (the probes of %v worked)", c, err, cs)
 	}
-	if _, ok := cs["inline"]; ok {
-		if c != cs["inline"] {
-			t.Errorf("Contain = %+v, want the inline init, %+v", c, cs["inline"])
+	if _, ok := cs["inline-proc"]; ok {
+		if c != cs["inline-proc"] {
+			t.Errorf("Contain = %+v, want the inline init with a /proc of its own, %+v", c, cs["inline-proc"])
 		}
-	} else if _, ok := cs["pidns-c"]; ok && c != cs["pidns-c"] {
-		t.Errorf("Contain = %+v, want the C init in a PID namespace, %+v", c, cs["pidns-c"])
+	} else if _, ok := cs["pidns-c-proc"]; ok && c != cs["pidns-c-proc"] {
+		t.Errorf("Contain = %+v, want the C init in a PID and mount namespace, %+v", c, cs["pidns-c-proc"])
+	}
+	if c.Proc && !strings.HasPrefix(c.String(), "pid+mount namespace") {
+		t.Errorf("Contain = %+v named %q, want pid+mount namespace", c, c)
 	}
 }
 
@@ -285,4 +290,57 @@ func dead(pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestContainedProc: with Proc, loom's /proc lists its init and itself
+// only; the gateway's entries (here the test process's) are out of reach,
+// and the init's environ is unreadable (the inline init, which shares the
+// gateway's memory, is masked) or loom's own (an exec'd init). Without
+// Proc, loom reads the gateway's environ: the limit the docs state.
+func TestContainedProc(t *testing.T) {
+	t.Parallel()
+	type view struct {
+		Pids          []string
+		Other, Init   string
+		OwnEnvIsInits bool
+	}
+	look := func(t *testing.T, c Containment) view {
+		t.Helper()
+		argv, env := fake(t, "procview", strconv.Itoa(os.Getpid()))
+		out, err := New(Options{Contain: c, Timeout: 30 * time.Second}).Run(context.Background(), argv, env)
+		var v view
+		if err != nil || json.Unmarshal(out.Stdout, &v) != nil {
+			t.Fatalf("Run = %q, %v", out.Stdout, err)
+		}
+		return v
+	}
+	procs := 0
+	for name, c := range containments(t) {
+		if !c.Proc {
+			continue
+		}
+		procs++
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			v := look(t, c)
+			if len(v.Pids) != 2 || v.Pids[0] != "1" { // loom is 2, or past the Go init's threads
+				t.Errorf("/proc lists %v, want the init (1) and loom only", v.Pids)
+			}
+			if v.Other != "error" {
+				t.Errorf("loom read the environ of the gateway's pid")
+			}
+			if v.Init == "read" && !v.OwnEnvIsInits {
+				t.Errorf("loom read its init's environ, which is not its own")
+			}
+			if c.Inline && v.Init != "error" {
+				t.Errorf("loom read the inline init's environ (the gateway's memory)")
+			}
+		})
+	}
+	if procs == 0 {
+		t.Fatal("no containment with a /proc of its own here")
+	}
+	if v := look(t, Containment{}); v.Other != "read" {
+		t.Logf("in a process group loom could not read the gateway's environ here (%s)", v.Other)
+	}
 }

@@ -285,7 +285,7 @@ func (c *CLI) command(runCtx context.Context, argv, env []string, stdout *os.Fil
 	cmd.SysProcAttr = sysProcAttr(c.opts.Contain)
 	var status *os.File // the read end of the init's status pipe
 	if init := c.opts.Contain.Init; init != "" {
-		cmd.Path, cmd.Args = init, append([]string{nsinit.Name}, argv...)
+		cmd.Path, cmd.Args = init, append([]string{initName(c.opts.Contain)}, argv...)
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, nil, err
@@ -408,7 +408,7 @@ func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, std
 		started <- errors.New("loom: no null device")
 		return
 	}
-	p, err := nsinit.StartInline(argv, env, null, stdout, null, c.opts.Contain.UserNS)
+	p, err := nsinit.StartInlineProc(argv, env, null, stdout, null, c.opts.Contain.UserNS, c.opts.Contain.Proc)
 	if err != nil {
 		started <- err
 		return

@@ -2,11 +2,13 @@ package loom
 
 import (
 	"bytes"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +33,47 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeModeVar); mode != "" {
 		os.Exit(fakeLoom(mode, os.Args[1:]))
 	}
+	pidServer = servePids()
 	os.Exit(m.Run())
+}
+
+// pidServerVar names, in the fake's environment, the abstract unix socket
+// on which the test process tells a fake its pid as the test sees it
+// (servePids): in a PID namespace with a /proc of its own the fake cannot
+// read it from /proc.
+const pidServerVar = "LOOM_FAKE_PID_SERVER"
+
+// pidServer is the socket servePids listens on, "" where there is none.
+var pidServer string
+
+// servePids listens on an abstract unix socket and answers each
+// connection with the pid of the process that connected, read from
+// SO_PEERCRED, which the kernel gives in the reader's PID namespace.
+func servePids() string {
+	name := "loom-test-pids-" + strconv.Itoa(os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		return ""
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			pid := 0
+			if rc, err := c.(*net.UnixConn).SyscallConn(); err == nil {
+				_ = rc.Control(func(fd uintptr) {
+					if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+						pid = int(cred.Pid)
+					}
+				})
+			}
+			fmt.Fprint(c, pid)
+			c.Close()
+		}
+	}()
+	return name
 }
 
 // fakeLoom is the fake loom's main.
@@ -93,6 +135,30 @@ func fakeLoom(mode string, args []string) int {
 		for _, fd := range fds {
 			fmt.Print(fd.Name(), " ")
 		}
+	case "procview": // procview <pid>: what /proc shows of others
+		var v struct {
+			Pids          []string
+			Other, Init   string
+			OwnEnvIsInits bool
+		}
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				v.Pids = append(v.Pids, e.Name())
+			}
+		}
+		if _, err := os.ReadFile("/proc/" + arg(0) + "/environ"); err != nil {
+			v.Other = "error"
+		} else {
+			v.Other = "read"
+		}
+		own, _ := os.ReadFile("/proc/self/environ")
+		if b, err := os.ReadFile("/proc/1/environ"); err != nil {
+			v.Init = "error"
+		} else {
+			v.Init, v.OwnEnvIsInits = "read", bytes.Equal(b, own)
+		}
+		json.NewEncoder(os.Stdout).Encode(v)
 	case "signal":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Minute)
@@ -140,6 +206,15 @@ func fakeLoom(mode string, args []string) int {
 // hostPid is the fake's pid as /proc shows it, which in a PID namespace
 // of the fake's own is the gateway's view, not os.Getpid's.
 func hostPid() int {
+	if name := os.Getenv(pidServerVar); name != "" {
+		if c, err := net.Dial("unix", "@"+name); err == nil {
+			b, _ := io.ReadAll(c)
+			c.Close()
+			if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
+				return pid
+			}
+		}
+	}
 	s, _ := os.Readlink("/proc/self")
 	pid, _ := strconv.Atoi(s)
 	return pid
@@ -160,6 +235,9 @@ func fake(t *testing.T, mode string, args ...string) (argv, env []string) {
 // exits (GORACE atexit_sleep_ms, 1000 by default) unless told not to.
 func fakeEnv(mode string) []string {
 	env := []string{fakeModeVar + "=" + mode}
+	if name := pidServerName(); name != "" {
+		env = append(env, pidServerVar+"="+name)
+	}
 	if raceEnabled {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
@@ -655,4 +733,13 @@ func TestRunSlowReaderKeepsBufferedOutput(t *testing.T) {
 	if out.ExitCode != 0 || string(got) != payload {
 		t.Errorf("exit %d, read %d bytes of %d", out.ExitCode, len(got), len(payload))
 	}
+}
+
+// pidServerName is the pid server's name: the test process's own, or, in
+// a fake starting another, the one it was given.
+func pidServerName() string {
+	if pidServer != "" {
+		return pidServer
+	}
+	return os.Getenv(pidServerVar)
 }

@@ -22,6 +22,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -84,8 +86,16 @@ func main() {
 	os.Exit(act(dir, pidName, b))
 }
 
-// hostPid is this process's pid as /proc shows it.
+// hostPid is this process's pid as the test suite sees it: told by the
+// suite's pid server (a file named pid-server in a directory above
+// LOOM_INSTANCE_DIR names its abstract unix socket; it answers with the
+// pid SO_PEERCRED gives it, in its own PID namespace), since in a PID
+// namespace with a /proc of its own the fake cannot read it from /proc;
+// else the pid /proc shows.
 func hostPid() int {
+	if pid := askPidServer(os.Getenv("LOOM_INSTANCE_DIR")); pid > 0 {
+		return pid
+	}
 	s, err := os.Readlink("/proc/self")
 	if err != nil {
 		return os.Getpid()
@@ -95,6 +105,26 @@ func hostPid() int {
 		return os.Getpid()
 	}
 	return pid
+}
+
+// askPidServer asks the pid server named in a pid-server file in dir or
+// a directory above it for this process's pid; 0 when there is none.
+func askPidServer(dir string) int {
+	for i := 0; dir != "" && i < 4; i, dir = i+1, filepath.Dir(dir) {
+		name, err := os.ReadFile(filepath.Join(dir, "pid-server"))
+		if err != nil {
+			continue
+		}
+		c, err := net.Dial("unix", "@"+strings.TrimSpace(string(name)))
+		if err != nil {
+			return 0
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		pid, _ := strconv.Atoi(string(b))
+		return pid
+	}
+	return 0
 }
 
 // commandKey is the loom command of args: "page.read" for "page read ...".
@@ -148,6 +178,9 @@ func load(dir, name, key string) (Behaviour, bool) {
 }
 
 func act(dir, pidName string, b Behaviour) int {
+	if b.ProcProbe {
+		procProbe(dir, strings.Replace(strings.TrimSuffix(pidName, ".pid"), "grandchild-", "procprobe-", 1)+".json")
+	}
 	if b.LeaderPid {
 		leader := filepath.Join(dir, strings.Replace(pidName, "grandchild-", "leader-", 1))
 		_ = os.WriteFile(leader, []byte(strconv.Itoa(hostPid())), 0o600)
@@ -313,3 +346,52 @@ func spawned(mode, pidFile string) int {
 	time.Sleep(2 * time.Minute)
 	return 0
 }
+
+// procProbe writes to dir/file what this process can see of other
+// processes through /proc (scenario.ProcProbe): the pids listed, those
+// whose environ or cmdline it could read and whether one held marker
+// (gatewayMarker), and what reading the environ of the pid in
+// dir/gateway.pid (the gateway's, as the test sees it) gave.
+func procProbe(dir, file string) {
+	var p scenario.ProcProbe
+	self, _ := os.Readlink("/proc/self")
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		p.Pids = append(p.Pids, pid)
+		if e.Name() == self {
+			continue
+		}
+		for _, f := range []string{"environ", "cmdline"} {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/" + f)
+			if err != nil || len(b) == 0 {
+				continue
+			}
+			p.Readable = append(p.Readable, e.Name()+"/"+f)
+			if strings.Contains(string(b), gatewayMarker) {
+				p.Marker = append(p.Marker, e.Name()+"/"+f)
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "gateway.pid")); err == nil {
+		gw := strings.TrimSpace(string(b))
+		env, err := os.ReadFile("/proc/" + gw + "/environ")
+		switch {
+		case err != nil:
+			p.GatewayEnviron = "error"
+		case strings.Contains(string(env), gatewayMarker):
+			p.GatewayEnviron = "marker"
+		default:
+			p.GatewayEnviron = "read"
+		}
+	}
+	out, _ := json.Marshal(p)
+	_ = os.WriteFile(filepath.Join(dir, file+".tmp"), out, 0o600)
+	_ = os.Rename(filepath.Join(dir, file+".tmp"), filepath.Join(dir, file))
+}
+
+// gatewayMarker is in the test gateway's environment and never in loom's.
+const gatewayMarker = "E2E_GATEWAY_SECRET=not-for-loom"

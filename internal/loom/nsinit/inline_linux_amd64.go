@@ -49,13 +49,27 @@ type inlineBlock struct {
 	loomPid          int64 // loom's pid in the namespace
 	initPid          int64 // the init's own pid there: 1
 	gate             int32 // 1: the init waits (futex) for the maps of its user namespace; 0: it goes on; 2: it exits
+	_                int32
+	proc             int64   // nonzero: mount the namespace's /proc first (MountProc), in a mount namespace of its own
+	root, procFS     uintptr // "/" and "proc", NUL-terminated, for the mounts
+	procDir          uintptr // "/proc"
+	tmpfs, procInit  uintptr // "tmpfs" and "/proc/1": the init's own entry, masked
 }
+
+// The mounts' strings, NUL-terminated, for the inline init.
+var (
+	mountRoot    = [...]byte{'/', 0}
+	mountProcFS  = [...]byte{'p', 'r', 'o', 'c', 0}
+	mountProcDir = [...]byte{'/', 'p', 'r', 'o', 'c', 0}
+	mountTmpfs   = [...]byte{'t', 'm', 'p', 'f', 's', 0}
+	mountInit    = [...]byte{'/', 'p', 'r', 'o', 'c', '/', '1', 0}
+)
 
 // setupFailed: the init could not prepare loom's start (value: errno).
 const setupFailed = 'E'
 
 // blockSize is the room the block takes at the buffer's start.
-const blockSize = 128
+const blockSize = 160
 
 // inlineStack is the size of the buffer the inline init runs on: the
 // block, and a stack of which it uses under a hundred bytes.
@@ -104,6 +118,18 @@ type Inline struct {
 // without CAP_SYS_ADMIN; the command keeps the gateway's uid and gid, the
 // gateway writing the maps while the init waits for them.
 func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool) (*Inline, error) {
+	return StartInlineProc(argv, env, stdin, stdout, stderr, userNS, false)
+}
+
+// StartInlineProc is StartInline, and with proc the namespace also has a
+// mount namespace of its own (CLONE_NEWNS) in which the init, before it
+// starts loom, makes every mount private and mounts a /proc of its PID
+// namespace (as MountProc does): loom sees only its namespace's processes.
+// The init shares the gateway's memory, so its own entry, /proc/1, would
+// show the gateway's environment (environ) and memory (mem): it is
+// covered with an empty read-only tmpfs. A mount that fails ends the init
+// before loom starts; Reap returns the errno.
+func StartInlineProc(argv, env []string, stdin, stdout, stderr *os.File, userNS, proc bool) (*Inline, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("nsinit: no argv")
 	}
@@ -145,6 +171,15 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 	if userNS {
 		args.flags |= syscall.CLONE_NEWUSER
 		blk.gate = 1
+	}
+	if proc {
+		args.flags |= syscall.CLONE_NEWNS
+		blk.proc = 1
+		blk.root = uintptr(unsafe.Pointer(&mountRoot[0]))
+		blk.procFS = uintptr(unsafe.Pointer(&mountProcFS[0]))
+		blk.procDir = uintptr(unsafe.Pointer(&mountProcDir[0]))
+		blk.tmpfs = uintptr(unsafe.Pointer(&mountTmpfs[0]))
+		blk.procInit = uintptr(unsafe.Pointer(&mountInit[0]))
 	}
 	pid, errno := rawClone(&args, uintptr(unsafe.Pointer(blk)))
 	runtime.KeepAlive(stdin)

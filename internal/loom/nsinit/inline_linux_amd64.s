@@ -4,7 +4,8 @@
 
 // The inline init: see inline_linux_amd64.go. Block offsets (inlineBlock):
 // path 0, argv 8, envp 16, fds 24/32/40, state 48, value 56, loom pid 64,
-// init pid 72, gate 80.
+// init pid 72, gate 80, proc 88, "/" 96, "proc" 104, "/proc" 112,
+// "tmpfs" 120, "/proc/1" 128.
 
 // func rawClone(args *cloneArgs, blk uintptr) (pid, errno uintptr)
 TEXT ·rawClone(SB),NOSPLIT,$16-32
@@ -67,6 +68,42 @@ gate:
 	SYSCALL
 	JMP	gate
 gated:
+
+	// With proc, in the mount namespace clone3 made: every mount private,
+	// so nothing reaches the gateway's, then a proc of this PID namespace
+	// on /proc.
+	CMPQ	88(R12), $0
+	JEQ	mounted
+	MOVQ	$165, AX // mount(NULL, "/", NULL, MS_REC|MS_PRIVATE, NULL)
+	XORQ	DI, DI
+	MOVQ	96(R12), SI
+	XORQ	DX, DX
+	MOVQ	$0x44000, R10
+	XORQ	R8, R8
+	SYSCALL
+	TESTQ	AX, AX
+	JNE	setupfail
+	MOVQ	$165, AX // mount("proc", "/proc", "proc", MS_NOSUID|MS_NODEV|MS_NOEXEC, NULL)
+	MOVQ	104(R12), DI
+	MOVQ	112(R12), SI
+	MOVQ	104(R12), DX
+	MOVQ	$14, R10
+	XORQ	R8, R8
+	SYSCALL
+	TESTQ	AX, AX
+	JNE	setupfail
+	// The init's own entry shows the gateway's environment and memory
+	// (CLONE_VM): an empty read-only tmpfs over it.
+	MOVQ	$165, AX // mount("tmpfs", "/proc/1", "tmpfs", MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC, NULL)
+	MOVQ	120(R12), DI
+	MOVQ	128(R12), SI
+	MOVQ	120(R12), DX
+	MOVQ	$15, R10
+	XORQ	R8, R8
+	SYSCALL
+	TESTQ	AX, AX
+	JNE	setupfail
+mounted:
 
 	MOVQ	$109, AX // setpgid(0, 0)
 	XORQ	DI, DI

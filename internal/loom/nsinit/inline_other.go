@@ -24,6 +24,11 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 	return nil, errNoInline
 }
 
+// StartInlineProc fails: there is no inline init on this platform.
+func StartInlineProc(argv, env []string, stdin, stdout, stderr *os.File, userNS, proc bool) (*Inline, error) {
+	return nil, errNoInline
+}
+
 // Kill fails: there is no inline init on this platform.
 func (p *Inline) Kill() error { return errNoInline }
 

@@ -40,6 +40,15 @@ import (
 // Name is argv[0] of an init: a process started with it runs Main.
 const Name = "loom-gateway-init"
 
+// NameProc is argv[0] of an init that first mounts, in the mount
+// namespace it was started in (CLONE_NEWNS), a /proc of its own PID
+// namespace, having made every mount private so that nothing of it
+// reaches the gateway's mounts: loom then sees its namespace's processes
+// in /proc, not the gateway's or another call's. When either mount fails
+// the init starts nothing (the probe exits 1; a command reports
+// StartFailed with the errno).
+const NameProc = "loom-gateway-init-proc"
+
 // Kinds of Report.
 const (
 	// Started: loom runs; Value is 0.

@@ -11,9 +11,26 @@ import (
 // only an init function does. In any process not started as an init it
 // returns at once.
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == Name {
-		os.Exit(Main(os.Args[1:]))
+	if len(os.Args) > 0 && (os.Args[0] == Name || os.Args[0] == NameProc) {
+		os.Exit(run(os.Args[1:], os.Args[0] == NameProc))
 	}
+}
+
+// Mount flags for MountProc.
+const (
+	msPrivateRec = syscall.MS_REC | syscall.MS_PRIVATE
+	msProc       = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC
+)
+
+// MountProc makes every mount of the caller's mount namespace private
+// (so that what follows reaches no other namespace) and mounts on /proc
+// a proc of the caller's PID namespace. The init of NameProc calls it in
+// a mount namespace of its own.
+func MountProc() error {
+	if err := syscall.Mount("", "/", "", msPrivateRec, ""); err != nil {
+		return err
+	}
+	return syscall.Mount("proc", "/proc", "proc", msProc, "")
 }
 
 // statusFD is the descriptor the reports go to.
@@ -27,7 +44,24 @@ const statusFD = 3
 //
 // With no argv it starts nothing and returns 0 when the process is the
 // init of its PID namespace (pid 1), 1 otherwise: package loom's probe.
-func Main(argv []string) int {
+func Main(argv []string) int { return run(argv, false) }
+
+// run is Main, mounting the namespace's /proc first with proc (NameProc).
+func run(argv []string, proc bool) int {
+	if proc {
+		if err := MountProc(); err != nil {
+			if len(argv) == 0 {
+				return 1
+			}
+			var errno syscall.Errno
+			if !errors.As(err, &errno) {
+				errno = syscall.EINVAL
+			}
+			syscall.CloseOnExec(statusFD)
+			report(Report{Kind: StartFailed, Value: uint32(errno)})
+			return 127
+		}
+	}
 	if len(argv) == 0 {
 		if os.Getpid() == 1 {
 			return 0

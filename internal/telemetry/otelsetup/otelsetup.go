@@ -5,6 +5,7 @@ package otelsetup
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
@@ -37,7 +38,7 @@ func Configured(getenv func(string) string) bool {
 // Setup installs, when getenv configures tracing (Configured), a tracer
 // provider exporting through autoexport (otlp over http/protobuf or grpc,
 // console, none, as OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* say),
-// batching, sampled as OTEL_TRACES_SAMPLER says (every span by default),
+// batching, sampled by Sampler (every trace by default),
 // with a resource naming the service (service.name, service.version,
 // OTEL_RESOURCE_ATTRIBUTES). The autoexport and SDK read the process
 // environment, so getenv should be os.Getenv's view of it. shutdown
@@ -69,10 +70,42 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (shu
 			return nothing, err
 		}
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(Sampler(getenv)))
 	uninstall := telemetry.Install(tp)
 	return func(ctx context.Context) error {
 		uninstall()
 		return tp.Shutdown(ctx)
 	}, nil
+}
+
+// Sampler is the gateway's sampler: the root sampler OTEL_TRACES_SAMPLER
+// names (always_on, the default; always_off; traceidratio with
+// OTEL_TRACES_SAMPLER_ARG, 1 by default; each parentbased_ form names the
+// same root) decides every trace that reaches the gateway, whether or not
+// the request carries a traceparent. An agent's traceparent gives the
+// trace its id and the server span its parent, never the decision: its
+// sampled flag is the agent's to set, and 00 must not turn tracing off for
+// the agent's calls (nor 01 turn it on past the gateway's ratio). A span
+// whose parent is the gateway's own follows that parent, so a trace is
+// kept or dropped whole. An unknown sampler name is always_on.
+func Sampler(getenv func(string) string) sdktrace.Sampler {
+	root := rootSampler(getenv)
+	return sdktrace.ParentBased(root, sdktrace.WithRemoteParentSampled(root), sdktrace.WithRemoteParentNotSampled(root))
+}
+
+// rootSampler is the sampler OTEL_TRACES_SAMPLER names, its parentbased_
+// prefix aside.
+func rootSampler(getenv func(string) string) sdktrace.Sampler {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	switch strings.TrimPrefix(name, "parentbased_") {
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		ratio, err := strconv.ParseFloat(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")), 64)
+		if err != nil || ratio < 0 || ratio > 1 {
+			ratio = 1
+		}
+		return sdktrace.TraceIDRatioBased(ratio)
+	}
+	return sdktrace.AlwaysSample()
 }

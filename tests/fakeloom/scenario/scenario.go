@@ -38,6 +38,23 @@ type Behaviour struct {
 	Signal string `json:"signal,omitempty"`
 	// Exit is the exit code.
 	Exit int `json:"exit,omitempty"`
+	// ProcProbe writes DIR/procprobe-NAME.json (NAME as for Grandchild),
+	// a ProcProbe: what this process sees of others through /proc.
+	ProcProbe bool `json:"procProbe,omitempty"`
+}
+
+// ProcProbe is what a fake loom saw of other processes through /proc.
+type ProcProbe struct {
+	// Pids are the pids /proc lists.
+	Pids []int `json:"pids"`
+	// Readable are the "PID/environ" and "PID/cmdline" files of other
+	// processes it could read; Marker those holding the test gateway's
+	// own environment variable.
+	Readable []string `json:"readable"`
+	Marker   []string `json:"marker"`
+	// GatewayEnviron is what reading /proc/<the gateway's pid>/environ
+	// gave: "error", "read" (without the marker) or "marker".
+	GatewayEnviron string `json:"gatewayEnviron"`
 }
 
 // Record is one line of calls.jsonl: one invocation of the fake loom.

@@ -4,7 +4,8 @@
    Go runtime's start-up. argv[1..] is loom's argv, run with envp and
    descriptors 0-2; the reports go to descriptor 3 (closed on exec) in
    nsinit.Report's format. With no argv[1] it exits 0 when it is pid 1, 1
-   otherwise (the probe). Build (nsinit's elf_linux_amd64.go holds the
+   otherwise (the probe). Started as nsinit.NameProc it first mounts a
+   /proc of its PID namespace, as nsinit.MountProc does. Build (nsinit's elf_linux_amd64.go holds the
    result, written by cinit/build.sh):
 
      gcc -Os -static -nostdlib -fno-stack-protector \
@@ -29,12 +30,35 @@ static void report(char kind, unsigned v) {
 		off += n;
 	}
 }
+static long sys5(long n, long a, long b, long c, long d, long e) {
+	long r;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+	return r;
+}
+static int same(const char *a, const char *b) {
+	while (*a && *a == *b) a++, b++;
+	return *a == *b;
+}
 static void quit(int code) { for (;;) sys(231, code, 0, 0, 0); }
 static volatile long execErr;
 void start_c(long *sp) {
 	long argc = sp[0];
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
+	if (same(argv[0], "loom-gateway-init-proc")) {
+		/* nsinit.NameProc: every mount private (MS_REC|MS_PRIVATE), then a
+		   proc of this PID namespace on /proc (MS_NOSUID|MS_NODEV|MS_NOEXEC). */
+		long r = sys5(165, 0, (long)"/", 0, 0x44000, 0);
+		if (r == 0) r = sys5(165, (long)"proc", (long)"/proc", (long)"proc", 14, 0);
+		if (r < 0) {
+			if (argc < 2) quit(1);
+			sys(72, 3, 2, 1, 0);
+			report('F', (unsigned)-r);
+			quit(127);
+		}
+	}
 	if (argc < 2) quit(sys(39, 0, 0, 0, 0) == 1 ? 0 : 1); /* getpid */
 	sys(72, 3, 2, 1, 0); /* fcntl(3, F_SETFD, FD_CLOEXEC) */
 	execErr = 0;
