@@ -55,6 +55,10 @@ current="setup"
 run=$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")
 logs=$run/logs
 mkdir -p "$logs" "$run/tmp" "$run/bin"
+# TMPDIR is open to every user, as /tmp is: tests run the gateway as
+# another uid from a directory they make below it (tests/tokenfile_test.go).
+chmod 755 "$run"
+chmod 1777 "$run/tmp"
 lockdir=${TMPDIR:-/tmp}
 export TMPDIR=$run/tmp
 export LOOM_GATEWAY_REDIS_DIR=$run/redis LOOM_GATEWAY_OTELCOL_DIR=$run/otelcol
