@@ -42,7 +42,7 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$agent/healthz" >/dev/null &&
 # One pass of one SDK over one run: "<sdk> <dialect>" (none: the default).
 runs=[]
 n=0
-for pass in "@langchain/mcp-adapters" "@openai/agents-core" "@ai-sdk/mcp" "@mastra/mcp"; do
+for pass in "@langchain/mcp-adapters" "@openai/agents-core" "@openai/agents-core openai" "@ai-sdk/mcp" "@mastra/mcp"; do
   read -r sdk dialect <<<"$pass"
   n=$((n + 1))
   id="sdkcheck-$n"

@@ -98,6 +98,9 @@ func New(cfg Config) *Face {
 // else by the SDK handler.
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	d, err := f.check(r)
+	if err == nil {
+		err = checkDialect(r)
+	}
 	if err != nil {
 		p := gateway.Problem(err)
 		if re, ok := errors.AsType[*refusal](err); ok {
@@ -110,7 +113,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	r, span := httptrace.StartMCP(r, knownTool)
 	defer span.End()
 	w = httptrace.MCPResponse(w, span)
-	r = r.WithContext(context.WithValue(r.Context(), runKey{}, run))
+	r = withDialect(r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
 		return
 	}
@@ -131,7 +134,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	names := f.cfg.Core.Callable(run)
-	key := strings.Join(names, ",")
+	key := catalogKey(r, names)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.servers[key]; ok {
@@ -142,7 +145,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SupportedProtocolVersions: Revisions(),
 	})
-	for _, def := range f.cfg.Defs.For(names) {
+	for _, def := range f.defs(r, names) {
 		s.AddTool(Tool(def), f.call(def.Name))
 	}
 	f.servers[key] = s
@@ -212,6 +215,7 @@ func (f *Face) answer(ctx context.Context, run store.Run, name string, args []by
 
 // run validates args as the REST route does, then calls the core.
 func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
+	args = f.dialectArgs(ctx, name, args)
 	if err := f.cfg.Check.Body(http.MethodPost, "/v1/runs/{runId}/"+name, args); err != nil {
 		return nil, err
 	}
