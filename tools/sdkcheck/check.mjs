@@ -122,6 +122,9 @@ const sdks = {
     const ctx = new RunContext();
     const tools = new Map();
     for (const ft of fts) {
+      if (ft.strict !== true && openObject.has(ft.name) && !run.dialect) {
+        console.log(`note @openai/agents-core: ${ft.name} is non-strict on the default URL (the warning above is the SDK's: its value takes any JSON object); ?dialect=openai makes it strict`);
+      }
       const validate = ajvCompile(ft.parameters);
       const props = Object.keys(ft.parameters.properties ?? {});
       tools.set(ft.name, async (args) => {
