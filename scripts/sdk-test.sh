@@ -86,6 +86,8 @@ cd "$root"
 step "the MCP conformance suite against --demo"
 scripts/conformance.sh "$tmp/gateway"
 
+step "each agent SDK's own schema conversion over the catalog"; scripts/sdkcheck.sh "$tmp/gateway"
+
 step "every command of the README and docs/"
 scripts/doc-commands.sh "$tmp/gateway"
 

@@ -569,21 +569,42 @@ func (e ToolResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for McpParamsDialect.
+const (
+	McpParamsDialectAnthropic McpParamsDialect = "anthropic"
+	McpParamsDialectGemini    McpParamsDialect = "gemini"
+	McpParamsDialectOpenai    McpParamsDialect = "openai"
+)
+
+// Valid indicates whether the value is a known member of the McpParamsDialect enum.
+func (e McpParamsDialect) Valid() bool {
+	switch e {
+	case McpParamsDialectAnthropic:
+		return true
+	case McpParamsDialectGemini:
+		return true
+	case McpParamsDialectOpenai:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListToolsParamsDialect.
 const (
-	Anthropic ListToolsParamsDialect = "anthropic"
-	Gemini    ListToolsParamsDialect = "gemini"
-	Openai    ListToolsParamsDialect = "openai"
+	ListToolsParamsDialectAnthropic ListToolsParamsDialect = "anthropic"
+	ListToolsParamsDialectGemini    ListToolsParamsDialect = "gemini"
+	ListToolsParamsDialectOpenai    ListToolsParamsDialect = "openai"
 )
 
 // Valid indicates whether the value is a known member of the ListToolsParamsDialect enum.
 func (e ListToolsParamsDialect) Valid() bool {
 	switch e {
-	case Anthropic:
+	case ListToolsParamsDialectAnthropic:
 		return true
-	case Gemini:
+	case ListToolsParamsDialectGemini:
 		return true
-	case Openai:
+	case ListToolsParamsDialectOpenai:
 		return true
 	default:
 		return false
@@ -1103,6 +1124,15 @@ type ListCallsParams struct {
 // McpJSONBody defines parameters for Mcp.
 type McpJSONBody = map[string]interface{}
 
+// McpParams defines parameters for Mcp.
+type McpParams struct {
+	// Dialect The provider whose reading of JSON Schema the input schemas of `tools/list` follow.
+	Dialect *McpParamsDialect `form:"dialect,omitempty" json:"dialect,omitempty"`
+}
+
+// McpParamsDialect defines parameters for Mcp.
+type McpParamsDialect string
+
 // ListToolsParams defines parameters for ListTools.
 type ListToolsParams struct {
 	// Dialect The provider whose reading of JSON Schema the input schemas follow.
@@ -1536,12 +1566,15 @@ type ClientInterface interface {
 	// is one JSON-RPC message; answers are `application/json`. GET and
 	// DELETE answer 405: the server offers no standalone stream and no
 	// sessions. A request with an `Origin` header not allowed by
-	// `--mcp-allow-origin` answers 403.
+	// `--mcp-allow-origin` answers 403. With `dialect` (as on
+	// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+	// in that provider's reading, for a client that hands MCP tools to
+	// that provider.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-	McpWithBody(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	McpWithBody(ctx context.Context, runId RunId, params *McpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Mcp The run's tools over the Model Context Protocol
 	//
@@ -1551,12 +1584,15 @@ type ClientInterface interface {
 	// is one JSON-RPC message; answers are `application/json`. GET and
 	// DELETE answer 405: the server offers no standalone stream and no
 	// sessions. A request with an `Origin` header not allowed by
-	// `--mcp-allow-origin` answers 403.
+	// `--mcp-allow-origin` answers 403. With `dialect` (as on
+	// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+	// in that provider's reading, for a client that hands MCP tools to
+	// that provider.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-	Mcp(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	Mcp(ctx context.Context, runId RunId, params *McpParams, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WriteResultWithBody Write the run's structured result
 	//
@@ -2226,13 +2262,16 @@ func (c *Client) LoomSearch(ctx context.Context, runId RunId, body LoomSearchJSO
 // is one JSON-RPC message; answers are `application/json`. GET and
 // DELETE answer 405: the server offers no standalone stream and no
 // sessions. A request with an `Origin` header not allowed by
-// `--mcp-allow-origin` answers 403.
+// `--mcp-allow-origin` answers 403. With `dialect` (as on
+// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+// in that provider's reading, for a client that hands MCP tools to
+// that provider.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-func (c *Client) McpWithBody(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewMcpRequestWithBody(c.Server, runId, contentType, body)
+func (c *Client) McpWithBody(ctx context.Context, runId RunId, params *McpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpRequestWithBody(c.Server, runId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2251,13 +2290,16 @@ func (c *Client) McpWithBody(ctx context.Context, runId RunId, contentType strin
 // is one JSON-RPC message; answers are `application/json`. GET and
 // DELETE answer 405: the server offers no standalone stream and no
 // sessions. A request with an `Origin` header not allowed by
-// `--mcp-allow-origin` answers 403.
+// `--mcp-allow-origin` answers 403. With `dialect` (as on
+// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+// in that provider's reading, for a client that hands MCP tools to
+// that provider.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-func (c *Client) Mcp(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewMcpRequest(c.Server, runId, body)
+func (c *Client) Mcp(ctx context.Context, runId RunId, params *McpParams, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpRequest(c.Server, runId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3211,18 +3253,18 @@ func NewLoomSearchRequestWithBody(server string, runId RunId, contentType string
 }
 
 // NewMcpRequest calls the generic Mcp builder with application/json body
-func NewMcpRequest(server string, runId RunId, body McpJSONRequestBody) (*http.Request, error) {
+func NewMcpRequest(server string, runId RunId, params *McpParams, body McpJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewMcpRequestWithBody(server, runId, "application/json", bodyReader)
+	return NewMcpRequestWithBody(server, runId, params, "application/json", bodyReader)
 }
 
 // NewMcpRequestWithBody constructs an http.Request for the Mcp method, with any body, and a specified content type
-func NewMcpRequestWithBody(server string, runId RunId, contentType string, body io.Reader) (*http.Request, error) {
+func NewMcpRequestWithBody(server string, runId RunId, params *McpParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3245,6 +3287,33 @@ func NewMcpRequestWithBody(server string, runId RunId, contentType string, body 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Dialect != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dialect", *params.Dialect, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -3738,12 +3807,15 @@ type ClientWithResponsesInterface interface {
 	// is one JSON-RPC message; answers are `application/json`. GET and
 	// DELETE answer 405: the server offers no standalone stream and no
 	// sessions. A request with an `Origin` header not allowed by
-	// `--mcp-allow-origin` answers 403.
+	// `--mcp-allow-origin` answers 403. With `dialect` (as on
+	// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+	// in that provider's reading, for a client that hands MCP tools to
+	// that provider.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-	McpWithBodyWithResponse(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error)
+	McpWithBodyWithResponse(ctx context.Context, runId RunId, params *McpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error)
 
 	// McpWithResponse The run's tools over the Model Context Protocol
 	//
@@ -3753,12 +3825,15 @@ type ClientWithResponsesInterface interface {
 	// is one JSON-RPC message; answers are `application/json`. GET and
 	// DELETE answer 405: the server offers no standalone stream and no
 	// sessions. A request with an `Origin` header not allowed by
-	// `--mcp-allow-origin` answers 403.
+	// `--mcp-allow-origin` answers 403. With `dialect` (as on
+	// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+	// in that provider's reading, for a client that hands MCP tools to
+	// that provider.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-	McpWithResponse(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error)
+	McpWithResponse(ctx context.Context, runId RunId, params *McpParams, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error)
 
 	// WriteResultWithBodyWithResponse Write the run's structured result
 	//
@@ -5393,13 +5468,16 @@ func (c *ClientWithResponses) LoomSearchWithResponse(ctx context.Context, runId 
 // is one JSON-RPC message; answers are `application/json`. GET and
 // DELETE answer 405: the server offers no standalone stream and no
 // sessions. A request with an `Origin` header not allowed by
-// `--mcp-allow-origin` answers 403.
+// `--mcp-allow-origin` answers 403. With `dialect` (as on
+// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+// in that provider's reading, for a client that hands MCP tools to
+// that provider.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-func (c *ClientWithResponses) McpWithBodyWithResponse(ctx context.Context, runId RunId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error) {
-	rsp, err := c.McpWithBody(ctx, runId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) McpWithBodyWithResponse(ctx context.Context, runId RunId, params *McpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpResponse, error) {
+	rsp, err := c.McpWithBody(ctx, runId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5414,13 +5492,16 @@ func (c *ClientWithResponses) McpWithBodyWithResponse(ctx context.Context, runId
 // is one JSON-RPC message; answers are `application/json`. GET and
 // DELETE answer 405: the server offers no standalone stream and no
 // sessions. A request with an `Origin` header not allowed by
-// `--mcp-allow-origin` answers 403.
+// `--mcp-allow-origin` answers 403. With `dialect` (as on
+// `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+// in that provider's reading, for a client that hands MCP tools to
+// that provider.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs/{runId}/mcp (the `Mcp` operationId).
-func (c *ClientWithResponses) McpWithResponse(ctx context.Context, runId RunId, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error) {
-	rsp, err := c.Mcp(ctx, runId, body, reqEditors...)
+func (c *ClientWithResponses) McpWithResponse(ctx context.Context, runId RunId, params *McpParams, body McpJSONRequestBody, reqEditors ...RequestEditorFn) (*McpResponse, error) {
+	rsp, err := c.Mcp(ctx, runId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -505,19 +505,19 @@ func contains(names []string, name string) bool {
 }
 
 // kept returns the SDK's result of method (ping or tools/list, whose
-// result depends only on the run's tools and the revision, but for its
-// cache hint's TTL) for r's run, asking the SDK the first time; nil if
-// the SDK answered otherwise.
+// result depends only on the run's tools, the dialect and the revision,
+// but for its cache hint's TTL) for r's run, asking the SDK the first
+// time; nil if the SDK answered otherwise.
 func (f *Face) kept(r *http.Request, run store.Run, names []string, method string, stateless bool) *keptResult {
 	revision := r.Header.Get("Mcp-Protocol-Version")
-	key := method + "\x00" + revision + "\x00" + strings.Join(names, ",")
+	key := method + "\x00" + revision + "\x00" + catalogKey(r, names)
 	f.mu.Lock()
 	res, ok := f.results[key]
 	f.mu.Unlock()
 	if ok {
 		return res
 	}
-	b := f.askSDK(run, method, revision, stateless)
+	b := f.askSDK(run, method, revision, stateless, r.URL.RawQuery)
 	if b == nil {
 		return nil
 	}
@@ -529,15 +529,15 @@ func (f *Face) kept(r *http.Request, run store.Run, names []string, method strin
 }
 
 // askSDK sends the SDK handler one request of method, without params
-// but the stateless revision's _meta, under revision, for run, and
-// returns its result.
-func (f *Face) askSDK(run store.Run, method, revision string, stateless bool) []byte {
+// but the stateless revision's _meta, under revision, for run, with
+// query (the request's, which names its dialect), and returns its result.
+func (f *Face) askSDK(run store.Run, method, revision string, stateless bool, query string) []byte {
 	ctx := context.WithValue(context.Background(), runKey{}, run)
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"}`
 	if stateless {
 		body = `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{"` + metaVersion + `":"` + revision + `","` + metaCapabilities + `":{}}}}`
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/?"+query, strings.NewReader(body))
 	if err != nil {
 		return nil
 	}

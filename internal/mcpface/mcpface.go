@@ -99,6 +99,9 @@ func New(cfg Config) *Face {
 // guard that puts whatever it refuses in the face's words (answer.go).
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	d, a, err := f.check(r)
+	if err == nil {
+		err = checkDialect(r)
+	}
 	if err != nil {
 		if re, ok := errors.AsType[*rpcRefusal](err); ok {
 			writeRefusal(w, re, r.Header.Get("MCP-Protocol-Version"))
@@ -115,7 +118,7 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	r, span := httptrace.StartMCP(r, knownTool)
 	defer span.End()
 	w = httptrace.MCPResponse(w, span)
-	r = r.WithContext(context.WithValue(r.Context(), runKey{}, run))
+	r = withDialect(r.WithContext(context.WithValue(r.Context(), runKey{}, run)))
 	if d != nil && !f.cfg.SDKOnly && f.serveDirect(w, r, run, d) {
 		return
 	}
@@ -175,7 +178,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	names := f.cfg.Core.Callable(run)
-	key := strings.Join(names, ",")
+	key := catalogKey(r, names)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.servers[key]; ok {
@@ -187,7 +190,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 		SupportedProtocolVersions: Revisions(),
 		SetCacheable:              f.cacheable,
 	})
-	for _, def := range f.cfg.Defs.For(names) {
+	for _, def := range f.defs(r, names) {
 		s.AddTool(Tool(def), f.call(def.Name))
 	}
 	f.servers[key] = s
@@ -264,6 +267,7 @@ func (f *Face) answer(ctx context.Context, run store.Run, name string, args []by
 
 // run validates args as the REST route does, then calls the core.
 func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
+	args = f.dialectArgs(ctx, name, args)
 	if err := f.cfg.Check.Body(http.MethodPost, "/v1/runs/{runId}/"+name, args); err != nil {
 		return nil, err
 	}

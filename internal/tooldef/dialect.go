@@ -67,21 +67,47 @@ func In(t Tool, d Dialect) (Tool, error) {
 	return t, nil
 }
 
-// anyValue is what a schema without a type (the result writer's value:
-// any JSON) becomes where a provider cannot say "any JSON value": a
-// string, a number, a boolean, or a list of strings (a list of handles
-// cites them).
-func anyValue(desc any) map[string]any {
-	m := map[string]any{"anyOf": []any{
-		map[string]any{"type": "string"},
-		map[string]any{"type": "number"},
-		map[string]any{"type": "boolean"},
-		map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-	}}
-	if desc != nil {
-		m["description"] = desc
+// anyValue is what a schema of any JSON value but null (the result
+// writer's value, a row's value) becomes where a provider cannot say it:
+// a string, a number, a boolean, or a list of strings (a list of
+// handles cites them). Its description says so, not "any JSON value".
+func anyValue() map[string]any {
+	return map[string]any{
+		"description": anyValueText,
+		"anyOf": []any{
+			map[string]any{"type": "string"},
+			map[string]any{"type": "number"},
+			map[string]any{"type": "boolean"},
+			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		},
 	}
-	return m
+}
+
+// anyValueText is the description of anyValue.
+const anyValueText = "A string, a number, a boolean, or a list of strings (for example cfh:v: handles, each exactly as it came back)."
+
+// isAnyValue reports whether s is a schema of any JSON value but null:
+// untyped with nothing else that constrains it, or typed as the list of
+// every type but null (the default catalog's form).
+func isAnyValue(s map[string]any) bool {
+	if s["anyOf"] != nil || s["oneOf"] != nil || s["allOf"] != nil || s["properties"] != nil || s["items"] != nil || s["enum"] != nil {
+		return false
+	}
+	switch t := s["type"].(type) {
+	case nil:
+		return true
+	case []any:
+		if len(t) != len(anyJSON) {
+			return false
+		}
+		for _, x := range anyJSON {
+			if !slices.Contains(t, any(x)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // strict is s under OpenAI's strict function-calling rules: every object
@@ -89,8 +115,8 @@ func anyValue(desc any) map[string]any {
 // optional one taking null; keywords strict mode does not take dropped;
 // oneOf read as anyOf.
 func strict(s map[string]any) map[string]any {
-	if _, typed := s["type"]; !typed && s["anyOf"] == nil && s["oneOf"] == nil && s["properties"] == nil {
-		s = anyValue(s["description"])
+	if isAnyValue(s) {
+		s = anyValue()
 	}
 	for _, k := range []string{"minLength", "maxLength", "uniqueItems", "default", "examples", "title", "minProperties", "maxProperties"} {
 		delete(s, k)
@@ -177,8 +203,8 @@ var geminiKeys = []string{"type", "format", "title", "description", "nullable", 
 // subset): one type, null said as nullable, no additionalProperties, a
 // string format only where it is date-time.
 func gemini(s map[string]any) map[string]any {
-	if _, typed := s["type"]; !typed && s["anyOf"] == nil && s["oneOf"] == nil && s["properties"] == nil {
-		s = anyValue(s["description"])
+	if isAnyValue(s) {
+		s = anyValue()
 	}
 	if one, ok := s["oneOf"]; ok {
 		s["anyOf"] = one

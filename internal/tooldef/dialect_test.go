@@ -213,21 +213,43 @@ func TestProviderRules(t *testing.T) {
 	}
 }
 
-// TestSchemaStatesItsRules: loom_search says "query or person" in its
-// schema (as if/then, which Anthropic takes at the top level); every date,
-// time-zone and source field says its format with an example; the
-// result writer's value is any JSON in the default catalog and typed in
-// the dialects that need a type.
+// TestSchemaStatesItsRules: no input schema of the default catalog has a
+// composition keyword at its top level (agent SDKs flatten a top-level
+// if/then or anyOf into "both required", or drop the tool's strictness);
+// loom_search says "query or person" in words, on both members and in
+// its description; every date, time-zone and source field says its
+// format with an example; a value of any JSON (the result writer's, a
+// row's) is typed as every type but null in the default catalog, and in
+// the dialects that cannot say that, typed as what they can, with a
+// description that says what the schema takes.
 func TestSchemaStatesItsRules(t *testing.T) {
 	set, err := Contract()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range set.Names() {
+		tool, _ := set.Tool(name)
+		var s map[string]any
+		if err := json.Unmarshal(tool.InputSchema, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"if", "then", "else", "anyOf", "oneOf", "allOf", "not"} {
+			if _, ok := s[k]; ok {
+				t.Errorf("%s: %s at the top level of its input schema", name, k)
+			}
+		}
+	}
 	search, _ := set.Tool("loom_search")
-	var s map[string]any
+	var s struct {
+		Required   []string
+		Properties map[string]struct{ Description string }
+	}
 	_ = json.Unmarshal(search.InputSchema, &s)
-	if fmt.Sprint(s["if"]) != "map[not:map[required:[query]]]" || fmt.Sprint(s["then"]) != "map[required:[person]]" {
-		t.Errorf("loom_search states no query-or-person rule: if %v then %v", s["if"], s["then"])
+	if len(s.Required) != 0 ||
+		!strings.HasPrefix(s.Properties["query"].Description, "Required unless `person` is given.") ||
+		!strings.HasPrefix(s.Properties["person"].Description, "Required unless `query` is given.") ||
+		!strings.Contains(search.Description, "a call with neither is refused") {
+		t.Errorf("loom_search states no query-or-person rule: %s / %q", search.InputSchema, search.Description)
 	}
 	fields := map[string][]string{"loom_search": {"since", "until", "tz", "sources"}, "loom_context": {"at", "since", "until"}}
 	for tool, names := range fields {
@@ -248,10 +270,25 @@ func TestSchemaStatesItsRules(t *testing.T) {
 		t.Errorf("loom_calendar_list: %q", cal.Description)
 	}
 	res, _ := set.Tool("result")
+	anyJSONType := `"type":["object","array","string","number","boolean"]`
+	if !strings.Contains(string(res.InputSchema), anyJSONType) {
+		t.Errorf("result: value not typed: %s", res.InputSchema)
+	}
+	if !strings.Contains(string(search.OutputSchema), `"value":{"description":"Any JSON value except null.",`+anyJSONType+`}`) {
+		t.Errorf("loom_search: entries[].value not typed: %s", search.OutputSchema)
+	}
 	for _, d := range []Dialect{OpenAI, Gemini} {
 		got, _ := In(res, d)
-		if !strings.Contains(string(got.InputSchema), `"anyOf"`) {
-			t.Errorf("result in %s: value untyped: %s", d, got.InputSchema)
+		var v struct {
+			Properties map[string]struct {
+				Description string
+				AnyOf       []map[string]any
+			}
+		}
+		_ = json.Unmarshal(got.InputSchema, &v)
+		value := v.Properties["value"]
+		if len(value.AnyOf) != 4 || value.Description != anyValueText || strings.Contains(string(got.InputSchema), "Any JSON") {
+			t.Errorf("result in %s: value %s", d, got.InputSchema)
 		}
 	}
 	if _, err := In(res, "cohere"); err == nil {

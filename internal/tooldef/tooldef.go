@@ -207,18 +207,43 @@ func plain(s *openapi3.Schema, depth int) map[string]any {
 		m["not"] = plain(s.Not.Value, depth+1)
 	}
 	// x-required-any-of names members of which at least one is required
-	// (loom_search's query or person). The served schema says it as "if
-	// the first is absent, the second is required" (if/then), which every
-	// validator reads and Anthropic's API takes at the top level (it
-	// refuses anyOf, oneOf and allOf there); the contract's validator
-	// leaves it to the argument builder, whose refusal names the member
+	// (loom_search's query or person). No schema keyword says it that
+	// every client converts: agent SDKs flatten a top-level if/then or
+	// anyOf into "both required" or drop the tool's strictness, and
+	// Anthropic refuses anyOf, oneOf and allOf there. So the schema says
+	// it in words, on each member (and the tool's description), and the
+	// argument builder enforces it: its refusal names the member
 	// (one_of_required).
 	if names, ok := s.Extensions["x-required-any-of"].([]any); ok && len(names) == 2 {
-		m["if"] = map[string]any{"not": map[string]any{"required": []any{names[0]}}}
-		m["then"] = map[string]any{"required": []any{names[1]}}
+		if props, ok := m["properties"].(map[string]any); ok {
+			for i, n := range names {
+				name, _ := n.(string)
+				other, _ := names[1-i].(string)
+				if p, ok := props[name].(map[string]any); ok {
+					rule := "Required unless `" + other + "` is given."
+					if d, ok := p["description"].(string); ok && d != "" {
+						rule = rule + " " + d
+					}
+					p["description"] = rule
+				}
+			}
+		}
+	}
+	// A schema with no type and nothing else to say what it holds, and
+	// not nullable, is OpenAPI 3.0's "any JSON value except null"
+	// (AnyValue: a row's value, the result writer's value). JSON Schema
+	// says that as the list of the other types; a client that reads a
+	// schema without a type as "no value" (or a provider that wants one)
+	// then reads what the gateway takes.
+	if _, typed := m["type"]; !typed && !s.Nullable && len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) == 0 &&
+		s.Not == nil && s.Items == nil && len(s.Properties) == 0 && len(s.Enum) == 0 {
+		m["type"] = slices.Clone(anyJSON)
 	}
 	return m
 }
+
+// anyJSON is every JSON type but null (integer is a number).
+var anyJSON = []string{"object", "array", "string", "number", "boolean"}
 
 // Contract is the definitions of the gateway's own contract
 // (api/openapi.yaml), read once.

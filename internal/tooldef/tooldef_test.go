@@ -123,3 +123,25 @@ func TestNullable(t *testing.T) {
 		t.Errorf("Plain = %s", got)
 	}
 }
+
+// TestHandleLifetime: every tool that mints handles, and describe_handle,
+// says that a handle lasts as long as its run.
+func TestHandleLifetime(t *testing.T) {
+	set, err := Contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range set.Names() {
+		tool, _ := set.Tool(name)
+		if name == "result" {
+			continue
+		}
+		want := "which lasts as long as this run"
+		if name == "describe_handle" {
+			want = "A handle lasts as long as the run that holds it."
+		}
+		if !strings.Contains(tool.Description, want) {
+			t.Errorf("%s: the description does not state a handle's lifetime: %q", name, tool.Description)
+		}
+	}
+}

@@ -253,7 +253,10 @@ export interface paths {
          *     is one JSON-RPC message; answers are `application/json`. GET and
          *     DELETE answer 405: the server offers no standalone stream and no
          *     sessions. A request with an `Origin` header not allowed by
-         *     `--mcp-allow-origin` answers 403.
+         *     `--mcp-allow-origin` answers 403. With `dialect` (as on
+         *     `GET /v1/runs/{runId}/tools`), `tools/list` gives each input schema
+         *     in that provider's reading, for a client that hands MCP tools to
+         *     that provider.
          */
         post: operations["mcp"];
         delete?: never;
@@ -1244,7 +1247,10 @@ export interface operations {
     };
     mcp: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The provider whose reading of JSON Schema the input schemas of `tools/list` follow. */
+                dialect?: "anthropic" | "gemini" | "openai";
+            };
             header?: never;
             path: {
                 /**
