@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -11,33 +11,38 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 )
 
-// durationFlag is a time.Duration flag whose refusal says how to write
-// one: "30" is refused with "use 30s", not the standard library's
-// "parse error".
-type durationFlag struct{ p *time.Duration }
-
+// durationVar is fs.DurationVar: the standard flag keeps --help's
+// "duration" for its value; durationRefusal words its refusal.
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var(durationFlag{p}, name, usage)
+	fs.DurationVar(p, name, value, usage)
 }
 
-func (d durationFlag) String() string {
-	if d.p == nil {
-		return ""
-	}
-	return d.p.String()
-}
+// parseRefusal matches the flag package's refusal of a value its Set
+// could not read.
+var parseRefusal = regexp.MustCompile(`^invalid value "(.*)" for flag -([a-z0-9-]+): parse error$`)
 
-func (d durationFlag) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err == nil {
-		*d.p = v
-		return nil
+// durationRefusal rewords fs.Parse's refusal of a duration flag so that
+// it says how to write one ("30" is refused with "use 30s", not the
+// standard library's "parse error"); any other error is returned as it is.
+func durationRefusal(fs *flag.FlagSet, err error) error {
+	m := parseRefusal.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
 	}
-	if _, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
-		return fmt.Errorf("a duration needs a unit: use %ss (or ms, m, h)", strings.TrimSpace(s))
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return err
 	}
-	return errors.New("not a duration: use a number with a unit, such as 30s, 500ms or 2m")
+	if g, ok := f.Value.(flag.Getter); !ok {
+		return err
+	} else if _, ok := g.Get().(time.Duration); !ok {
+		return err
+	}
+	value := strings.TrimSpace(m[1])
+	if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+		return fmt.Errorf("invalid value %q for flag -%s: a duration needs a unit: use %ss (or ms, m, h)", m[1], m[2], value)
+	}
+	return fmt.Errorf("invalid value %q for flag -%s: not a duration: use a number with a unit, such as 30s, 500ms or 2m", m[1], m[2])
 }
 
 // toolNames lists the eight tools, for a message that refuses another.

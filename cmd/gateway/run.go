@@ -129,7 +129,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 			fs.PrintDefaults()
 			return nil, errHelp
 		}
-		return nil, usagef("%v (gateway --help lists the flags and their values)", err)
+		return nil, usagef("%v (gateway --help lists the flags and their values)", durationRefusal(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
