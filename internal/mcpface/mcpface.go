@@ -98,6 +98,9 @@ func New(cfg Config) *Face {
 // else by the SDK handler.
 func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	d, err := f.check(r)
+	if err == nil {
+		err = f.spend(r, run, d) // the run's request budget (budget.go)
+	}
 	if err != nil {
 		p := gateway.Problem(err)
 		if re, ok := errors.AsType[*refusal](err); ok {
@@ -212,6 +215,11 @@ func (f *Face) answer(ctx context.Context, run store.Run, name string, args []by
 
 // run validates args as the REST route does, then calls the core.
 func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
+	if name == "result" { // the request budget (budget.go): failing writes too
+		if err := f.cfg.Core.Spend(ctx, run); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.cfg.Check.Body(http.MethodPost, "/v1/runs/{runId}/"+name, args); err != nil {
 		return nil, err
 	}
