@@ -112,7 +112,9 @@ func TestFloodBystander(t *testing.T) {
 		},
 		func() (int, []byte) { return mcp(t, a, flood, `{"jsonrpc":"2.0","id":1,"method":"ping"}`) },
 		func() (int, []byte) { return mcp(t, a, flood, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`) },
-		func() (int, []byte) { return send(t, "GET", a.agent+"/v1/runs/"+flood.id+"/tools", flood.token, "", nil) },
+		func() (int, []byte) {
+			return send(t, "GET", a.agent+"/v1/runs/"+flood.id+"/tools", flood.token, "", nil)
+		},
 	}
 	var refused [4]atomic.Int64
 	var served, failed atomic.Int64
