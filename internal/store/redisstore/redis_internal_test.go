@@ -7,8 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
