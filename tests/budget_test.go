@@ -40,6 +40,10 @@ var everyRequest = []agentRequest{
 		rep := r.call(t, "result", `{"value":1,"extra":2}`)
 		return rep.Status, rep.Header, string(rep.Body)
 	}},
+	{"REST loom_search refused as invalid input", func(t *testing.T, g *gateway, r *run) (int, http.Header, string) {
+		rep := r.call(t, "loom_search", `{"qeury":"atlas"}`)
+		return rep.Status, rep.Header, string(rep.Body)
+	}},
 	{"REST describe_handle", func(t *testing.T, g *gateway, r *run) (int, http.Header, string) {
 		rep := r.call(t, "describe_handle", `{"token":"cfh:v:22222"}`)
 		return rep.Status, rep.Header, string(rep.Body)
@@ -88,9 +92,14 @@ func TestEveryRequestSpendsBudget(t *testing.T) {
 			t.Errorf("%s past the budget: %d Retry-After %q %.300s; want 429 rate_limited with Retry-After", q.name, status, h.Get("Retry-After"), body)
 		}
 	}
-	resp, body := mcpPost(t, g, r.ID, r.Token, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"result","arguments":{"value":"cfh:v:zzzzz"}}}`, mcpJSON)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, `rate_limited`) {
-		t.Errorf("MCP result writer past the budget: %d %.300s; want an isError result of rate_limited", resp.StatusCode, body)
+	for _, call := range []string{
+		`{"name":"result","arguments":{"value":"cfh:v:zzzzz"}}`,
+		`{"name":"loom_search","arguments":{"qeury":"refused as invalid input"}}`,
+	} {
+		resp, body := mcpPost(t, g, r.ID, r.Token, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":`+call+`}`, mcpJSON)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, `rate_limited`) {
+			t.Errorf("MCP tools/call %s past the budget: %d %.300s; want an isError result of rate_limited", call, resp.StatusCode, body)
+		}
 	}
 
 	other := g.newRun(t, client.CreateRunInput{})

@@ -221,6 +221,11 @@ func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte)
 		}
 	}
 	if err := f.cfg.Check.Body(http.MethodPost, "/v1/runs/{runId}/"+name, args); err != nil {
+		if name != "result" { // refused before its output number: it spends here (budget.go)
+			if serr := f.cfg.Core.Spend(ctx, run); serr != nil {
+				return nil, serr
+			}
+		}
 		return nil, err
 	}
 	switch name {
