@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,13 +22,25 @@ type floodConfig struct {
 	replicas int
 	rate     float64
 	factor   float64
+	// kind is what the flooding run sends (floodKinds); fill is the pages
+	// it reads first to fill its handle table; split floods the first
+	// gateway only and times the measured run on the last.
+	kind  string
+	fill  int
+	split bool
 }
+
+// floodKinds are the requests --flood-kind may flood with.
+var floodKinds = []string{"call", "result", "ping", "catalog", "mix"}
 
 func floodFlags(f *floodConfig) {
 	flag.BoolVar(&f.on, "flood", false, "measure fairness instead: one run flooding at --flood-factor times --flood-rate while another run, paced at half its rate, is timed with and without the flood (target: loaded p50 within 1.2x unloaded)")
 	flag.IntVar(&f.replicas, "flood-replicas", 1, "with --flood: gateways to start on one store (more than 1 needs --gateway-arg=--store=redis://...); both runs' calls alternate between them")
 	flag.Float64Var(&f.rate, "flood-rate", 50, "with --flood: the gateways' --run-rate (and --run-burst, a second of it)")
 	flag.Float64Var(&f.factor, "flood-factor", 10, "with --flood: the flooding run's attempts a second, as a multiple of --flood-rate")
+	flag.StringVar(&f.kind, "flood-kind", "call", "with --flood: what the flooding run sends: call (loom_search), result (result writes naming a handle it does not hold), ping (MCP ping), catalog (GET /tools and MCP tools/list in turn), mix (all of them in turn)")
+	flag.IntVar(&f.fill, "flood-fill", 0, "with --flood: pages of about 117 KB the flooding run reads first, to fill its handle table (551 fill the default 64 MiB); at --flood-rate a second")
+	flag.BoolVar(&f.split, "flood-split", false, "with --flood and 2 or more replicas: flood through the first gateway only and time the measured run (the bystander) through the last")
 }
 
 // flood starts --flood-replicas gateways on one store with --run-rate
@@ -41,6 +54,12 @@ func flood(ctx context.Context, c config, dir, loomPath string, w io.Writer) err
 	f := c.flood
 	if f.rate <= 0 || f.factor <= 0 || f.replicas < 1 {
 		return fmt.Errorf("--flood needs a positive --flood-rate and --flood-factor and at least one replica")
+	}
+	if !slices.Contains(floodKinds, f.kind) {
+		return fmt.Errorf("--flood-kind %q: one of %s", f.kind, strings.Join(floodKinds, ", "))
+	}
+	if f.split && f.replicas < 2 {
+		return fmt.Errorf("--flood-split needs --flood-replicas 2 or more")
 	}
 	burst := max(1, int(f.rate))
 	c.gatewayArgs = append(c.gatewayArgs, "--run-rate", strconv.FormatFloat(f.rate, 'g', -1, 64), "--run-burst", strconv.Itoa(burst))
@@ -66,16 +85,38 @@ func flood(ctx context.Context, c config, dir, loomPath string, w io.Writer) err
 	}
 	measured, flooder := runs[0], runs[1]
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * c.clients, MaxIdleConnsPerHost: 4 * c.clients, IdleConnTimeout: time.Minute}}
-	if err := toolCall(ctx, client, agents[0], measured); err != nil {
+	floodAgents, measuredAgents := agents, agents
+	if f.split {
+		floodAgents, measuredAgents = agents[:1], agents[len(agents)-1:]
+	}
+	if err := toolCall(ctx, client, measuredAgents[0], measured); err != nil {
 		return fmt.Errorf("first call: %w", err)
 	}
-	fmt.Fprintf(w, "loadgen --flood: %d gateway(s) %s, --run-rate %g --run-burst %d; the flooding run attempts %g calls/s with %d workers; the measured run calls every %s\n",
-		f.replicas, c.gateway, f.rate, burst, f.factor*f.rate, c.clients, pace(f.rate/2))
+	if f.fill > 0 {
+		start := time.Now()
+		for i := 0; i < f.fill; {
+			err := postTool(ctx, client, floodAgents[0]+"/v1/runs/"+flooder.id+"/loom_page_read", flooder.token,
+				fmt.Sprintf(`{"target":"loadgen-fill-%d"}`, i), `"handle":"cfh:v:`)
+			switch {
+			case err != nil && strings.Contains(err.Error(), "status 429"):
+				time.Sleep(pace(f.rate)) // the bucket refills
+			case err != nil:
+				return fmt.Errorf("fill page %d: %w", i, err)
+			default:
+				i++
+			}
+		}
+		time.Sleep(time.Second) // the bucket refills
+		fmt.Fprintf(w, "loadgen --flood: the flooding run read %d pages of about 117 KB into its handle table in %s\n", f.fill, time.Since(start).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "loadgen --flood: %d gateway(s) %s, --run-rate %g --run-burst %d; the flooding run attempts %g %s requests/s with %d workers%s; the measured run calls every %s%s\n",
+		f.replicas, c.gateway, f.rate, burst, f.factor*f.rate, f.kind, c.clients, map[bool]string{true: " through the first gateway"}[f.split],
+		pace(f.rate/2), map[bool]string{true: " through the last"}[f.split])
 
 	var quiet, loaded []time.Duration
 	var counts floodCounts
 	for r := range c.rounds {
-		q, err := paced(ctx, client, agents, measured, f.rate/2, c.duration)
+		q, err := paced(ctx, client, measuredAgents, measured, f.rate/2, c.duration)
 		if err != nil {
 			return fmt.Errorf("round %d, quiet: %w", r+1, err)
 		}
@@ -83,10 +124,10 @@ func flood(ctx context.Context, c config, dir, loomPath string, w io.Writer) err
 		var wg sync.WaitGroup
 		for k := range c.clients {
 			wg.Go(func() {
-				floodWorker(ctx, client, agents, flooder, f.factor*f.rate/float64(c.clients), k, stop, &counts)
+				floodWorker(ctx, client, floodAgents, flooder, f.kind, f.factor*f.rate/float64(c.clients), k, stop, &counts)
 			})
 		}
-		l, err := paced(ctx, client, agents, measured, f.rate/2, c.duration)
+		l, err := paced(ctx, client, measuredAgents, measured, f.rate/2, c.duration)
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -100,14 +141,14 @@ func flood(ctx context.Context, c config, dir, loomPath string, w io.Writer) err
 	fmt.Fprintf(w, "  %-10s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "quiet:", qs.p50, qs.p90, qs.p99, qs.mean)
 	fmt.Fprintf(w, "  %-10s p50 %8s  p90 %8s  p99 %8s  mean %8s\n", "flooded:", ls.p50, ls.p90, ls.p99, ls.mean)
 	secs := (time.Duration(c.rounds) * c.duration).Seconds()
-	fmt.Fprintf(w, "flooding run: %.1f attempts/s: %.1f/s answered, %.1f/s rate_limited, %d other errors\n",
-		float64(counts.ok.Load()+counts.limited.Load())/secs, float64(counts.ok.Load())/secs, float64(counts.limited.Load())/secs, counts.other.Load())
+	fmt.Fprintf(w, "flooding run: %.1f attempts/s: %.1f/s answered, %.1f/s rate_limited, %d other errors (%d of them 5xx)\n",
+		float64(counts.ok.Load()+counts.limited.Load())/secs, float64(counts.ok.Load())/secs, float64(counts.limited.Load())/secs, counts.other.Load(), counts.server.Load())
 	ratio := float64(ls.p50) / float64(qs.p50)
 	fmt.Fprintf(w, "\nsummary: flooded/quiet p50 %.3f (target <= 1.20: %v)\n", ratio, ratio <= 1.2)
 	return nil
 }
 
-type floodCounts struct{ ok, limited, other atomic.Int64 }
+type floodCounts struct{ ok, limited, other, server atomic.Int64 }
 
 func pace(perSecond float64) time.Duration { return time.Duration(float64(time.Second) / perSecond) }
 
@@ -130,10 +171,12 @@ func paced(ctx context.Context, client *http.Client, agents []string, r runToken
 	return lat, nil
 }
 
-// floodWorker attempts loom_search for r perSecond times a second until
-// stop, the replicas in turn (starting at its own), counting the answers;
-// it skips the attempts it falls behind on rather than bursting.
-func floodWorker(ctx context.Context, client *http.Client, agents []string, r runToken, perSecond float64, k int, stop <-chan struct{}, n *floodCounts) {
+// floodWorker attempts kind's requests for r perSecond times a second
+// until stop, the replicas in turn (starting at its own), counting the
+// answers; it skips the attempts it falls behind on rather than
+// bursting. An answer of the request's own (200, 201, 422 for a result
+// naming an unheld handle) counts as answered.
+func floodWorker(ctx context.Context, client *http.Client, agents []string, r runToken, kind string, perSecond float64, k int, stop <-chan struct{}, n *floodCounts) {
 	every := pace(perSecond)
 	next := time.Now()
 	for i := k; ; i++ {
@@ -147,13 +190,11 @@ func floodWorker(ctx context.Context, client *http.Client, agents []string, r ru
 		if next = next.Add(every); next.Before(time.Now()) {
 			next = time.Now()
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, agents[i%len(agents)]+"/v1/runs/"+r.id+"/loom_search", strings.NewReader(`{"query":"atlas"}`))
+		req, err := floodRequest(ctx, agents[i%len(agents)], r, kind, i)
 		if err != nil {
 			n.other.Add(1)
 			continue
 		}
-		req.Header.Set("Authorization", "Bearer "+r.token)
-		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
 			n.other.Add(1)
@@ -161,13 +202,56 @@ func floodWorker(ctx context.Context, client *http.Client, agents []string, r ru
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusOK:
+		switch {
+		case resp.StatusCode == http.StatusOK, resp.StatusCode == http.StatusCreated,
+			resp.StatusCode == http.StatusUnprocessableEntity && kind != "call":
 			n.ok.Add(1)
-		case http.StatusTooManyRequests:
+		case resp.StatusCode == http.StatusTooManyRequests:
 			n.limited.Add(1)
 		default:
 			n.other.Add(1)
+			if resp.StatusCode >= 500 {
+				n.server.Add(1)
+			}
 		}
 	}
+}
+
+// floodRequest is the i-th request of a flood of kind for r through the
+// agent listener at agent.
+func floodRequest(ctx context.Context, agent string, r runToken, kind string, i int) (*http.Request, error) {
+	if kind == "mix" {
+		kind = []string{"call", "result", "ping", "catalog"}[i%4]
+	}
+	method, path, body := http.MethodPost, "/loom_search", `{"query":"atlas"}`
+	mcp := false
+	switch kind {
+	case "result":
+		path, body = "/result", `{"value":{"summary":"done","source":"cfh:v:zzzzz"}}`
+	case "ping":
+		path, body, mcp = "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, true
+	case "catalog":
+		if i%2 == 0 {
+			method, path, body = http.MethodGet, "/tools", ""
+		} else {
+			path, body, mcp = "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true
+		}
+	}
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, agent+"/v1/runs/"+r.id+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if mcp {
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	return req, nil
 }

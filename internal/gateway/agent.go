@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -45,6 +48,70 @@ func (s *Service) authenticate(ctx context.Context, runID string, h store.TokenH
 		return store.Run{}, nil
 	}
 	return store.Run{}, Classify(ErrRunNotFound, "")
+}
+
+// Admit is Authenticate for an agent request that is not a tool output
+// (a ping, a catalog read, a result write, any request of the MCP face
+// but a tools/call of a tool): it opens the run and takes one call from
+// the run's rate bucket (RunRate), the budget every request of the run
+// spends, tool calls and all, in the one store step that reads the run
+// (Store.Begin of NoOutput), so it costs what Authenticate costs. A run
+// past its budget answers rate_limited (with its Retry-After), and once
+// the bucket has refused it this replica refuses the run's requests
+// without a store step until the bucket holds a call again, as it does
+// its tool calls (notBefore). runID "" asks only what Authenticate asks;
+// with no RunRate it is Authenticate.
+func (s *Service) Admit(ctx context.Context, runID, token string) (store.Run, error) {
+	if token == "" || runID == "" || s.cfg.RunRate.PerSecond <= 0 {
+		return s.Authenticate(ctx, runID, token)
+	}
+	return s.admit(ctx, ClaimOf(runID, token))
+}
+
+// CheckAdmit is Check that also takes one call from the run's budget,
+// as Admit does: the check of a claim answered before its output took
+// a number (a tool call refused as invalid input), so that such a
+// request spends the budget too.
+func (s *Service) CheckAdmit(ctx context.Context, cl Claim) error {
+	if cl.RunID == "" || s.cfg.RunRate.PerSecond <= 0 {
+		return s.Check(ctx, cl)
+	}
+	_, err := s.admit(ctx, cl)
+	return err
+}
+
+// Spend takes one call from the budget of run, a run opened already (the
+// MCP face's requests other than a tool's tools/call), as Admit does.
+func (s *Service) Spend(ctx context.Context, run store.Run) error {
+	if s.cfg.RunRate.PerSecond <= 0 {
+		return nil
+	}
+	_, err := s.admit(ctx, claimOf(run))
+	return err
+}
+
+// admit is Admit of a claim.
+func (s *Service) admit(ctx context.Context, cl Claim) (store.Run, error) {
+	now := s.now()
+	if wait, ok := s.limited.wait(cl, now, s.refill()); ok {
+		return store.Run{}, Classify(&store.RateLimitError{RetryAfter: wait}, "")
+	}
+	run, err := s.cfg.Store.Begin(ctx, cl.RunID, store.Begin{Token: &cl.Token, Rate: s.cfg.RunRate, NoOutput: true})
+	if rl, ok := errors.AsType[*store.RateLimitError](err); ok {
+		s.limited.set(cl, now, now.Add(rl.RetryAfter))
+		return store.Run{}, Classify(err, "")
+	}
+	s.limited.answered(cl, err == nil, s.now())
+	switch {
+	case errors.Is(err, store.ErrRunNotFound):
+		if err := s.Check(ctx, cl); err != nil {
+			return store.Run{}, err
+		}
+		return store.Run{}, Classify(store.ErrRunNotFound, "") // gone since Begin looked
+	case err != nil:
+		return store.Run{}, Classify(err, "")
+	}
+	return run, nil
 }
 
 // A Claim is an agent request's claim to a run, not yet checked: the
@@ -139,30 +206,98 @@ type Written struct {
 // value) against the run's held referents and stores it; a run has one
 // result, and a value naming an unheld token stores nothing
 // (unheld_handle).
+//
+// What a write costs is what its value names, not the run's table: the
+// value is read first (result.Names), and one naming more than
+// result.MaxNames tokens, or one no table can resolve, is refused with no
+// store step; then one store step asks about only the tokens it names
+// (Store.Holds, which answers too whether the result is written), and a
+// value naming an unheld one is refused there. Only a write that will
+// store reads the run's table (its labels make the result's label and
+// receipt), once: a run has one result, and the writes of one run on
+// this replica go one at a time, so a second write finds the first's
+// result in its Holds.
 func (s *Service) WriteResult(ctx context.Context, run store.Run, value []byte) (Written, error) {
 	// A run that has its result (as auth read it) refuses another before
-	// the handle table is copied and the body resolved against it, so
-	// repeating a write costs nothing; PutResult still holds the rule
-	// atomically for writes that race.
+	// anything is read.
 	if run.HasResult {
 		return Written{}, Classify(store.ErrResultExists, "")
 	}
-	held, err := s.cfg.Store.Handles(ctx, run.ID)
+	names, err := result.Names(value)
+	if err != nil {
+		return Written{}, writeError(err)
+	}
+	defer s.writing.lock(run.ID)()
+	held, written, err := s.cfg.Store.Holds(ctx, run.ID, names)
+	switch {
+	case err != nil:
+		return Written{}, Classify(err, "")
+	case written:
+		return Written{}, Classify(store.ErrResultExists, "")
+	case slices.Contains(held, false):
+		return Written{}, Classify(result.ErrUnheldHandle, "")
+	}
+	table, err := s.cfg.Store.Handles(ctx, run.ID)
 	if err != nil {
 		return Written{}, Classify(err, "")
 	}
-	res, links, err := result.Write(value, run.ID, held)
-	switch {
-	case errors.Is(err, result.ErrTooDeep):
-		return Written{}, Classify(problem.Invalid("/value", problem.TooDeep, "The member /value nests deeper than the result writer takes."), "")
-	case errors.Is(err, result.ErrInvalidValue):
-		return Written{}, Classify(problem.Invalid("/value", problem.NotJson, "The member /value is not one JSON value."), "")
-	case err != nil:
-		return Written{}, Classify(err, "")
+	res, links, err := result.Write(value, run.ID, table)
+	if err != nil {
+		return Written{}, writeError(err)
 	}
 	res.WrittenAt = s.now()
 	if err := s.cfg.Store.PutResult(ctx, run.ID, res); err != nil {
 		return Written{}, Classify(err, "")
 	}
 	return Written{Documents: len(res.Documents), Links: links}, nil
+}
+
+// writeError classifies an error of result.Names or result.Write.
+func writeError(err error) error {
+	switch {
+	case errors.Is(err, result.ErrTooDeep):
+		return Classify(problem.Invalid("/value", problem.TooDeep, "The member /value nests deeper than the result writer takes."), "")
+	case errors.Is(err, result.ErrInvalidValue):
+		return Classify(problem.Invalid("/value", problem.NotJson, "The member /value is not one JSON value."), "")
+	case errors.Is(err, result.ErrTooManyNames):
+		return Classify(problem.Invalid("/value", problem.TooLong, "The member /value names more handle tokens than a result may ("+strconv.Itoa(result.MaxNames)+")."), "")
+	}
+	return Classify(err, "")
+}
+
+// runLocks serializes one kind of work per run on this replica: a
+// mutex per run id, dropped when no one holds or waits for it.
+type runLocks struct {
+	mu    sync.Mutex
+	locks map[string]*runLock
+}
+
+type runLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock takes the run's lock and returns the function that gives it
+// back.
+func (l *runLocks) lock(runID string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*runLock{}
+	}
+	rl := l.locks[runID]
+	if rl == nil {
+		rl = &runLock{}
+		l.locks[runID] = rl
+	}
+	rl.users++
+	l.mu.Unlock()
+	rl.mu.Lock()
+	return func() {
+		rl.mu.Unlock()
+		l.mu.Lock()
+		if rl.users--; rl.users == 0 {
+			delete(l.locks, runID)
+		}
+		l.mu.Unlock()
+	}
 }

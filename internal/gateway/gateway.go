@@ -51,6 +51,7 @@ type Store interface {
 	Finish(ctx context.Context, id string, f store.Finish) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
+	Holds(ctx context.Context, id string, tokens []string) ([]bool, bool, error)
 	PutResult(ctx context.Context, id string, res store.Result) error
 	Result(ctx context.Context, id string) (store.Result, error)
 	Ping(ctx context.Context) error
@@ -146,6 +147,9 @@ type Service struct {
 	// limited holds the runs Begin last refused at their rate, until
 	// their bucket holds a call again.
 	limited notBefore
+	// writing holds the result writes in progress, one per run at a
+	// time (WriteResult).
+	writing runLocks
 }
 
 // New returns the core over cfg.

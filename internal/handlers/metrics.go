@@ -290,7 +290,7 @@ func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
 // storeOps are the operation labels countingStore counts failures under.
 var storeOps = []string{
 	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "release", "observe",
-	"append_call", "calls", "mint", "finish", "handles", "handle", "put_result", "result", "ping",
+	"append_call", "calls", "mint", "finish", "handles", "handle", "holds", "put_result", "result", "ping",
 }
 
 // countingStore counts the failures of the store it wraps.
@@ -387,6 +387,12 @@ func (s *countingStore) Handle(ctx context.Context, id, token string) (store.Ref
 	r, ok, err := s.st.Handle(ctx, id, token)
 	s.m.storeError(ctx, "handle", err)
 	return r, ok, err
+}
+
+func (s *countingStore) Holds(ctx context.Context, id string, tokens []string) ([]bool, bool, error) {
+	held, has, err := s.st.Holds(ctx, id, tokens)
+	s.m.storeError(ctx, "holds", err)
+	return held, has, err
 }
 
 func (s *countingStore) PutResult(ctx context.Context, id string, res store.Result) error {

@@ -64,7 +64,7 @@ func (p *pendingClaim) settle(ctx context.Context, err error) error {
 		return err
 	}
 	p.checked = true
-	if cerr := p.core.Check(ctx, p.claim); cerr != nil {
+	if cerr := p.core.CheckAdmit(ctx, p.claim); cerr != nil {
 		return cerr
 	}
 	return err
@@ -228,7 +228,7 @@ func runIDOfPath(path string) string {
 // /v1/runs/{runId}/ goes on with no run (to the route_not_found or
 // method_not_allowed answer).
 func agentAuth(core *gateway.Service, log *slog.Logger) func(http.Handler) http.Handler {
-	return agentAuthEnded(core, log, nil)
+	return agentAuthEnded(core, log, nil, true)
 }
 
 // agentClaims is agentAuth for the contract's routes, except that a tool
@@ -272,8 +272,16 @@ func claimable(path, id string) bool {
 
 // agentAuthEnded is agentAuth whose run_ended answer is ended's, when
 // ended is not nil. A 401 names the scheme in WWW-Authenticate, with
-// error="invalid_token" when a token was sent (RFC 6750 3.1).
-func agentAuthEnded(core *gateway.Service, log *slog.Logger, ended http.HandlerFunc) func(http.Handler) http.Handler {
+// error="invalid_token" when a token was sent (RFC 6750 3.1). With spend,
+// opening the run takes one call from its budget (gateway.Service.Admit:
+// every agent request counts against the run's rate, in the same store
+// step); the MCP face spends its requests itself (a tools/call of a tool
+// spends as the call takes its output number).
+func agentAuthEnded(core *gateway.Service, log *slog.Logger, ended http.HandlerFunc, spend bool) func(http.Handler) http.Handler {
+	open := core.Authenticate
+	if spend {
+		open = core.Admit
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, ok := bearer(r)
@@ -284,7 +292,7 @@ func agentAuthEnded(core *gateway.Service, log *slog.Logger, ended http.HandlerF
 			// Escaped, as the router reads it: a percent-encoded id is
 			// no run's id, whatever it decodes to.
 			id := runIDOfPath(r.URL.EscapedPath())
-			run, err := core.Authenticate(r.Context(), id, tok)
+			run, err := open(r.Context(), id, tok)
 			switch {
 			case err != nil && ended != nil && gateway.CodeOf(err) == problem.RunEnded:
 				ended(w, r)

@@ -103,10 +103,12 @@ func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
 		// answers each method as the protocol says. An ended run's
 		// token is answered in the protocol's terms, so that an agent
 		// SDK shows the model the text.
-		auth := agentAuth(d.Core, d.logger())
+		var ended http.HandlerFunc
 		if e, ok := d.MCP.(endedHandler); ok {
-			auth = agentAuthEnded(d.Core, d.logger(), e.ServeEnded)
+			ended = e.ServeEnded
 		}
+		// The face spends each request's budget itself (ServeRun).
+		auth := agentAuthEnded(d.Core, d.logger(), ended, false)
 		r.Group(func(r chi.Router) {
 			r.Use(auth, jsonBodies(d.maxRequestBytes(), d.logger()))
 			r.HandleFunc("/v1/runs/{runId}/mcp", func(w http.ResponseWriter, r *http.Request) {

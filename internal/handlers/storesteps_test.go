@@ -202,3 +202,52 @@ func TestRateLimitedRefusedHere(t *testing.T) {
 		t.Errorf("a call of the deleted run = %d %s without asking the store, want its end told", rec.Code, rec.Body)
 	}
 }
+
+func (s *stepStore) Holds(ctx context.Context, id string, tokens []string) ([]bool, bool, error) {
+	s.step("Holds")
+	return s.Store.Holds(ctx, id, tokens)
+}
+
+// TestRequestBudgetStoreSteps: with a run rate, a request that is not a
+// tool call spends the run's budget in the store step that opens the run
+// (Begin in place of Run), so it costs no more steps than without one; a
+// result write naming an unheld handle asks about the names alone and
+// never reads the table; once the bucket has refused the run, its
+// requests are refused without a store step.
+func TestRequestBudgetStoreSteps(t *testing.T) {
+	t.Parallel()
+	for _, rate := range []store.Rate{{}, {PerSecond: 0.001, Burst: 3}} {
+		g, ss := newStepGateway(t, rate)
+		id, tok := g.createRun(t, `{"runId":"r"}`)
+		ss.take()
+		open := "Run"
+		if rate.PerSecond > 0 {
+			open = "Begin"
+		}
+		if rec := g.agentDo(http.MethodGet, "/v1/runs/"+id+"/tools", tok, ""); rec.Code != http.StatusOK {
+			t.Fatalf("GET tools = %d %s", rec.Code, rec.Body)
+		}
+		if diff := cmp.Diff([]string{open}, ss.take()); diff != "" {
+			t.Errorf("rate %v: GET tools' store steps (-want +got):\n%s", rate, diff)
+		}
+		for range 2 {
+			if rec := g.call(id, tok, "result", `{"value":{"a":"cfh:v:zzzzz"}}`); rec.Code != http.StatusUnprocessableEntity {
+				t.Fatalf("result naming an unheld handle = %d %s", rec.Code, rec.Body)
+			}
+			if diff := cmp.Diff([]string{open, "Holds"}, ss.take()); diff != "" {
+				t.Errorf("rate %v: a refused result write's store steps (-want +got):\n%s", rate, diff)
+			}
+		}
+		if rate.PerSecond == 0 {
+			continue
+		}
+		for range 3 {
+			if rec := g.agentDo(http.MethodGet, "/v1/runs/"+id+"/tools", tok, ""); rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("GET tools past the budget = %d %s", rec.Code, rec.Body)
+			}
+		}
+		if diff := cmp.Diff([]string{"Begin"}, ss.take()); diff != "" {
+			t.Errorf("requests past the budget: only the first asks the store (-want +got):\n%s", diff)
+		}
+	}
+}

@@ -102,6 +102,9 @@ func (f *Face) ServeRun(w http.ResponseWriter, r *http.Request, run store.Run) {
 	if err == nil {
 		err = checkDialect(r)
 	}
+	if err == nil {
+		err = f.spend(r, run, d) // the run's request budget (budget.go)
+	}
 	if err != nil {
 		if re, ok := errors.AsType[*rpcRefusal](err); ok {
 			writeRefusal(w, re, r.Header.Get("MCP-Protocol-Version"))
@@ -267,8 +270,18 @@ func (f *Face) answer(ctx context.Context, run store.Run, name string, args []by
 
 // run validates args as the REST route does, then calls the core.
 func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
+	if name == "result" { // the request budget (budget.go): failing writes too
+		if err := f.cfg.Core.Spend(ctx, run); err != nil {
+			return nil, err
+		}
+	}
 	args = f.dialectArgs(ctx, name, args)
 	if err := f.cfg.Check.Body(http.MethodPost, "/v1/runs/{runId}/"+name, args); err != nil {
+		if name != "result" { // refused before its output number: it spends here (budget.go)
+			if serr := f.cfg.Core.Spend(ctx, run); serr != nil {
+				return nil, serr
+			}
+		}
 		return nil, err
 	}
 	switch name {

@@ -46,6 +46,34 @@ func FuzzWrite(f *testing.F) {
 				t.Fatalf("Write error %v with %d links, result (-want +got):\n%s", err, links, diff)
 			}
 		}
+		// Names answers what Write answers, without the table: an error
+		// of Write's is Names' error, or an unheld name Names lists.
+		names, nerr := Names(value)
+		switch {
+		case errors.Is(nerr, ErrTooManyNames):
+		case errors.Is(nerr, ErrInvalidValue) && errors.Is(err, ErrUnheldHandle):
+			// Write stops at an unheld token before the fault Names
+			// reads on to; the listener passes only valid JSON.
+		case nerr != nil && (err == nil || codeOf(err) != codeOf(nerr)):
+			t.Fatalf("Names(%q) error = %v, Write's = %v", value, nerr, err)
+		case nerr == nil && err == nil:
+			for _, n := range names {
+				if !held[n] {
+					t.Fatalf("Names(%q) = %q: %q is not held, yet Write took it", value, names, n)
+				}
+			}
+		case nerr == nil:
+			if !errors.Is(err, ErrUnheldHandle) {
+				t.Fatalf("Names(%q) took it, Write's error = %v", value, err)
+			}
+			unheld := false
+			for _, n := range names {
+				unheld = unheld || !held[n]
+			}
+			if !unheld {
+				t.Fatalf("Names(%q) = %q, all held, yet Write = %v", value, names, err)
+			}
+		}
 		if valid, unheld := scan(value, held); valid {
 			if unheld != errors.Is(err, ErrUnheldHandle) {
 				t.Fatalf("Write(%q) error = %v, input has unheld token: %v", value, err, unheld)
@@ -96,4 +124,15 @@ func scan(value []byte, held map[string]bool) (valid, unheld bool) {
 			}
 		}
 	}
+}
+
+// codeOf is the class of a Write or Names error: what the gateway answers.
+func codeOf(err error) string {
+	switch {
+	case errors.Is(err, ErrUnheldHandle):
+		return "unheld"
+	case errors.Is(err, ErrInvalidValue), errors.Is(err, ErrTooDeep):
+		return "invalid"
+	}
+	return err.Error()
 }

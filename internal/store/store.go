@@ -34,7 +34,13 @@ var (
 	ErrRateLimited = errors.New("store: rate limit reached")
 	// ErrOutputLimit is Begin's refusal of an output past Begin.MaxSeq.
 	ErrOutputLimit = errors.New("store: output limit reached")
+	// ErrTooManyTokens is Holds' refusal of more than MaxHolds tokens.
+	ErrTooManyTokens = errors.New("store: too many tokens asked about")
 )
+
+// MaxHolds bounds the tokens one Holds asks about, so that one store step
+// of it stays small whatever a request names.
+const MaxHolds = 1024
 
 // Begin is what starts a tool output (Store.Begin).
 type Begin struct {
@@ -58,6 +64,12 @@ type Begin struct {
 	// a caller that died mid-output free themselves. A mark expires at
 	// Begin's clock plus Lease; one of a Lease <= 0 is expired at once.
 	Lease time.Duration
+	// NoOutput makes Begin the admission of a request that is not an
+	// output (a ping, a catalog read, a result write): it checks Token
+	// and takes a call from the bucket of Rate, and nothing else: no
+	// output number (the run's Seq is answered as it stands), no mark,
+	// MaxSeq and MaxInFlight not read.
+	NoOutput bool
 }
 
 // Rate is a run's call rate: a token bucket that holds at most Burst calls
@@ -313,6 +325,12 @@ type Store interface {
 	Handles(ctx context.Context, id string) ([]Referent, error)
 	// Handle returns the referent with the token, and whether it is held.
 	Handle(ctx context.Context, id, token string) (Referent, bool, error)
+	// Holds reports, for each of tokens in order, whether the run holds
+	// it, and whether the run has its result, in one step that reads
+	// only those tokens' entries (never the table, never a referent's
+	// value). ErrTooManyTokens, with nothing read, for more than
+	// MaxHolds tokens.
+	Holds(ctx context.Context, id string, tokens []string) (held []bool, hasResult bool, err error)
 
 	// PutResult stores the run's result. ErrResultExists if one is stored.
 	PutResult(ctx context.Context, id string, res Result) error

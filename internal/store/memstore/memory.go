@@ -286,7 +286,7 @@ func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, 
 	if bg.Token != nil && subtle.ConstantTimeCompare(r.run.TokenHash[:], bg.Token[:]) != 1 {
 		return store.Run{}, store.ErrRunNotFound
 	}
-	if bg.MaxSeq > 0 && r.run.Seq >= bg.MaxSeq {
+	if !bg.NoOutput && bg.MaxSeq > 0 && r.run.Seq >= bg.MaxSeq {
 		return store.Run{}, store.ErrOutputLimit
 	}
 	b, wait, ok := bg.Rate.Take(r.bucket, now.UnixMicro())
@@ -294,6 +294,9 @@ func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, 
 		return store.Run{}, &store.RateLimitError{RetryAfter: wait}
 	}
 	r.bucket = b
+	if bg.NoOutput {
+		return cloneRun(r.run), nil
+	}
 	r.run.Seq++
 	marked := bg.MaxInFlight > 0 && r.mark(r.run.Seq, bg.MaxInFlight, now, now.Add(bg.Lease))
 	out := cloneRun(r.run)
@@ -582,19 +585,48 @@ func (r *memRun) mint(p mintPlan) []string {
 
 // Handles returns copies of the run's referents in minting order, or
 // ErrRunNotFound.
+//
+// Under the store's lock it copies only the table's entries, which share
+// their bytes with the table; the copies of the bytes are made after the
+// lock is given back (a minted referent is never written again, and a
+// table only grows), so a large table holds up no other run.
 func (m *Store) Handles(_ context.Context, id string) ([]store.Referent, error) {
+	now := m.now()
+	m.mu.Lock()
+	r, err := m.live(id, now)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	out := slices.Clone(r.handles)
+	m.mu.Unlock()
+	for i, h := range out {
+		out[i] = cloneReferent(h)
+	}
+	return out, nil
+}
+
+// Holds reports, for each token, whether the run holds it, and whether
+// the run has its result: a map lookup per token under the lock, no
+// referent copied. ErrTooManyTokens for more than store.MaxHolds tokens.
+func (m *Store) Holds(_ context.Context, id string, tokens []string) ([]bool, bool, error) {
+	if len(tokens) > store.MaxHolds {
+		return nil, false, store.ErrTooManyTokens
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.live(id, now)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]store.Referent, len(r.handles))
-	for i, h := range r.handles {
-		out[i] = cloneReferent(h)
+	held := make([]bool, len(tokens))
+	for i, t := range tokens {
+		if k, ok := store.TokenKey(t); ok {
+			_, held[i] = r.tokens[k]
+		}
 	}
-	return out, nil
+	return held, r.result != nil, nil
 }
 
 // Handle returns a copy of the referent with the token and true, false if

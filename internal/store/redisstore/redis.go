@@ -580,7 +580,9 @@ func (s *Store) NextOutput(ctx context.Context, id string) (int64, error) {
 // ErrStoreUnavailable. The bucket lives in the run's hash and the marks
 // in its flight set, so every replica on the Redis shares them; the
 // bucket is refilled, and a mark's lease runs, by the calling store's
-// clock, and a clock behind the last call's refills nothing.
+// clock, and a clock behind the last call's refills nothing. A Begin of
+// b.NoOutput runs a script of its own (scriptAdmit) that takes only the
+// call from the bucket, and runs when Redis is full.
 func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
 	k := s.keys(id)
 	per := strconv.FormatFloat(max(b.Rate.PerSecond, 0), 'g', -1, 64)
@@ -588,8 +590,14 @@ func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run,
 	if b.Token != nil {
 		tok = b.Token[:]
 	}
-	v, err := s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result, k.flight},
-		s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0), max(b.MaxInFlight, 0), max(b.Lease.Microseconds(), 0))
+	var v any
+	var err error
+	if b.NoOutput {
+		v, err = s.eval(ctx, true, scriptAdmit, []string{k.run, k.calls, k.order, k.result}, s.nowUS(), per, b.Rate.Burst, tok)
+	} else {
+		v, err = s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result, k.flight},
+			s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0), max(b.MaxInFlight, 0), max(b.Lease.Microseconds(), 0))
+	}
 	if err != nil {
 		return store.Run{}, fail(ctx, "begin", err)
 	}
@@ -603,7 +611,7 @@ func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run,
 			return store.Run{}, &store.RateLimitError{RetryAfter: time.Duration(max(us, 1)) * time.Microsecond}
 		}
 	}
-	if !ok {
+	if !ok || b.NoOutput {
 		return decodeRunReply(id, v)
 	}
 	if len(a) != 5 {
@@ -999,34 +1007,104 @@ func decodeLabel(rec string) (ifc.Confidentiality, error) {
 }
 
 // Handles returns the run's referents in minting order, or ErrRunNotFound
-// or ErrStoreUnavailable.
+// or ErrStoreUnavailable. It reads the table a page at a time
+// (scriptHandles), so that no one script returns more than about
+// handlesPageBytes however large the table: Redis serves other runs
+// between pages. A table only grows, in order, so the pages read one
+// after another are the table as it stood when the last was read, less
+// what was minted meanwhile after it; a run deleted (or recreated under
+// the id) between pages answers ErrRunNotFound.
 func (s *Store) Handles(ctx context.Context, id string) ([]store.Referent, error) {
 	k := s.keys(id)
-	v, err := s.eval(ctx, false, scriptHandles, []string{k.run, k.handles, k.order}, s.nowUS())
-	if err != nil {
-		return nil, fail(ctx, "handles", err)
-	}
-	if n, ok := status(v); ok && n == -1 {
-		return nil, store.ErrRunNotFound
-	}
-	a, ok := asSlice(v)
-	if !ok || len(a) != 2 {
-		return nil, corrupt("handles", errReply)
-	}
-	toks, ok1 := asSlice(a[0])
-	recs, ok2 := asSlice(a[1])
-	if !ok1 || !ok2 || len(toks) != len(recs) {
-		return nil, corrupt("handles", errReply)
-	}
-	out := make([]store.Referent, len(toks))
-	for i := range toks {
-		suf, _ := toks[i].(string)
-		rec, _ := recs[i].(string)
-		if out[i], err = decodeReferent([]byte(rec), store.ValueTokenPrefix+suf); err != nil {
-			return nil, corrupt("handles", err)
+	var out []store.Referent
+	var tok string
+	for {
+		v, err := s.eval(ctx, false, scriptHandles, []string{k.run, k.handles, k.order},
+			s.nowUS(), len(out), handlesPage, handlesPageBytes)
+		if err != nil {
+			return nil, fail(ctx, "handles", err)
+		}
+		if n, ok := status(v); ok && n == -1 {
+			return nil, store.ErrRunNotFound
+		}
+		a, ok := asSlice(v)
+		if !ok || len(a) != 4 {
+			return nil, corrupt("handles", errReply)
+		}
+		t, _ := a[0].(string)
+		total, _ := status(a[1])
+		toks, ok1 := asSlice(a[2])
+		recs, ok2 := asSlice(a[3])
+		if !ok1 || !ok2 || len(toks) != len(recs) {
+			return nil, corrupt("handles", errReply)
+		}
+		if out != nil && t != tok {
+			return nil, store.ErrRunNotFound // another run under the id
+		}
+		tok = t
+		if out == nil {
+			out = make([]store.Referent, 0, min(total, handlesPage))
+		}
+		for i := range toks {
+			suf, _ := toks[i].(string)
+			rec, _ := recs[i].(string)
+			r, err := decodeReferent([]byte(rec), store.ValueTokenPrefix+suf)
+			if err != nil {
+				return nil, corrupt("handles", err)
+			}
+			out = append(out, r)
+		}
+		if len(toks) == 0 || int64(len(out)) >= total {
+			return out, nil
 		}
 	}
-	return out, nil
+}
+
+// handlesPage and handlesPageBytes bound one page of Handles: at most
+// handlesPage referents, and no more referents once the page's records
+// reach handlesPageBytes (a page holds at least one, so a referent larger
+// than the bound is read alone).
+const (
+	handlesPage      = 256
+	handlesPageBytes = 4 << 20
+)
+
+// Holds reports which of tokens the run holds, and whether it has its
+// result, in one script that reads only those tokens' entries, or
+// ErrRunNotFound, ErrTooManyTokens (more than store.MaxHolds tokens,
+// nothing sent) or ErrStoreUnavailable.
+func (s *Store) Holds(ctx context.Context, id string, tokens []string) ([]bool, bool, error) {
+	if len(tokens) > store.MaxHolds {
+		return nil, false, store.ErrTooManyTokens
+	}
+	k := s.keys(id)
+	args := make([]any, 1, 1+len(tokens))
+	args[0] = s.nowUS()
+	for _, t := range tokens {
+		suf := ""
+		if key, ok := store.TokenKey(t); ok {
+			suf = string(key[:])
+		}
+		args = append(args, suf)
+	}
+	v, err := s.eval(ctx, false, scriptHolds, []string{k.run, k.handles, k.result}, args...)
+	if err != nil {
+		return nil, false, fail(ctx, "holds", err)
+	}
+	if n, ok := status(v); ok && n == -1 {
+		return nil, false, store.ErrRunNotFound
+	}
+	a, ok := asSlice(v)
+	if !ok || len(a) != 1+len(tokens) {
+		return nil, false, corrupt("holds", errReply)
+	}
+	held := make([]bool, len(tokens))
+	for i := range tokens {
+		n, _ := status(a[1+i])
+		held[i] = n == 1
+	}
+	has, _ := status(a[0])
+	return held, has == 1, nil
 }
 
 // Handle returns the referent with the token and true, false if the run

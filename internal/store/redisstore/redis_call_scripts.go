@@ -112,3 +112,35 @@ end
 if ARGV[8] ~= '' then redis.call('ZREM', flight, ARGV[8]) end
 return {0, table.concat(out, '', 2)}
 `)
+
+// scriptAdmit is Begin of a request that is not an output
+// (store.Begin.NoOutput): it checks the token hash and takes a call
+// from the run's rate bucket as scriptBegin does, and nothing else, and
+// reads the run as scriptGet does. It writes only the bucket's two
+// fields of the run's hash (a few dozen bytes a run), so it runs when
+// Redis is full, as the reads it stands in for do.
+// KEYS: run, calls, order, result. ARGV: now_us, rate (calls a second;
+// <= 0 no limit), burst, token hash ("" not checked).
+// Returns scriptGet's reply, -1 (no live run, or another token) or
+// {-2, microseconds until the bucket holds a call}, the refusals with
+// nothing written.
+var scriptAdmit = flagged(freesData, luaLive+`
+local run = KEYS[1]
+local now = tonumber(ARGV[1])
+local f = redis.call('HMGET', run, 'tok', 'expus', 'rl', 'rlt')
+if not f[1] or (f[2] and tonumber(f[2]) <= now) then return -1 end
+if ARGV[4] ~= '' and f[1] ~= ARGV[4] then return -1 end
+local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
+if rate > 0 then
+  local tokens, at = burst, now
+  if f[3] and f[4] then
+    tokens, at = tonumber(f[3]), tonumber(f[4])
+    if now > at then
+      tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
+      at = now
+    end
+  end
+  if tokens < 1 then return {-2, math.ceil((1 - tokens) * 1e6 / rate)} end
+  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at))
+end
+return `+luaReadRun)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -313,5 +314,58 @@ func TestRedisWritesNotReplayed(t *testing.T) {
 	p.drops.Store(1)
 	if r, err := ps.Run(ctx, "run-w"); err != nil || r.Seq != 2 {
 		t.Errorf("Run(one reply lost) = %d, %v, want 2, nil (retried)", r.Seq, err)
+	}
+}
+
+// TestRedisHandlesPaged: the handle table is read a bounded page a
+// script: at most handlesPage referents, and none more once a page's
+// records reach handlesPageBytes, whatever the table holds.
+func TestRedisHandlesPaged(t *testing.T) {
+	s, _ := internalRedis(t)
+	ctx := context.Background()
+	r := store.Run{ID: "run-p", TokenHash: store.HashToken("p"), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	var refs []store.Referent
+	for i := range 600 {
+		v := fmt.Sprintf(`{"id":%d}`, i)
+		if i%60 == 5 {
+			v = fmt.Sprintf(`{"id":%d,"text":"%s"}`, i, strings.Repeat("x", 1<<20))
+		}
+		refs = append(refs, store.Referent{Kind: "document", Source: "loom_search", Value: []byte(v), LabelSource: "row"})
+	}
+	for i := 0; i < len(refs); i += 100 {
+		if _, err := s.Mint(ctx, r.ID, refs[i:i+100], store.MintLimits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := s.keys(r.ID)
+	pages, read := 0, 0
+	for read < len(refs) {
+		v, err := s.eval(ctx, false, scriptHandles, []string{k.run, k.handles, k.order}, s.nowUS(), read, handlesPage, handlesPageBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := asSlice(v)
+		recs, _ := asSlice(a[3])
+		bytes, largest := 0, 0
+		for _, rec := range recs {
+			n := len(rec.(string))
+			bytes += n
+			largest = max(largest, n)
+		}
+		if len(recs) == 0 || len(recs) > handlesPage || bytes-largest >= handlesPageBytes {
+			t.Fatalf("page %d: %d referents, %d bytes (largest %d), want 1 to %d referents and under %d bytes before its last", pages+1, len(recs), bytes, largest, handlesPage, handlesPageBytes)
+		}
+		read += len(recs)
+		pages++
+	}
+	if pages < 3 {
+		t.Errorf("600 referents, 10 of 1 MiB, read in %d pages, want at least 3", pages)
+	}
+	got, err := s.Handles(ctx, r.ID)
+	if err != nil || len(got) != len(refs) {
+		t.Fatalf("Handles = %d referents, %v; want %d", len(got), err, len(refs))
 	}
 }

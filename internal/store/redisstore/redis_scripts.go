@@ -323,14 +323,44 @@ if refused then return refused end
 return {0, table.concat(out, '', 2)}
 `)
 
-// scriptHandles reads the handle table in minting order.
-// KEYS: run, handles, order. ARGV: now_us. Returns {suffixes, records}.
+// scriptHandles reads one page of the handle table in minting order,
+// so that no script returns a whole large table (Store.Handles reads
+// page after page). KEYS: run, handles, order. ARGV: now_us, start (the
+// index of the page's first referent), n (at most n referents), max
+// bytes (no referent is added once the page's records hold max bytes; a
+// page holds at least one). Returns {tok, #table, suffixes, records}:
+// the token hash tells a page of the same run from one of a run
+// recreated under the id between pages.
 var scriptHandles = readScript(`
 if not live(KEYS[1], ARGV[1]) then return -1 end
-local toks = redis.call('LRANGE', KEYS[3], 0, -1)
-local recs = {}
-for i, t in ipairs(toks) do recs[i] = redis.call('HGET', KEYS[2], 't' .. t) end
-return {toks, recs}
+local start, n, maxBytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local toks = redis.call('LRANGE', KEYS[3], start, start + n - 1)
+local out, recs, bytes = {}, {}, 0
+for i, t in ipairs(toks) do
+  if i > 1 and bytes >= maxBytes then break end
+  local rec = redis.call('HGET', KEYS[2], 't' .. t)
+  if not rec then return redis.error_reply('handle table: no record for a listed token') end
+  out[i], recs[i] = t, rec
+  bytes = bytes + #rec
+end
+return {redis.call('HGET', KEYS[1], 'tok'), redis.call('LLEN', KEYS[3]), out, recs}
+`)
+
+// scriptHolds reports which of some tokens the run holds, reading only
+// their entries (HEXISTS), never a record. KEYS: run, handles, result.
+// ARGV: now_us, then the token suffixes ("" for a token no store
+// holds). Returns {hasResult, held...}: 1 or 0 each.
+var scriptHolds = readScript(`
+if not live(KEYS[1], ARGV[1]) then return -1 end
+local out = {redis.call('EXISTS', KEYS[3])}
+for i = 2, #ARGV do
+  if ARGV[i] == '' then
+    out[i] = 0
+  else
+    out[i] = redis.call('HEXISTS', KEYS[2], 't' .. ARGV[i])
+  end
+end
+return out
 `)
 
 // scriptHandle reads one referent. KEYS: run, handles. ARGV: now_us,
