@@ -85,7 +85,7 @@ func checkLoom(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if failed > 0 {
 		fmt.Fprintf(stdout, "%d of %d checks failed (docs/loom.md says what each command must print)\n", failed, len(loom.Tools)+1)
-		return fmt.Errorf("check-loom: %d checks failed", failed)
+		return fmt.Errorf("check-loom: %s failed", plural(failed, "check"))
 	}
 	fmt.Fprintf(stdout, "all %d commands passed\n", len(loom.Tools))
 	return nil
