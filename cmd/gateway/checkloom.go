@@ -289,6 +289,7 @@ func (c *checker) stderrToo(name string, argv, facts []string, fixes ...string) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = c.env
+	cmd.WaitDelay = time.Second // a child left holding stderr open
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errb
 	_ = cmd.Run()
