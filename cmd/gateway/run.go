@@ -153,6 +153,9 @@ func isSet(fs *flag.FlagSet, name string) bool {
 // graceful shutdown. It returns when ctx is cancelled and the calls in
 // flight have drained.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "check-loom" {
+		return checkLoom(ctx, args[2:], getenv, stdout, stderr)
+	}
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
 		return err
