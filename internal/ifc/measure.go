@@ -240,6 +240,10 @@ type measurer struct {
 	values    []byte         // arena for admitted values
 	observed  []Confidentiality
 	head      []byte
+	// ownRaw: the rows read may change after (a Judge's), so labels
+	// keeps copies of their texts, rawBytes of them so far.
+	ownRaw   bool
+	rawBytes int
 }
 
 // rowLabel is a label the call has read, with the raw text it was read
@@ -324,6 +328,10 @@ func (m *measurer) labelFor(raw []byte) labelInfo {
 		return labelInfo{unreadable: true}
 	}
 	li := m.infoOf(labelReads.row(raw))
+	raw, keep := m.ownLabel(raw)
+	if !keep {
+		return li
+	}
 	m.labels = append(m.labels, rowLabel{raw: raw, info: li})
 	switch {
 	case m.index != nil:

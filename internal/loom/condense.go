@@ -131,7 +131,30 @@ const (
 // 1 MiB, an envelope value up to maxEnvelopeBytes, and the names bounded
 // above (docs/operators.md, "Memory").
 func Condense(tool Tool, r io.Reader) Condensed {
-	c := condenser{src: r, tool: tool, envStart: -1}
+	return CondenseFor(tool, r, nil)
+}
+
+// Measuring is what the measurement of a call's rows is given beside
+// them (ifc.Input's Ceiling and Unlabeled).
+type Measuring struct {
+	Ceiling   ifc.Ceiling
+	Unlabeled ifc.Label
+
+	// from, when set, replaces pruneFrom (the tests judge small
+	// payloads).
+	from    int
+	fromSet bool
+}
+
+// CondenseFor is Condense for rows measured with m (nil: not known). With
+// m, a row list kept past pruneFrom bytes keeps only what the
+// measurement can show under it: a row it withholds is kept as a short
+// stand-in with the same entry, and once the entries of the rows read are
+// past the result (whatever its envelope and reservation), the rows
+// after them are counted in Dropped, not kept. Measure then reads to the
+// same result from what is kept, under m's ceiling and query label only.
+func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
+	c := condenser{src: r, tool: tool, envStart: -1, measuring: m}
 	c.run()
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
@@ -295,6 +318,16 @@ type condenser struct {
 	labelCut  bool
 	name      []byte // scratch for a member name
 	num       []byte // scratch for a number or literal
+
+	// What the measurement will be given beyond the rows (nil: nothing
+	// known), and, once the row list kept is past pruneFrom (pruning),
+	// its rows judged with it (judgeRows): judged of them, and past once
+	// the rows after them are sure to be omitted.
+	measuring *Measuring
+	judge     *ifc.Judge
+	judged    int
+	pruning   bool
+	past      bool
 }
 
 func (c *condenser) run() {
@@ -340,6 +373,8 @@ func (c *condenser) run() {
 		c.bad = true
 	}
 	c.drain()
+	c.judge.Release()
+	c.judge = nil
 	condenseBufs.Put(bufs)
 	c.b, c.raw = nil, nil
 	if oneRow && !c.bad && !c.refused {
@@ -853,9 +888,11 @@ func (c *condenser) rows(depth int) bool {
 		c.take()
 		return true
 	}
+	c.startJudge()
 	for n := 0; ; n++ {
+		past := n >= ifc.MaxMeasuredRows || c.past
 		switch {
-		case n >= ifc.MaxMeasuredRows:
+		case past:
 			c.out = nil
 			c.dropped++
 		case c.refused:
@@ -873,11 +910,12 @@ func (c *condenser) rows(depth int) bool {
 		if !c.wholeRow(depth+1, c.out != nil) && !c.row(depth+1) {
 			return false
 		}
-		if n < ifc.MaxMeasuredRows {
+		if !past {
 			c.rowBytes = append(c.rowBytes, int(c.offset()-start))
 		}
 		if lo >= 0 {
 			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
+			c.judgeRows(out)
 		}
 		switch c.peek() {
 		case ',':
@@ -890,6 +928,74 @@ func (c *condenser) rows(depth int) bool {
 			return false
 		}
 	}
+}
+
+// pruneFrom is how many bytes the row list kept may take before a
+// Condense given the measurement's ceiling and query label (Measuring)
+// starts judging its rows (judgeRows).
+const pruneFrom = 1 << 20
+
+// startJudge starts judging the rows of a row list (rows), when Condense
+// was given the measurement's ceiling and query label: a list that
+// repeats starts over, as Split reads the last one.
+func (c *condenser) startJudge() {
+	c.judge.Release()
+	c.judge, c.judged, c.pruning, c.past = nil, 0, false, false
+	if c.measuring != nil {
+		c.judge = ifc.NewJudge(c.measuring.Ceiling, c.measuring.Unlabeled)
+	}
+}
+
+// judgeRows judges the rows kept in *out not judged yet, once the list
+// kept is past pruneFrom bytes (so a payload whose rows take less is kept
+// as before, and read once): each row the measurement is sure to withhold
+// is replaced by a stand-in with the same entry (ifc.WithheldStandIn),
+// when that is shorter, and once the entries of the rows judged are past
+// the result (ifc.Judge), no row after them is kept: they are counted in
+// dropped, omitted as the rows past ifc.MaxMeasuredRows are. Rows move
+// down in *out as others shrink; their spans follow.
+func (c *condenser) judgeRows(out *[]byte) {
+	if c.judge == nil || c.refused || out == nil {
+		return
+	}
+	if !c.pruning {
+		from := pruneFrom
+		if c.measuring.fromSet {
+			from = c.measuring.from
+		}
+		if len(*out) < from {
+			return
+		}
+		c.pruning = true
+	}
+	buf := *out
+	w := c.rowSpans[0].lo
+	if c.judged > 0 {
+		w = c.rowSpans[c.judged-1].hi
+	}
+	for k := c.judged; k < len(c.rowSpans); k++ {
+		sp := c.rowSpans[k]
+		row := buf[sp.lo:sp.hi]
+		reason, past := c.judge.Row(row, c.rowBytes[k])
+		if s := ifc.WithheldStandIn(reason); s != nil && len(s) < len(row) {
+			row = s
+		}
+		if k > 0 {
+			buf[w] = ','
+			w++
+		}
+		n := copy(buf[w:], row)
+		c.rowSpans[k] = span{w, w + n}
+		w += n
+		if past {
+			c.past = true
+			c.dropped += len(c.rowSpans) - k - 1
+			c.rowSpans, c.rowBytes = c.rowSpans[:k+1], c.rowBytes[:k+1]
+			break
+		}
+	}
+	*out = buf[:w]
+	c.judged = len(c.rowSpans)
 }
 
 // readAhead reads on, when less than condenseLow bytes of the window are

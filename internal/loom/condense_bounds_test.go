@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,45 +208,62 @@ func (s *shapeReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestCondenseMemoryPerShape: Condense, and Interpret, SplitContext and
-// Measure after it, hold a bounded heap on 48 MB payloads of each shape
-// (heap in use, sampled, above what it was before).
+// TestCondenseMemoryPerShape: Condense, read knowing the ceiling and
+// query label as the gateway reads (CondenseFor), and Interpret,
+// SplitContext and Measure after it, hold a bounded heap on 48 MB
+// payloads of each shape (heap in use, sampled, above what it was
+// before): at most 16 MiB for one call, 128 MiB for 8 at once.
 func TestCondenseMemoryPerShape(t *testing.T) {
 	size := 48 << 20
 	if loom.RaceEnabled || testing.Short() {
 		size = 2 << 20
 	}
-	const most = 16 << 20
+	const most, mostTogether = 16 << 20, 128 << 20
 	for _, sh := range benchdata.Shapes {
-		tool := loom.Tool(sh.Tool)
-		var c loom.Condensed
-		var answer string
-		before, peak := peakHeap(func() {
-			c = loom.Condense(tool, newShape(sh, size))
-			if c.Refused {
-				return
-			}
-			payload, err := loomref.Interpret(tool, false, loom.Output{Stdout: c.Payload})
-			if err != nil {
-				answer = err.Error()
-				return
-			}
-			rows, more, env, err := loomref.SplitContext(t.Context(), tool, payload, ifc.MaxMeasuredRows)
-			rs := make([][]byte, len(rows))
-			for i, r := range rows {
-				rs[i] = r
-			}
-			answer = answerOf(tool, condenseCeilings[0], rs, more+c.Dropped, c.RowBytes, env, err)
-		})
-		if c.Refused != sh.Refused {
-			t.Errorf("%s: refused %v, want %v (%.200s)", sh.Name, c.Refused, sh.Refused, answer)
-		}
+		before, peak := peakHeap(func() { shapeCall(t, sh, size) })
 		if extra := int64(peak) - int64(before); extra > most {
 			t.Errorf("%s of %d MiB: heap peaked %.1f MiB above where it was, want at most %d MiB", sh.Name, size>>20, float64(extra)/(1<<20), most>>20)
 		} else {
 			t.Logf("%s of %d MiB: %.1f MiB above", sh.Name, size>>20, float64(extra)/(1<<20))
 		}
+		before, peak = peakHeap(func() {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() { shapeCall(t, sh, size) })
+			}
+			wg.Wait()
+		})
+		if extra := int64(peak) - int64(before); extra > mostTogether {
+			t.Errorf("%s of %d MiB, 8 at once: heap peaked %.1f MiB above where it was, want at most %d MiB", sh.Name, size>>20, float64(extra)/(1<<20), mostTogether>>20)
+		} else {
+			t.Logf("%s of %d MiB, 8 at once: %.1f MiB above", sh.Name, size>>20, float64(extra)/(1<<20))
+		}
 	}
+}
+
+// shapeCall reads a payload of sh of about size bytes as a call does
+// under the work ceiling, and checks it is answered as sh is.
+func shapeCall(t *testing.T, sh benchdata.Shape, size int) {
+	tool := loom.Tool(sh.Tool)
+	m := &loom.Measuring{Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled}
+	c := loom.CondenseFor(tool, newShape(sh, size), m)
+	defer c.Release()
+	if c.Refused != sh.Refused {
+		t.Errorf("%s: refused %v, want %v", sh.Name, c.Refused, sh.Refused)
+	}
+	if c.Refused {
+		return
+	}
+	if err := loom.Decide(tool, false, c.Payload != nil, 0, c.Facts); err != nil || !c.Shaped {
+		t.Errorf("%s: %v, shaped %v", sh.Name, err, c.Shaped)
+		return
+	}
+	res := ifc.Measure(ifc.Input{
+		OutputID: "run_x:" + string(tool) + ":1", Kind: tool.Kind(), Notice: ifc.Notice,
+		Rows: c.Rows, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
+		Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
+	})
+	_ = res.AppendJSON(nil, condenseHandles[:res.Admitted])
 }
 
 // peakHeap runs f after a full collection while sampling the heap in

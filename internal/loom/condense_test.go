@@ -195,6 +195,14 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 	} {
 		kept[i] = loom.Condense(tool, r)
 	}
+	// The same, read knowing the ceiling and query label, judging the
+	// rows from the first (loom.CondenseFor).
+	var judged [2][2]loom.Condensed
+	for ci, ceiling := range condenseCeilings {
+		m := loom.MeasuringFrom(loom.Measuring{Ceiling: ceiling, Unlabeled: condenseUnlabeled}, 0)
+		judged[ci][0] = loom.CondenseFor(tool, bytes.NewReader(stdout), m)
+		judged[ci][1] = loom.CondenseFor(tool, &chunked{data: stdout, cuts: cuts}, m)
+	}
 	bound := passesBounds(tool, stdout)
 	for _, exit := range exits {
 		lookups := []bool{false}
@@ -207,7 +215,7 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 			for i, c := range kept {
 				got[i] = condensedReading(tool, lookup, c, exit)
 			}
-			for _, ceiling := range condenseCeilings {
+			for ci, ceiling := range condenseCeilings {
 				want := ref.answer(tool, ceiling)
 				answer := ""
 				for i := range got {
@@ -216,6 +224,12 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 					}
 					if answer != want {
 						t.Fatalf("%s exit %d lookup %v ceiling %v reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, answer, want)
+					}
+				}
+				// Read knowing the ceiling, judging every row.
+				for i, c := range judged[ci] {
+					if answer := condensedReading(tool, lookup, c, exit).answer(tool, ceiling); answer != want {
+						t.Fatalf("%s exit %d lookup %v ceiling %v judged, reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, answer, want)
 					}
 				}
 			}
