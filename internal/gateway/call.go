@@ -150,6 +150,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
 		Rows:      kept.Rows,
+		Labels:    kept.Labels,
 		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,

@@ -46,24 +46,36 @@ func NewJudge(ceiling Ceiling, unlabeled Label) *Judge {
 	return &Judge{m: m, size: leastReserved}
 }
 
+// Verdict is what a Judge tells of a row.
+type Verdict struct {
+	// Withheld is the reason of the row's entry when it is withheld
+	// (ReasonLabelReadFailed or ReasonCeilingExceeded), "" when not.
+	Withheld string
+	// Past: every row after this one is sure to be omitted.
+	Past bool
+	// Apart: the row is admitted and fits, repeats no name, and has its
+	// own label, which may be kept apart from it (Input.Labels): the
+	// row, less its own ifc members, with that label reads the same.
+	Apart bool
+}
+
 // Row judges the next row, rowLen bytes long as loom wrote it (row may be
-// a shorter form of it, as Input.RowBytes). It returns the reason of its
-// entry when it is withheld (ReasonLabelReadFailed or
-// ReasonCeilingExceeded), "" when it may be admitted, and whether every
-// row after it is sure to be omitted. row is not kept: it may change once
-// Row returns.
-func (j *Judge) Row(row []byte, rowLen int) (withheld string, past bool) {
+// a shorter form of it, as Input.RowBytes). row is not kept: it may
+// change once Row returns.
+func (j *Judge) Row(row []byte, rowLen int) Verdict {
 	if j.past {
-		return "", true
+		return Verdict{Past: true}
 	}
-	e, n := j.m.entry(row, rowLen, OutputBound-j.size)
+	e, n := j.m.entry(row, rowLen, OutputBound-j.size, nil)
 	j.m.values = j.m.values[:0]
 	j.size += n
 	j.past = j.size > OutputBound
+	v := Verdict{Past: j.past}
 	if !e.Admitted {
-		withheld = e.ReasonCode // "" when it does not fit
+		v.Withheld = e.ReasonCode // "" when it does not fit
 	}
-	return withheld, j.past
+	v.Apart = e.Admitted && !j.past && j.m.scanErr == nil && j.m.scan.HasIFC && !j.m.scan.Over
+	return v
 }
 
 // Release gives the Judge's scratch back; j is not used after. A nil

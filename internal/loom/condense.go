@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -41,6 +42,10 @@ type Condensed struct {
 	Shaped   bool
 	Rows     []jsontext.Value
 	Envelope jsontext.Value
+	// Labels, when not nil, are labels of Rows kept apart from them
+	// (ifc.Input.Labels): CondenseFor keeps one copy of a label that
+	// rows it admits share.
+	Labels []jsontext.Value
 	// Refused is set when stdout is one JSON value but passes one of the
 	// bounds of what the pass holds (maxNameBytes and the others): the
 	// gateway answers it ErrMalformedPayload before reading anything
@@ -179,6 +184,9 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 		}
 		if c.envelope != nil {
 			out.Envelope = c.envelope
+		}
+		if len(c.labels) > 0 {
+			out.Labels = c.labels[:min(len(c.labels), len(rows)):min(len(c.labels), len(rows))]
 		}
 	}
 	return out
@@ -324,6 +332,9 @@ type condenser struct {
 	// its rows judged with it (judgeRows): judged of them, and past once
 	// the rows after them are sure to be omitted.
 	measuring *Measuring
+	labels    []jsontext.Value  // the rows' labels kept apart (Condensed.Labels)
+	labelSet  map[string][]byte // each of them once, by its text
+	scratch   []byte            // a row less its label (apart)
 	judge     *ifc.Judge
 	judged    int
 	pruning   bool
@@ -941,6 +952,7 @@ const pruneFrom = 1 << 20
 func (c *condenser) startJudge() {
 	c.judge.Release()
 	c.judge, c.judged, c.pruning, c.past = nil, 0, false, false
+	c.labels = c.labels[:0]
 	if c.measuring != nil {
 		c.judge = ifc.NewJudge(c.measuring.Ceiling, c.measuring.Unlabeled)
 	}
@@ -976,26 +988,98 @@ func (c *condenser) judgeRows(out *[]byte) {
 	for k := c.judged; k < len(c.rowSpans); k++ {
 		sp := c.rowSpans[k]
 		row := buf[sp.lo:sp.hi]
-		reason, past := c.judge.Row(row, c.rowBytes[k])
-		if s := ifc.WithheldStandIn(reason); s != nil && len(s) < len(row) {
+		v := c.judge.Row(row, c.rowBytes[k])
+		if s := ifc.WithheldStandIn(v.Withheld); s != nil && len(s) < len(row) {
 			row = s
+		}
+		for len(c.labels) < k {
+			c.labels = append(c.labels, nil)
 		}
 		if k > 0 {
 			buf[w] = ','
 			w++
 		}
-		n := copy(buf[w:], row)
+		var label []byte
+		n := 0
+		if v.Apart {
+			n, label = c.apart(buf[w:], row)
+		}
+		if label == nil {
+			n = copy(buf[w:], row)
+		}
+		c.labels = append(c.labels[:k], label)
 		c.rowSpans[k] = span{w, w + n}
 		w += n
-		if past {
+		if v.Past {
 			c.past = true
 			c.dropped += len(c.rowSpans) - k - 1
 			c.rowSpans, c.rowBytes = c.rowSpans[:k+1], c.rowBytes[:k+1]
+			c.labels = c.labels[:min(len(c.labels), k+1)]
 			break
 		}
 	}
 	*out = buf[:w]
 	c.judged = len(c.rowSpans)
+}
+
+// apart writes row to dst (which may overlap row) less its own ifc
+// members, and returns how many bytes it wrote and the last ifc member's
+// value, kept once for all the rows whose labels are the same text
+// (internLabel): nil, and dst not written, when it cannot. row is one the
+// writer read without a repeated name (ifc.Verdict.Apart).
+func (c *condenser) apart(dst, row []byte) (int, []byte) {
+	var s jsjson.Scanner
+	s.Reset(row)
+	if s.Peek() != '{' {
+		return 0, nil
+	}
+	s.Advance()
+	out := append(c.scratch[:0], '{')
+	var label []byte
+	for s.Peek() != '}' {
+		start := s.Offset()
+		name, err := s.Name()
+		if err != nil {
+			return 0, nil
+		}
+		v, err := s.Value(1)
+		if err != nil {
+			return 0, nil
+		}
+		if string(jsjson.MemberName(name)) == "ifc" {
+			label = v
+		} else {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, row[start:s.Offset()]...)
+		}
+		if s.Peek() == ',' {
+			s.Advance()
+		}
+	}
+	if label == nil {
+		return 0, nil
+	}
+	label = c.internLabel(label)
+	out = append(out, '}')
+	c.scratch = out
+	return copy(dst, out), label
+}
+
+// internLabel returns a copy of label, the same one for every label of
+// the same text the call keeps apart.
+func (c *condenser) internLabel(label []byte) []byte {
+	if c.labelSet == nil {
+		c.labelSet = make(map[string][]byte)
+	}
+	if l, ok := c.labelSet[string(label)]; ok {
+		return l
+	}
+	l := bytes.Clone(label)
+	// The key is l's own bytes, which nothing writes: one copy a label.
+	c.labelSet[unsafe.String(&l[0], len(l))] = l
+	return l
 }
 
 // readAhead reads on, when less than condenseLow bytes of the window are

@@ -260,7 +260,7 @@ func shapeCall(t *testing.T, sh benchdata.Shape, size int) {
 	}
 	res := ifc.Measure(ifc.Input{
 		OutputID: "run_x:" + string(tool) + ":1", Kind: tool.Kind(), Notice: ifc.Notice,
-		Rows: c.Rows, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
+		Rows: c.Rows, Labels: c.Labels, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
 		Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
 	})
 	_ = res.AppendJSON(nil, condenseHandles[:res.Admitted])
