@@ -946,16 +946,13 @@ func (c *condenser) rows(depth int) bool {
 // starts judging its rows (judgeRows).
 const pruneFrom = 1 << 20
 
-// startJudge starts judging the rows of a row list (rows), when Condense
-// was given the measurement's ceiling and query label: a list that
-// repeats starts over, as Split reads the last one.
+// startJudge starts over the judging of a row list (rows): a list that
+// repeats starts over, as Split reads the last one. The Judge itself is
+// made once the list kept is past pruneFrom (judgeRows).
 func (c *condenser) startJudge() {
 	c.judge.Release()
 	c.judge, c.judged, c.pruning, c.past = nil, 0, false, false
 	c.labels = c.labels[:0]
-	if c.measuring != nil {
-		c.judge = ifc.NewJudge(c.measuring.Ceiling, c.measuring.Unlabeled)
-	}
 }
 
 // judgeRows judges the rows kept in *out not judged yet, once the list
@@ -967,7 +964,7 @@ func (c *condenser) startJudge() {
 // dropped, omitted as the rows past ifc.MaxMeasuredRows are. Rows move
 // down in *out as others shrink; their spans follow.
 func (c *condenser) judgeRows(out *[]byte) {
-	if c.judge == nil || c.refused || out == nil {
+	if c.measuring == nil || c.refused || out == nil {
 		return
 	}
 	if !c.pruning {
@@ -979,6 +976,7 @@ func (c *condenser) judgeRows(out *[]byte) {
 			return
 		}
 		c.pruning = true
+		c.judge = ifc.NewJudge(c.measuring.Ceiling, c.measuring.Unlabeled)
 	}
 	buf := *out
 	w := c.rowSpans[0].lo

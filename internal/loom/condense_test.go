@@ -799,6 +799,18 @@ func BenchmarkCondense(b *testing.B) {
 				c.Release()
 			}
 		})
+		// As the gateway reads it: knowing the ceiling and query label.
+		b.Run(fmt.Sprintf("search-%dKB-judged", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			m := &loom.Measuring{Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled}
+			for b.Loop() {
+				c := loom.CondenseFor(loom.Search, &chunked{data: payload, cuts: []byte{255}}, m)
+				if c.Payload == nil {
+					b.Fatal("not condensed")
+				}
+				c.Release()
+			}
+		})
 		// A pipe read while loom is still writing delivers a page or a
 		// few at a time.
 		b.Run(fmt.Sprintf("search-%dKB-pieces-4KB", size>>10), func(b *testing.B) {
