@@ -926,7 +926,9 @@ func (c *condenser) rows(depth int) bool {
 		}
 		if lo >= 0 {
 			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
-			c.judgeRows(out)
+			if c.measuring != nil {
+				c.judgeRows(out)
+			}
 		}
 		switch c.peek() {
 		case ',':

@@ -278,3 +278,86 @@ func peakHeap(f func()) (before, peak uint64) {
 	runtime.GC()
 	return testkit.PeakHeap(50*time.Microsecond, f)
 }
+
+// distinctLabels reads like a 48 MB search payload of rows that are each
+// a label of about 60 KB within the ceiling, no two the same: the
+// costliest payload for what CondenseFor keeps and Measure reads, as the
+// label of every row the measurement admits is kept (once a text) and
+// joined into the result's.
+type distinctLabels struct {
+	size, n int
+	row     []byte
+	head    bool
+}
+
+func (d *distinctLabels) Read(p []byte) (int, error) {
+	if !d.head {
+		d.head = true
+		return copy(p, `{"hits":[`), nil
+	}
+	if len(d.row) == 0 {
+		if d.n < 0 {
+			return 0, io.EOF
+		}
+		if d.n*(60<<10) >= d.size {
+			d.n = -1
+			return copy(p, `{"i":0}]}`), nil
+		}
+		// A clause the work facet admits ({"anyOf":[work, ...]}) whose
+		// other atom is 60 KB, its own in each row: the result's label
+		// (the join) holds every one admitted.
+		d.row = fmt.Appendf(d.row[:0], `{"id":%d,"ifc":{"confidentiality":[{"anyOf":[%s,{"type":"t","n":"%d%s"}]}]}},`, d.n, cAtomWork, d.n, strings.Repeat("x", 60<<10))
+		d.n++
+	}
+	k := copy(p, d.row)
+	d.row = d.row[k:]
+	return k, nil
+}
+
+// TestCondenseMemoryDistinctLabels: the worst case README.md and
+// docs/operators.md state, held: 48 MB of rows that are each a label of
+// 60 KB the measurement admits, no two the same text. Every one of the
+// rows whose entries fit in the result (about 380) is read for its label,
+// which is kept (once a text) until Measure has read it and joined it
+// into the result's label, which holds them all: at most 128 MiB above
+// where the heap was for one call, 1 GiB for 8 at once (measured: about
+// 100-110 MiB and 770-790 MiB).
+func TestCondenseMemoryDistinctLabels(t *testing.T) {
+	size := 48 << 20
+	if loom.RaceEnabled || testing.Short() {
+		size = 4 << 20
+	}
+	const most, mostTogether = 128 << 20, 1 << 30
+	m := &loom.Measuring{Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled}
+	call := func() {
+		c := loom.CondenseFor(loom.Search, &distinctLabels{size: size}, m)
+		defer c.Release()
+		res := ifc.Measure(ifc.Input{
+			OutputID: "run_x:loom_search:1", Kind: "search", Notice: ifc.Notice,
+			Rows: c.Rows, Labels: c.Labels, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
+			Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
+		})
+		if res.Admitted < 100 && size == 48<<20 {
+			t.Errorf("admitted %d rows, want the result full of them", res.Admitted)
+		}
+		_ = res.AppendJSON(nil, condenseHandles[:res.Admitted])
+	}
+	before, peak := peakHeap(call)
+	if extra := int64(peak) - int64(before); extra > most {
+		t.Errorf("%d MiB: heap peaked %.1f MiB above, want at most %d MiB", size>>20, float64(extra)/(1<<20), most>>20)
+	} else {
+		t.Logf("%d MiB: %.1f MiB above", size>>20, float64(extra)/(1<<20))
+	}
+	before, peak = peakHeap(func() {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(call)
+		}
+		wg.Wait()
+	})
+	if extra := int64(peak) - int64(before); extra > mostTogether {
+		t.Errorf("%d MiB, 8 at once: heap peaked %.1f MiB above, want at most %d MiB", size>>20, float64(extra)/(1<<20), mostTogether>>20)
+	} else {
+		t.Logf("%d MiB, 8 at once: %.1f MiB above", size>>20, float64(extra)/(1<<20))
+	}
+}
