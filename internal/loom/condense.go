@@ -3,6 +3,7 @@ package loom
 import (
 	"bytes"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,9 @@ type Condensed struct {
 	Payload []byte
 	// Dropped counts the rows of the payload's row list (its last one,
 	// where the list member repeats) past the first ifc.MaxMeasuredRows,
-	// which are read but not kept: Measure's More.
+	// or, read with a Measuring (CondenseFor), past the row with which
+	// the entries are past the result, which are read but not kept:
+	// Measure's More.
 	Dropped int
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
@@ -134,7 +137,9 @@ const (
 // The memory Condense holds is its window and what it keeps: the rows'
 // count, their strings' bound and 1 MiB of each row, a row label up to
 // 1 MiB, an envelope value up to maxEnvelopeBytes, and the names bounded
-// above (docs/operators.md, "Memory").
+// above; read with the measurement's ceiling (CondenseFor), of the rows
+// past the first 1 MiB kept only what the result can show
+// (docs/operators.md, "Memory").
 func Condense(tool Tool, r io.Reader) Condensed {
 	return CondenseFor(tool, r, nil)
 }
@@ -159,7 +164,13 @@ type Measuring struct {
 // after them are counted in Dropped, not kept. Measure then reads to the
 // same result from what is kept, under m's ceiling and query label only.
 func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
-	c := condenser{src: r, tool: tool, envStart: -1, measuring: m}
+	c := condenser{src: r, tool: tool, envStart: -1, measuring: m, pruneAt: math.MaxInt}
+	switch {
+	case m != nil && m.fromSet:
+		c.pruneAt = m.from
+	case m != nil:
+		c.pruneAt = pruneFrom
+	}
 	c.run()
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
@@ -336,6 +347,7 @@ type condenser struct {
 	labelSet  map[string][]byte // each of them once, by its text
 	scratch   []byte            // a row less its label (apart)
 	judge     *ifc.Judge
+	pruneAt   int // pruneFrom, or never (math.MaxInt) without measuring
 	judged    int
 	pruning   bool
 	past      bool
@@ -926,7 +938,7 @@ func (c *condenser) rows(depth int) bool {
 		}
 		if lo >= 0 {
 			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
-			if c.measuring != nil {
+			if c.pruning || len(*c.out) >= c.pruneAt {
 				c.judgeRows(out)
 			}
 		}
@@ -970,11 +982,7 @@ func (c *condenser) judgeRows(out *[]byte) {
 		return
 	}
 	if !c.pruning {
-		from := pruneFrom
-		if c.measuring.fromSet {
-			from = c.measuring.from
-		}
-		if len(*out) < from {
+		if len(*out) < c.pruneAt {
 			return
 		}
 		c.pruning = true
