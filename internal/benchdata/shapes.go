@@ -31,6 +31,69 @@ var Shapes = []Shape{
 	{"small-rows", "loom_search", `{"hits":[`, `{"i":1},`, `{"i":2}]}`, false},
 	{"row-small-values", "loom_page_read", `{"a":[`, `1,`, `1],"ifc":7}`, false},
 	{"long-string", "loom_search", `{"hits":[{"s":"`, `abcdefgh`, `"}]}`, false},
+	// Rows the gateway reads whole (each under 1 MiB), of sizes from 1 KB
+	// to just under 1 MiB, of short strings nothing cuts.
+	{"rows-1kb", "loom_search", `{"hits":[`, rowOf(1<<10) + `,`, `{"i":2}]}`, false},
+	{"rows-60kb", "loom_search", `{"hits":[`, rowOf(60<<10) + `,`, `{"i":2}]}`, false},
+	{"rows-1mib", "loom_search", `{"hits":[`, rowOf(1<<20-64) + `,`, `{"i":2}]}`, false},
+	// Rows that are mostly their label: 60 KB, readable and within the
+	// ceiling loadgen's runs have (the work facet); 66 KB, past the label
+	// bound (unreadable, withheld).
+	{"label-60kb", "loom_search", `{"hits":[`, labelRow(60<<10) + `,`, `{"i":2}]}`, false},
+	{"label-66kb", "loom_search", `{"hits":[`, labelRow(66<<10) + `,`, `{"i":2}]}`, false},
+	// Rows of 60 KB of arrays nested 1,000 deep.
+	{"deep-rows", "loom_search", `{"hits":[`, deepRow(60<<10, 1000) + `,`, `{"i":2}]}`, false},
+	// Rows of 40 KB that repeat each of their names (read as JSON.parse
+	// reads them: first position, last value).
+	{"duplicate-names", "loom_search", `{"hits":[`, duplicateRow(40<<10) + `,`, `{"i":2}]}`, false},
+	// Rows of 60 KB whose strings are bytes that are not UTF-8 (each
+	// decoded to U+FFFD, three bytes).
+	{"invalid-utf8", "loom_search", `{"hits":[`, invalidRow(60<<10) + `,`, `{"i":2}]}`, false},
+}
+
+// workLabel is a label within the work facet.
+const workLabel = `{"confidentiality":["https://loom.example/facet/work"]}`
+
+// rowOf is a row of about n bytes: an id, the work label and a list of
+// 8-byte strings.
+func rowOf(n int) string {
+	head := `{"id":1,"ifc":` + workLabel + `,"v":[`
+	k := max(1, (n-len(head)-2)/11)
+	return head + strings.Repeat(`"abcdefgh",`, k-1) + `"abcdefgh"]}`
+}
+
+// labelRow is a row of about n bytes that is all label: the work facet,
+// then an ignored member of the label that pads it.
+func labelRow(n int) string {
+	head := `{"id":1,"ifc":{"confidentiality":["https://loom.example/facet/work"],"pad":"`
+	return head + strings.Repeat("x", max(1, n-len(head)-3)) + `"}}`
+}
+
+// deepRow is a row of about n bytes of arrays depth deep.
+func deepRow(n, depth int) string {
+	one := strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth)
+	k := max(1, n/(len(one)+1))
+	return `{"id":1,"ifc":` + workLabel + `,"v":[` + strings.Repeat(one+",", k-1) + one + `]}`
+}
+
+// duplicateRow is a row of about n bytes whose names each appear twice.
+func duplicateRow(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"id":1,"ifc":` + workLabel)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, `,"n%d":"abcdefgh","n%d":"ijklmnop"`, i, i)
+	}
+	b.WriteString(`}`)
+	return b.String()
+}
+
+// invalidRow is a row of about n bytes whose strings are 100 bytes of
+// 0xFF each.
+func invalidRow(n int) string {
+	head := `{"id":1,"ifc":` + workLabel + `,"v":[`
+	s := `"` + strings.Repeat("\xff", 100) + `"`
+	k := max(1, (n-len(head)-2)/(len(s)+1))
+	return head + strings.Repeat(s+",", k-1) + s + `]}`
 }
 
 // ShapeNamed returns the shape of that name.

@@ -98,6 +98,10 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	}
 	defer end()
 	lctx, lspan := startLoom(stage, tool)
+	unlabeled := ifc.LabelForUnlabeledRow(fresh.ModelContext, s.cfg.Loom.UnlabeledRowLabel)
+	// stdout is read knowing what the measurement below is given, so
+	// that no more of it is kept than that can show.
+	lctx = loom.WithMeasuring(lctx, loom.Measuring{Ceiling: ceiling, Unlabeled: unlabeled})
 	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
 	out, err := s.cfg.Runner.RunTool(lctx, tool, argv, env)
 	endLoom(lspan, out, err)
@@ -146,11 +150,12 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
 		Rows:      kept.Rows,
+		Labels:    kept.Labels,
 		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,
 		Ceiling:   ceiling,
-		Unlabeled: ifc.LabelForUnlabeledRow(fresh.ModelContext, s.cfg.Loom.UnlabeledRowLabel),
+		Unlabeled: unlabeled,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, c, stageEnded(stage))

@@ -48,7 +48,12 @@ type Input struct {
 	// it, where Rows holds a shorter form of it (loom.Condense shortens
 	// long strings, which the writer cuts the same way). Nil: each row's
 	// own length.
-	RowBytes  []int
+	RowBytes []int
+	// Labels, when not nil, holds for each row whose element is not nil
+	// its label, kept apart from it: the row has no ifc member of its own
+	// left, repeats no name, and reads as it did with its ifc member the
+	// label (loom.CondenseFor keeps one copy of a label many rows share).
+	Labels    []jsontext.Value
 	Envelope  jsontext.Value
 	Ceiling   Ceiling
 	Unlabeled Label // LabelForUnlabeledRow for this call
@@ -170,7 +175,11 @@ func measure(ctx context.Context, in Input) (Result, error) {
 		if i < len(in.RowBytes) {
 			rowLen = in.RowBytes[i]
 		}
-		e, entrySize := m.entry(row, rowLen, OutputBound-size)
+		var label []byte
+		if i < len(in.Labels) {
+			label = in.Labels[i]
+		}
+		e, entrySize := m.entry(row, rowLen, OutputBound-size, label)
 		if m.expired {
 			return Result{}, ctx.Err()
 		}
@@ -242,6 +251,13 @@ type measurer struct {
 	values    []byte         // arena for admitted values
 	observed  []Confidentiality
 	head      []byte
+	// The writer's reading of the last row entry read, and its error.
+	scan    jsjson.RowScan
+	scanErr error
+	// ownRaw: the rows read may change after (a Judge's), so labels
+	// keeps copies of their texts, rawBytes of them so far.
+	ownRaw   bool
+	rawBytes int
 }
 
 // rowLabel is a label the call has read, with the raw text it was read
@@ -271,6 +287,7 @@ var measurers = sync.Pool{New: func() any { return new(measurer) }}
 // sets) and returns m to the pool.
 func (m *measurer) put() {
 	m.ctx, m.expired = nil, false
+	m.scan, m.scanErr = jsjson.RowScan{}, nil
 	m.em.Release()
 	clear(m.labels)
 	m.labels = m.labels[:0]
@@ -326,6 +343,10 @@ func (m *measurer) labelFor(raw []byte) labelInfo {
 		return labelInfo{unreadable: true}
 	}
 	li := m.infoOf(labelReads.row(raw))
+	raw, keep := m.ownLabel(raw)
+	if !keep {
+		return li
+	}
 	m.labels = append(m.labels, rowLabel{raw: raw, info: li})
 	switch {
 	case m.index != nil:
@@ -347,11 +368,15 @@ var (
 // entry measures one row, rowLen bytes long as loom wrote it, given the
 // room left, returning the entry and its size. A value that cannot fit in
 // room is not kept: its size is reported as room+1.
-func (m *measurer) entry(row []byte, rowLen, room int) (Entry, int) {
+func (m *measurer) entry(row []byte, rowLen, room int, label []byte) (Entry, int) {
 	mark := len(m.values)
 	maxBytes := 3 * max(room, 0) // a value of more bytes has more UTF-16 units than room
 	buf, sc, err := m.em.Row(m.values, row, false, maxBytes)
 	m.values = buf[:mark]
+	if label != nil && err == nil {
+		sc.IFC, sc.HasIFC = label, true // kept apart (Input.Labels)
+	}
+	m.scan, m.scanErr = sc, err
 	var li labelInfo
 	labeled := false // the row has its own ifc member
 	var value []byte

@@ -3,10 +3,12 @@ package loom
 import (
 	"bytes"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -25,7 +27,9 @@ type Condensed struct {
 	Payload []byte
 	// Dropped counts the rows of the payload's row list (its last one,
 	// where the list member repeats) past the first ifc.MaxMeasuredRows,
-	// which are read but not kept: Measure's More.
+	// or, read with a Measuring (CondenseFor), past the row with which
+	// the entries are past the result, which are read but not kept:
+	// Measure's More.
 	Dropped int
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
@@ -41,6 +45,10 @@ type Condensed struct {
 	Shaped   bool
 	Rows     []jsontext.Value
 	Envelope jsontext.Value
+	// Labels, when not nil, are labels of Rows kept apart from them
+	// (ifc.Input.Labels): CondenseFor keeps one copy of a label that
+	// rows it admits share.
+	Labels []jsontext.Value
 	// Refused is set when stdout is one JSON value but passes one of the
 	// bounds of what the pass holds (maxNameBytes and the others): the
 	// gateway answers it ErrMalformedPayload before reading anything
@@ -129,9 +137,40 @@ const (
 // The memory Condense holds is its window and what it keeps: the rows'
 // count, their strings' bound and 1 MiB of each row, a row label up to
 // 1 MiB, an envelope value up to maxEnvelopeBytes, and the names bounded
-// above (docs/operators.md, "Memory").
+// above; read with the measurement's ceiling (CondenseFor), of the rows
+// past the first 1 MiB kept only what the result can show
+// (docs/operators.md, "Memory").
 func Condense(tool Tool, r io.Reader) Condensed {
-	c := condenser{src: r, tool: tool, envStart: -1}
+	return CondenseFor(tool, r, nil)
+}
+
+// Measuring is what the measurement of a call's rows is given beside
+// them (ifc.Input's Ceiling and Unlabeled).
+type Measuring struct {
+	Ceiling   ifc.Ceiling
+	Unlabeled ifc.Label
+
+	// from, when set, replaces pruneFrom (the tests judge small
+	// payloads).
+	from    int
+	fromSet bool
+}
+
+// CondenseFor is Condense for rows measured with m (nil: not known). With
+// m, a row list kept past pruneFrom bytes keeps only what the
+// measurement can show under it: a row it withholds is kept as a short
+// stand-in with the same entry, and once the entries of the rows read are
+// past the result (whatever its envelope and reservation), the rows
+// after them are counted in Dropped, not kept. Measure then reads to the
+// same result from what is kept, under m's ceiling and query label only.
+func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
+	c := condenser{src: r, tool: tool, envStart: -1, measuring: m, pruneAt: math.MaxInt}
+	switch {
+	case m != nil && m.fromSet:
+		c.pruneAt = m.from
+	case m != nil:
+		c.pruneAt = pruneFrom
+	}
 	c.run()
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
@@ -156,6 +195,9 @@ func Condense(tool Tool, r io.Reader) Condensed {
 		}
 		if c.envelope != nil {
 			out.Envelope = c.envelope
+		}
+		if len(c.labels) > 0 {
+			out.Labels = c.labels[:min(len(c.labels), len(rows)):min(len(c.labels), len(rows))]
 		}
 	}
 	return out
@@ -295,6 +337,20 @@ type condenser struct {
 	labelCut  bool
 	name      []byte // scratch for a member name
 	num       []byte // scratch for a number or literal
+
+	// What the measurement will be given beyond the rows (nil: nothing
+	// known), and, once the row list kept is past pruneFrom (pruning),
+	// its rows judged with it (judgeRows): judged of them, and past once
+	// the rows after them are sure to be omitted.
+	measuring *Measuring
+	labels    []jsontext.Value  // the rows' labels kept apart (Condensed.Labels)
+	labelSet  map[string][]byte // each of them once, by its text
+	scratch   []byte            // a row less its label (apart)
+	judge     *ifc.Judge
+	pruneAt   int // pruneFrom, or never (math.MaxInt) without measuring
+	judged    int
+	pruning   bool
+	past      bool
 }
 
 func (c *condenser) run() {
@@ -340,6 +396,8 @@ func (c *condenser) run() {
 		c.bad = true
 	}
 	c.drain()
+	c.judge.Release()
+	c.judge = nil
 	condenseBufs.Put(bufs)
 	c.b, c.raw = nil, nil
 	if oneRow && !c.bad && !c.refused {
@@ -853,9 +911,11 @@ func (c *condenser) rows(depth int) bool {
 		c.take()
 		return true
 	}
+	c.startJudge()
 	for n := 0; ; n++ {
+		past := n >= ifc.MaxMeasuredRows || c.past
 		switch {
-		case n >= ifc.MaxMeasuredRows:
+		case past:
 			c.out = nil
 			c.dropped++
 		case c.refused:
@@ -873,11 +933,14 @@ func (c *condenser) rows(depth int) bool {
 		if !c.wholeRow(depth+1, c.out != nil) && !c.row(depth+1) {
 			return false
 		}
-		if n < ifc.MaxMeasuredRows {
+		if !past {
 			c.rowBytes = append(c.rowBytes, int(c.offset()-start))
 		}
 		if lo >= 0 {
 			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
+			if c.pruning || len(*c.out) >= c.pruneAt {
+				c.judgeRows(out)
+			}
 		}
 		switch c.peek() {
 		case ',':
@@ -890,6 +953,141 @@ func (c *condenser) rows(depth int) bool {
 			return false
 		}
 	}
+}
+
+// pruneFrom is how many bytes the row list kept may take before a
+// Condense given the measurement's ceiling and query label (Measuring)
+// starts judging its rows (judgeRows).
+const pruneFrom = 1 << 20
+
+// startJudge starts over the judging of a row list (rows): a list that
+// repeats starts over, as Split reads the last one. The Judge itself is
+// made once the list kept is past pruneFrom (judgeRows).
+func (c *condenser) startJudge() {
+	c.judge.Release()
+	c.judge, c.judged, c.pruning, c.past = nil, 0, false, false
+	c.labels = c.labels[:0]
+}
+
+// judgeRows judges the rows kept in *out not judged yet, once the list
+// kept is past pruneFrom bytes (so a payload whose rows take less is kept
+// as before, and read once): each row the measurement is sure to withhold
+// is replaced by a stand-in with the same entry (ifc.WithheldStandIn),
+// when that is shorter, and once the entries of the rows judged are past
+// the result (ifc.Judge), no row after them is kept: they are counted in
+// dropped, omitted as the rows past ifc.MaxMeasuredRows are. Rows move
+// down in *out as others shrink; their spans follow.
+func (c *condenser) judgeRows(out *[]byte) {
+	if c.measuring == nil || c.refused || out == nil {
+		return
+	}
+	if !c.pruning {
+		if len(*out) < c.pruneAt {
+			return
+		}
+		c.pruning = true
+		c.judge = ifc.NewJudge(c.measuring.Ceiling, c.measuring.Unlabeled)
+	}
+	buf := *out
+	w := c.rowSpans[0].lo
+	if c.judged > 0 {
+		w = c.rowSpans[c.judged-1].hi
+	}
+	for k := c.judged; k < len(c.rowSpans); k++ {
+		sp := c.rowSpans[k]
+		row := buf[sp.lo:sp.hi]
+		v := c.judge.Row(row, c.rowBytes[k])
+		if s := ifc.WithheldStandIn(v.Withheld); s != nil && len(s) < len(row) {
+			row = s
+		}
+		for len(c.labels) < k {
+			c.labels = append(c.labels, nil)
+		}
+		if k > 0 {
+			buf[w] = ','
+			w++
+		}
+		var label []byte
+		n := 0
+		if v.Apart {
+			n, label = c.apart(buf[w:], row)
+		}
+		if label == nil {
+			n = copy(buf[w:], row)
+		}
+		c.labels = append(c.labels[:k], label)
+		c.rowSpans[k] = span{w, w + n}
+		w += n
+		if v.Past {
+			c.past = true
+			c.dropped += len(c.rowSpans) - k - 1
+			c.rowSpans, c.rowBytes = c.rowSpans[:k+1], c.rowBytes[:k+1]
+			c.labels = c.labels[:min(len(c.labels), k+1)]
+			break
+		}
+	}
+	*out = buf[:w]
+	c.judged = len(c.rowSpans)
+}
+
+// apart writes row to dst (which may overlap row) less its own ifc
+// members, and returns how many bytes it wrote and the last ifc member's
+// value, kept once for all the rows whose labels are the same text
+// (internLabel): nil, and dst not written, when it cannot. row is one the
+// writer read without a repeated name (ifc.Verdict.Apart).
+func (c *condenser) apart(dst, row []byte) (int, []byte) {
+	var s jsjson.Scanner
+	s.Reset(row)
+	if s.Peek() != '{' {
+		return 0, nil
+	}
+	s.Advance()
+	out := append(c.scratch[:0], '{')
+	var label []byte
+	for s.Peek() != '}' {
+		start := s.Offset()
+		name, err := s.Name()
+		if err != nil {
+			return 0, nil
+		}
+		v, err := s.Value(1)
+		if err != nil {
+			return 0, nil
+		}
+		if string(jsjson.MemberName(name)) == "ifc" {
+			label = v
+		} else {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, row[start:s.Offset()]...)
+		}
+		if s.Peek() == ',' {
+			s.Advance()
+		}
+	}
+	if label == nil {
+		return 0, nil
+	}
+	label = c.internLabel(label)
+	out = append(out, '}')
+	c.scratch = out
+	return copy(dst, out), label
+}
+
+// internLabel returns a copy of label, the same one for every label of
+// the same text the call keeps apart.
+func (c *condenser) internLabel(label []byte) []byte {
+	if c.labelSet == nil {
+		c.labelSet = make(map[string][]byte)
+	}
+	if l, ok := c.labelSet[string(label)]; ok {
+		return l
+	}
+	l := bytes.Clone(label)
+	// The key is l's own bytes, which nothing writes: one copy a label.
+	c.labelSet[unsafe.String(&l[0], len(l))] = l
+	return l
 }
 
 // readAhead reads on, when less than condenseLow bytes of the window are

@@ -46,6 +46,12 @@ var condenseHandles = func() []string {
 // answerOf is what a caller can tell of a reading: its error, or the
 // result object with handles, what it observed and its counts.
 func answerOf(tool loom.Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
+	return answerApart(tool, ceiling, rows, nil, more, rowBytes, envelope, err)
+}
+
+// answerApart is answerOf with labels kept apart from the rows
+// (ifc.Input.Labels).
+func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
 	if err != nil {
 		var hr *loom.HostRefusedError
 		var ee *loom.ExitError
@@ -65,6 +71,9 @@ func answerOf(tool loom.Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowB
 	for _, r := range rows {
 		in.Rows = append(in.Rows, r)
 	}
+	for _, l := range labels {
+		in.Labels = append(in.Labels, l)
+	}
 	res := ifc.Measure(in)
 	obs, _ := res.Observed.MarshalJSON()
 	return fmt.Sprintf("%s\nobserved %s", res.AppendJSON(nil, condenseHandles[:res.Admitted]), obs)
@@ -75,6 +84,7 @@ func answerOf(tool loom.Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowB
 // those past them, their lengths and the envelope.
 type reading struct {
 	rows     [][]byte
+	labels   [][]byte
 	more     int
 	rowBytes []int
 	envelope []byte
@@ -83,7 +93,7 @@ type reading struct {
 
 // answer is the answer of r under ceiling.
 func (r reading) answer(tool loom.Tool, ceiling ifc.Ceiling) string {
-	return answerOf(tool, ceiling, r.rows, r.more, r.rowBytes, r.envelope, r.err)
+	return answerApart(tool, ceiling, r.rows, r.labels, r.more, r.rowBytes, r.envelope, r.err)
 }
 
 // equal reports whether r and o give Measure the same input, so the same
@@ -91,7 +101,7 @@ func (r reading) answer(tool loom.Tool, ceiling ifc.Ceiling) string {
 func (r reading) equal(o reading) bool {
 	return r.err == o.err && r.more == o.more && slices.Equal(r.rowBytes, o.rowBytes) &&
 		bytes.Equal(r.envelope, o.envelope) && (r.envelope == nil) == (o.envelope == nil) &&
-		slices.EqualFunc(r.rows, o.rows, bytes.Equal)
+		slices.EqualFunc(r.rows, o.rows, bytes.Equal) && slices.EqualFunc(r.labels, o.labels, bytes.Equal)
 }
 
 // referenceReading reads stdout whole, with the reference reading:
@@ -133,11 +143,14 @@ func condensedReading(tool loom.Tool, lookup bool, c loom.Condensed, exit int) r
 	if !c.Shaped {
 		return reading{err: loom.ErrMalformedPayload}
 	}
-	var rs [][]byte
+	var rs, ls [][]byte
 	for _, r := range c.Rows {
 		rs = append(rs, r)
 	}
-	return reading{rows: rs, more: c.Dropped, rowBytes: c.RowBytes, envelope: c.Envelope}
+	for _, l := range c.Labels {
+		ls = append(ls, l)
+	}
+	return reading{rows: rs, labels: ls, more: c.Dropped, rowBytes: c.RowBytes, envelope: c.Envelope}
 }
 
 // condensedAnswer reads stdout through Condense, from r, as the gateway
@@ -195,6 +208,14 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 	} {
 		kept[i] = loom.Condense(tool, r)
 	}
+	// The same, read knowing the ceiling and query label, judging the
+	// rows from the first (loom.CondenseFor).
+	var judged [2][2]loom.Condensed
+	for ci, ceiling := range condenseCeilings {
+		m := loom.MeasuringFrom(loom.Measuring{Ceiling: ceiling, Unlabeled: condenseUnlabeled}, 0)
+		judged[ci][0] = loom.CondenseFor(tool, bytes.NewReader(stdout), m)
+		judged[ci][1] = loom.CondenseFor(tool, &chunked{data: stdout, cuts: cuts}, m)
+	}
 	bound := passesBounds(tool, stdout)
 	for _, exit := range exits {
 		lookups := []bool{false}
@@ -207,7 +228,7 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 			for i, c := range kept {
 				got[i] = condensedReading(tool, lookup, c, exit)
 			}
-			for _, ceiling := range condenseCeilings {
+			for ci, ceiling := range condenseCeilings {
 				want := ref.answer(tool, ceiling)
 				answer := ""
 				for i := range got {
@@ -216,6 +237,12 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 					}
 					if answer != want {
 						t.Fatalf("%s exit %d lookup %v ceiling %v reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, answer, want)
+					}
+				}
+				// Read knowing the ceiling, judging every row.
+				for i, c := range judged[ci] {
+					if answer := condensedReading(tool, lookup, c, exit).answer(tool, ceiling); answer != want {
+						t.Fatalf("%s exit %d lookup %v ceiling %v judged, reader %d, stdout %.2000q:\ncondensed %.3000s\nreference %.3000s", tool, exit, lookup, ceiling, i, stdout, answer, want)
 					}
 				}
 			}
@@ -772,6 +799,18 @@ func BenchmarkCondense(b *testing.B) {
 				c.Release()
 			}
 		})
+		// As the gateway reads it: knowing the ceiling and query label.
+		b.Run(fmt.Sprintf("search-%dKB-judged", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			m := &loom.Measuring{Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled}
+			for b.Loop() {
+				c := loom.CondenseFor(loom.Search, &chunked{data: payload, cuts: []byte{255}}, m)
+				if c.Payload == nil {
+					b.Fatal("not condensed")
+				}
+				c.Release()
+			}
+		})
 		// A pipe read while loom is still writing delivers a page or a
 		// few at a time.
 		b.Run(fmt.Sprintf("search-%dKB-pieces-4KB", size>>10), func(b *testing.B) {
@@ -790,4 +829,114 @@ func BenchmarkCondense(b *testing.B) {
 // genCondenseRowSmall writes a hit of about 200 bytes like loom's.
 func genCondenseRowSmall(rng *rand.Rand, b *strings.Builder, i int) {
 	fmt.Fprintf(b, `{"id":"mail:%06d","source":"mail","title":"Re: plan","snippet":"atlas launch checklist café %d","date":"2026-03-01","people":["p:ada"],"score":0.%03d,"ifc":{"confidentiality":[%s]}}`, i, rng.IntN(1000), rng.IntN(1000), cAtomWork)
+}
+
+// genJudgedPayload writes a list payload for tool of n rows of every
+// kind the measurement tells apart: admitted (in the work facet, or
+// unlabeled), outside the ceiling, unreadable, a label past the label
+// bound, a label repeated, names repeated, whitespace, long strings, rows
+// past any room, in a random order.
+func genJudgedPayload(rng *rand.Rand, tool loom.Tool, n int) []byte {
+	work := `{"confidentiality":[` + cAtomWork + `]}`
+	health := `{"confidentiality":[` + cAtomHealth + `]}`
+	pad := `{"confidentiality":[` + cAtomWork + `],"pad":"` + strings.Repeat("p", 3000) + `"}`
+	long := `{"confidentiality":[` + cAtomWork + `],"pad":"` + strings.Repeat("p", ifc.MaxLabelBytes) + `"}`
+	var b strings.Builder
+	head, tail := `{"query":"q","hits":[`, `],"warnings":[]}`
+	switch tool {
+	case loom.PageDiscover:
+		head, tail = `{"pages":[`, `],"nextCursor":"c"}`
+	case loom.CalendarList:
+		head, tail = `[`, `]`
+	}
+	b.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+			if rng.IntN(10) == 0 {
+				b.WriteString("\n ")
+			}
+		}
+		v := fmt.Sprintf(`"id":%d,"s":"%s"`, i, strings.Repeat("x", rng.IntN(300)))
+		switch rng.IntN(12) {
+		case 0:
+			v += `,"long":"` + strings.Repeat("é", 4100+rng.IntN(10)) + `"`
+		case 1:
+			v += `,"big":"` + strings.Repeat("y", 20000+rng.IntN(30000)) + `"`
+		case 2:
+			v += `,"id":"again","s":1`
+		case 3:
+			v += `,"o":{"a":1,"a":2}`
+		case 4:
+			v += `,"n":[` + strings.Repeat(`"abcdefgh",`, 3000) + `1]`
+		}
+		var label string
+		switch rng.IntN(9) {
+		case 0:
+			label = ""
+		case 1:
+			label = `"ifc":` + health
+		case 2:
+			label = `"ifc":7`
+		case 3:
+			label = `"ifc":` + long
+		case 4:
+			label = `"ifc":` + pad
+		case 5:
+			label = `"ifc":` + health + `,"ifc" : ` + work
+		case 6:
+			label = `"ifc": { "confidentiality" : [ ` + cAtomWork + ` ] }`
+		default:
+			label = `"ifc":` + work
+		}
+		members := []string{v}
+		if label != "" {
+			members = append(members, label)
+		}
+		rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+		b.WriteString("{" + strings.Join(members, ",") + "}")
+	}
+	b.WriteString(tail)
+	return []byte(b.String())
+}
+
+// TestCondenseJudged: read knowing the ceiling and query label, judging
+// its rows from the first, Condense gives the answer of the reference
+// reading on payloads of every kind of row, and keeps less: withheld
+// rows as stand-ins, labels apart, nothing past the result.
+func TestCondenseJudged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 3))
+	runs := 60
+	if testing.Short() || loom.RaceEnabled {
+		runs = 10
+	}
+	sawApart, sawPast, sawStandIn := false, false, false
+	for i := range runs {
+		tool := []loom.Tool{loom.Search, loom.PageDiscover, loom.CalendarList}[i%3]
+		stdout := genJudgedPayload(rng, tool, 1+rng.IntN(300))
+		checkCondense(t, tool, stdout, []byte{3, 40})
+		m := loom.MeasuringFrom(loom.Measuring{Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled}, 0)
+		c := loom.CondenseFor(tool, bytes.NewReader(stdout), m)
+		for _, l := range c.Labels {
+			sawApart = sawApart || l != nil
+		}
+		for _, r := range c.Rows {
+			sawStandIn = sawStandIn || string(r) == `{"ifc":7}` || strings.Contains(string(r), ifc.ReadFailedMarker)
+		}
+		sawPast = sawPast || c.Dropped > 0 && len(c.Rows) < ifc.MaxMeasuredRows
+	}
+	if !sawApart || !sawPast || !sawStandIn {
+		t.Errorf("labels apart %v, rows past the result dropped %v, stand-ins %v: want each", sawApart, sawPast, sawStandIn)
+	}
+	// Past pruneFrom, judging starts with the rows kept so far.
+	for _, tool := range []loom.Tool{loom.Search, loom.CalendarList} {
+		stdout := genJudgedPayload(rng, tool, 800)
+		for _, ceiling := range condenseCeilings {
+			m := &loom.Measuring{Ceiling: ceiling, Unlabeled: condenseUnlabeled}
+			got := condensedReading(tool, false, loom.CondenseFor(tool, bytes.NewReader(stdout), m), 0).answer(tool, ceiling)
+			if want := referenceAnswer(tool, false, stdout, 0, ceiling); got != want {
+				t.Fatalf("%s of %d bytes, ceiling %v:\ncondensed %.3000s\nreference %.3000s", tool, len(stdout), ceiling, got, want)
+			}
+		}
+	}
 }

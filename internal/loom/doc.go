@@ -19,7 +19,9 @@
 //	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 //	// !kept.Shaped: ErrMalformedPayload
 //	// then the core measures kept.Rows and kept.Envelope with
-//	// ifc.MeasureContext, More: kept.Dropped, RowBytes: kept.RowBytes
+//	// ifc.MeasureContext, More: kept.Dropped, RowBytes: kept.RowBytes,
+//	// Labels: kept.Labels (ctx carried the ceiling and query label the
+//	// measurement is given: WithMeasuring)
 //
 // Condense reads stdout once, as it arrives, through a window, and
 // returns what it learned as Go values (Condensed): the facts Decide reads

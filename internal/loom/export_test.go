@@ -21,3 +21,13 @@ var ScalarByte = &scalarByte
 
 // EnvelopeIndex is envelopeIndex.
 func EnvelopeIndex(name string, keys []string) int { return envelopeIndex(name, keys) }
+
+// MeasuringFrom is m judging rows once the list kept is past from bytes
+// (pruneFrom).
+func MeasuringFrom(m Measuring, from int) *Measuring {
+	m.from, m.fromSet = from, true
+	return &m
+}
+
+// PruneFrom is pruneFrom.
+const PruneFrom = pruneFrom

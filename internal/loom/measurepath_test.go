@@ -160,6 +160,7 @@ func StreamPath(tool loom.Tool, out loom.Output) ([]byte, error) {
 		Kind:      tool.Kind(),
 		Notice:    ifc.Notice,
 		Rows:      kept.Rows,
+		Labels:    kept.Labels,
 		More:      kept.Dropped,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,

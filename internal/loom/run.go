@@ -140,17 +140,28 @@ func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
 }
 
 // RunTool is Run for a command of tool: its stdout is read as it arrives,
-// in one pass, by Condense, and Output.Condensed holds what it kept, so a
-// call holds a window of stdout and what Condense keeps, never the whole
+// in one pass, by Condense (CondenseFor with the Measuring ctx carries,
+// WithMeasuring), and Output.Condensed holds what it kept, so a call
+// holds a window of stdout and what Condense keeps, never the whole
 // payload. Errors are Run's.
 func (c *CLI) RunTool(ctx context.Context, tool Tool, argv, env []string) (Output, error) {
 	var cond Condensed
-	out, err := c.run(ctx, argv, env, func(r io.Reader) { cond = Condense(tool, r) })
+	m, _ := ctx.Value(measuringKey{}).(*Measuring)
+	out, err := c.run(ctx, argv, env, func(r io.Reader) { cond = CondenseFor(tool, r, m) })
 	if err == nil {
 		out.Condensed = &cond
 	}
 	return out, err
 }
+
+// WithMeasuring returns ctx carrying m, what the measurement of the
+// call's rows will be given: RunTool then reads stdout with CondenseFor
+// and m, keeping only what that measurement can show.
+func WithMeasuring(ctx context.Context, m Measuring) context.Context {
+	return context.WithValue(ctx, measuringKey{}, &m)
+}
+
+type measuringKey struct{}
 
 // run is Run with read reading stdout, from the calling goroutine while
 // the command runs: read must read r to its end (an error from r ends it
