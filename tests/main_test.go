@@ -3,17 +3,16 @@ package tests
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/loom-gateway/gateway/internal/testkit"
 )
 
 // Markers planted where the gateway must never let them out: fake loom
@@ -52,7 +51,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(rootDir)
 
-	if name := servePids(); name != "" {
+	if name := testkit.ServePids("loom-e2e-pids-"); name != "" {
 		if err := os.WriteFile(filepath.Join(rootDir, "pid-server"), []byte(name), 0o600); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
@@ -145,36 +144,4 @@ func findLeaks() []string {
 		}
 	}
 	return out
-}
-
-// servePids listens on an abstract unix socket and answers each
-// connection with the pid of the process that connected, read from
-// SO_PEERCRED (the kernel gives it in this process's PID namespace): the
-// fake loom asks it for its own pid, which it cannot read from a /proc of
-// its own PID namespace. Its name is written to rootDir/pid-server.
-func servePids() string {
-	name := "loom-e2e-pids-" + strconv.Itoa(os.Getpid())
-	ln, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		return ""
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			pid := 0
-			if rc, err := c.(*net.UnixConn).SyscallConn(); err == nil {
-				_ = rc.Control(func(fd uintptr) {
-					if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
-						pid = int(cred.Pid)
-					}
-				})
-			}
-			fmt.Fprint(c, pid)
-			c.Close()
-		}
-	}()
-	return name
 }

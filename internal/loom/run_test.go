@@ -33,48 +33,18 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeModeVar); mode != "" {
 		os.Exit(fakeLoom(mode, os.Args[1:]))
 	}
-	pidServer = servePids()
+	pidServer = testkit.ServePids("loom-test-pids-")
 	os.Exit(m.Run())
 }
 
 // pidServerVar names, in the fake's environment, the abstract unix socket
 // on which the test process tells a fake its pid as the test sees it
-// (servePids): in a PID namespace with a /proc of its own the fake cannot
+// (testkit.ServePids): in a PID namespace with a /proc of its own the fake cannot
 // read it from /proc.
 const pidServerVar = "LOOM_FAKE_PID_SERVER"
 
-// pidServer is the socket servePids listens on, "" where there is none.
+// pidServer is the socket testkit.ServePids listens on, "" where there is none.
 var pidServer string
-
-// servePids listens on an abstract unix socket and answers each
-// connection with the pid of the process that connected, read from
-// SO_PEERCRED, which the kernel gives in the reader's PID namespace.
-func servePids() string {
-	name := "loom-test-pids-" + strconv.Itoa(os.Getpid())
-	ln, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		return ""
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			pid := 0
-			if rc, err := c.(*net.UnixConn).SyscallConn(); err == nil {
-				_ = rc.Control(func(fd uintptr) {
-					if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
-						pid = int(cred.Pid)
-					}
-				})
-			}
-			fmt.Fprint(c, pid)
-			c.Close()
-		}
-	}()
-	return name
-}
 
 // fakeLoom is the fake loom's main.
 func fakeLoom(mode string, args []string) int {

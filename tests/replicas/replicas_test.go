@@ -36,6 +36,11 @@ type env struct {
 // once by TestMain (when a Redis is set).
 var gatewayBin, fakeloomBin string
 
+// pidServer is the abstract socket on which this process tells the fake
+// loom its pid as the test sees it (testkit.ServePids); setUpWith names
+// it in each instance directory's pid-server file.
+var pidServer string
+
 // stores are the Redis deployments the scenarios of eachStore run on: the
 // variable holding each one's --store URL (scripts/redis.sh start sets
 // both).
@@ -77,6 +82,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	pidServer = testkit.ServePids("loom-replicas-pids-")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -106,7 +112,13 @@ func setUpWith(t *testing.T, dir, cliPath string) *env {
 	})
 	e.config = filepath.Join(dir, "loom-retrieval.json")
 	e.tokenFile = filepath.Join(dir, "host-token")
-	for path, data := range map[string][]byte{e.config: cfg, e.tokenFile: []byte(e.hostToken)} {
+	files := map[string][]byte{e.config: cfg, e.tokenFile: []byte(e.hostToken)}
+	if pidServer != "" {
+		// The fake loom's own /proc (a PID namespace of its own) shows
+		// it not its pid as this process sees it: it asks pidServer.
+		files[filepath.Join(dir, "pid-server")] = []byte(pidServer)
+	}
+	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
