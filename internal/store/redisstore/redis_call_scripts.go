@@ -1,5 +1,26 @@
 package redisstore
 
+// luaTake is the run's rate bucket (store.Rate.Take in Lua), the one
+// reading of it that scriptBegin and scriptAdmit share: take(rl, rlt,
+// now, rate, burst) is given the hash fields rl (the calls held) and rlt
+// (when, in microseconds; both nil for a full bucket) and returns the
+// fields to write back after taking one call, or nil, nil and the
+// microseconds until the bucket holds a call.
+const luaTake = `
+local function take(rl, rlt, now, rate, burst)
+  local tokens, at = burst, now
+  if rl and rlt then
+    tokens, at = tonumber(rl), tonumber(rlt)
+    if now > at then
+      tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
+      at = now
+    end
+  end
+  if tokens < 1 then return nil, nil, math.ceil((1 - tokens) * 1e6 / rate) end
+  return string.format('%.17g', tokens - 1), string.format('%d', at), nil
+end
+`
+
 // scriptBegin starts an output: it checks the token hash, takes a call
 // from the run's rate bucket (store.Rate.Take in Lua, on the hash fields
 // rl, the calls held, and rlt, when in microseconds) and the next output
@@ -15,7 +36,7 @@ package redisstore
 // a mark, else 0; -1 (no live run, or another token), -3 (max seq
 // numbers taken) or {-2, microseconds until the bucket holds a call},
 // the refusals with nothing written.
-var scriptBegin = runScript(`
+var scriptBegin = runScript(luaTake + `
 local run, flight = KEYS[1], KEYS[5]
 local now = tonumber(ARGV[1])
 local f = redis.call('HMGET', run, 'tok', 'expus', 'seq', 'rl', 'rlt', 'pxat')
@@ -26,16 +47,9 @@ if maxSeq > 0 and seq >= maxSeq then return -3 end
 local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
 local nseq = string.format('%d', seq + 1)
 if rate > 0 then
-  local tokens, at = burst, now
-  if f[4] and f[5] then
-    tokens, at = tonumber(f[4]), tonumber(f[5])
-    if now > at then
-      tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
-      at = now
-    end
-  end
-  if tokens < 1 then return {-2, math.ceil((1 - tokens) * 1e6 / rate)} end
-  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at), 'seq', nseq)
+  local tokens, at, wait = take(f[4], f[5], now, rate, burst)
+  if wait then return {-2, wait} end
+  redis.call('HSET', run, 'rl', tokens, 'rlt', at, 'seq', nseq)
 else
   redis.call('HSET', run, 'seq', nseq)
 end
@@ -124,7 +138,7 @@ return {0, table.concat(out, '', 2)}
 // Returns scriptGet's reply, -1 (no live run, or another token) or
 // {-2, microseconds until the bucket holds a call}, the refusals with
 // nothing written.
-var scriptAdmit = flagged(freesData, luaLive+`
+var scriptAdmit = flagged(freesData, luaLive+luaTake+`
 local run = KEYS[1]
 local now = tonumber(ARGV[1])
 local f = redis.call('HMGET', run, 'tok', 'expus', 'rl', 'rlt')
@@ -132,15 +146,8 @@ if not f[1] or (f[2] and tonumber(f[2]) <= now) then return -1 end
 if ARGV[4] ~= '' and f[1] ~= ARGV[4] then return -1 end
 local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
 if rate > 0 then
-  local tokens, at = burst, now
-  if f[3] and f[4] then
-    tokens, at = tonumber(f[3]), tonumber(f[4])
-    if now > at then
-      tokens = math.min(burst, tokens + (now - at) * rate / 1e6)
-      at = now
-    end
-  end
-  if tokens < 1 then return {-2, math.ceil((1 - tokens) * 1e6 / rate)} end
-  redis.call('HSET', run, 'rl', string.format('%.17g', tokens - 1), 'rlt', string.format('%d', at))
+  local tokens, at, wait = take(f[3], f[4], now, rate, burst)
+  if wait then return {-2, wait} end
+  redis.call('HSET', run, 'rl', tokens, 'rlt', at)
 end
 return `+luaReadRun)
