@@ -1,10 +1,7 @@
 package tests
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,23 +15,7 @@ import (
 // its exit code and combined output.
 func runGateway(t testing.TB, env []string, args ...string) (int, string) {
 	t.Helper()
-	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, gatewayBin, args...)
-	cmd.Env = append(gatewayEnv(), env...)
-	out, err := cmd.CombinedOutput()
-	if cctx.Err() != nil {
-		t.Fatalf("gateway %v still running after 15s (it should have exited)\n%s", args, out)
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, string(out)
-	case errors.As(err, &ee):
-		return ee.ExitCode(), string(out)
-	}
-	t.Fatalf("gateway %v: %v", args, err)
-	return 0, ""
+	return runGatewayAs(t, gatewayBin, nil, env, args...)
 }
 
 // allFlags are the flags DESIGN.md and cmd/gateway document.
