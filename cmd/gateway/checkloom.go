@@ -205,9 +205,9 @@ func (c *checker) tool(ctx context.Context, tool loom.Tool, input string) bool {
 	facts = append(facts, "shape ok")
 	res := ifc.Measure(ifc.Input{
 		OutputID:  "check-loom",
-		Kind:      tool.Kind(),
+		Command:   tool.Command(),
 		Rows:      kept.Rows,
-		More:      kept.Dropped,
+		More:      kept.More,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,
 		Ceiling:   ifc.NoCeiling,
@@ -227,7 +227,7 @@ func (c *checker) tool(ctx context.Context, tool loom.Tool, input string) bool {
 			unlabeled++
 		}
 	}
-	facts = append(facts, plural(len(kept.Rows)+kept.Dropped, "row"),
+	facts = append(facts, plural(len(kept.Rows)+kept.More, "row"),
 		fmt.Sprintf("labels: %d read, %d unlabeled, %d unreadable", labeled, unlabeled, unreadable))
 	if res.Omitted > 0 {
 		facts = append(facts, fmt.Sprintf("%d past the result's budget", res.Omitted))

@@ -74,7 +74,7 @@ func (s *Service) Admit(ctx context.Context, runID, token string) (store.Run, er
 // request spends the budget too.
 func (s *Service) CheckAdmit(ctx context.Context, cl Claim) error {
 	if cl.RunID == "" || s.cfg.RunRate.PerSecond <= 0 {
-		return s.Check(ctx, cl)
+		return s.AuthenticateClaim(ctx, cl)
 	}
 	_, err := s.admit(ctx, cl)
 	return err
@@ -104,7 +104,7 @@ func (s *Service) admit(ctx context.Context, cl Claim) (store.Run, error) {
 	s.limited.answered(cl, err == nil, s.now())
 	switch {
 	case errors.Is(err, store.ErrRunNotFound):
-		if err := s.Check(ctx, cl); err != nil {
+		if err := s.AuthenticateClaim(ctx, cl); err != nil {
 			return store.Run{}, err
 		}
 		return store.Run{}, Classify(store.ErrRunNotFound, "") // gone since Begin looked
@@ -132,11 +132,11 @@ func ClaimOf(runID, token string) Claim {
 // claimOf is the claim of a run Authenticate opened.
 func claimOf(run store.Run) Claim { return Claim{RunID: run.ID, Token: run.TokenHash} }
 
-// Check answers what Authenticate answers for the claim: nil when it
+// AuthenticateClaim answers what Authenticate answers for the claim: nil when it
 // opens its run. A face checks a claim with it before answering any
 // error of its own, so a request that opens no run answers as if it had
 // been authenticated first.
-func (s *Service) Check(ctx context.Context, cl Claim) error {
+func (s *Service) AuthenticateClaim(ctx context.Context, cl Claim) error {
 	if cl.RunID == "" {
 		return Classify(ErrUnauthorized, "")
 	}
@@ -151,12 +151,12 @@ type Description struct {
 	OutputID string         `json:"outputId"`
 	Token    string         `json:"token"`
 	Known    bool           `json:"known"`
-	Referent *ReferentKind  `json:"referent,omitempty"`
+	Referent *Referent      `json:"referent,omitempty"`
 	Label    *ifc.Disclosed `json:"label,omitempty"`
 }
 
-// ReferentKind is what describe_handle tells of a held referent.
-type ReferentKind struct {
+// Referent is what describe_handle tells of a held referent.
+type Referent struct {
 	Kind        string `json:"kind"`
 	Source      string `json:"source"`
 	LabelSource string `json:"labelSource"`
@@ -185,7 +185,7 @@ func (s *Service) DescribeClaim(ctx context.Context, cl Claim, token string) (De
 	}
 	d := Description{OutputID: c.outputID, Token: token, Known: held}
 	if held {
-		d.Referent = &ReferentKind{Kind: ref.Kind, Source: ref.Source, LabelSource: ref.LabelSource}
+		d.Referent = &Referent{Kind: ref.Kind, Source: ref.Source, LabelSource: ref.LabelSource}
 		disclosed := ifc.Disclose(ref.Label)
 		d.Label = &disclosed
 	}

@@ -49,7 +49,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	ctx, span := startCall(ctx, string(tool))
 	defer span.End()
 	perRun := 0
-	if s.Offers(tool) {
+	if s.offered(tool) {
 		perRun = s.cfg.MaxConcurrentPerRun // a tool not offered runs nothing
 	}
 	c, err := s.beginOutput(ctx, cl, string(tool), perRun)
@@ -57,7 +57,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		return nil, err
 	}
 	defer s.unmark(ctx, c)
-	if !s.Offers(tool) || !runAllows(c.run, tool) {
+	if !s.offered(tool) || !runAllows(c.run, tool) {
 		return nil, s.fail(ctx, c, ErrNotConfigured)
 	}
 	if s.cfg.AuditArgShape {
@@ -147,11 +147,11 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	}
 	res, err := ifc.MeasureContext(stage, ifc.Input{
 		OutputID:  c.outputID,
-		Kind:      tool.Kind(),
+		Command:   tool.Command(),
 		Notice:    ifc.Notice,
 		Rows:      kept.Rows,
 		Labels:    kept.Labels,
-		More:      kept.Dropped,
+		More:      kept.More,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,
 		Ceiling:   ceiling,
@@ -160,7 +160,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	if err != nil {
 		return nil, s.fail(ctx, c, stageEnded(stage))
 	}
-	endMeasure(mspan, len(kept.Rows), kept.Dropped)
+	endMeasure(mspan, len(kept.Rows), kept.More)
 	end()
 
 	// A call whose rows would take the run's model-context label past
@@ -210,9 +210,9 @@ func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun
 		return nil, s.refuseCall(ctx, cl.RunID, tool, &store.RateLimitError{RetryAfter: wait})
 	}
 	b := store.Begin{
-		Token:  &cl.Token,
-		Rate:   s.cfg.RunRate,
-		MaxSeq: int64(max(s.cfg.MaxCallsPerRun, 0)),
+		Token:    &cl.Token,
+		Rate:     s.cfg.RunRate,
+		MaxCalls: int64(max(s.cfg.MaxCallsPerRun, 0)),
 	}
 	if perRun > 0 {
 		b.MaxInFlight, b.Lease = perRun, s.lease()
@@ -227,11 +227,11 @@ func (s *Service) beginOutput(ctx context.Context, cl Claim, tool string, perRun
 	}
 	switch {
 	case errors.Is(err, store.ErrRunNotFound):
-		if err := s.Check(ctx, cl); err != nil {
+		if err := s.AuthenticateClaim(ctx, cl); err != nil {
 			return nil, err
 		}
 		return nil, Classify(store.ErrRunNotFound, "") // gone since Begin looked
-	case errors.Is(err, store.ErrOutputLimit):
+	case errors.Is(err, store.ErrCallLimit):
 		return nil, s.refuseCall(ctx, cl.RunID, tool, ErrCallLimit)
 	case err != nil:
 		return nil, Classify(err, "")

@@ -172,31 +172,25 @@ func (s *Service) now() time.Time { return s.cfg.Now() }
 // Now is the service's clock, which run expiries are read against.
 func (s *Service) Now() time.Time { return s.cfg.Now() }
 
-// Offers reports whether the gateway offers the tool at all: configured
-// and allowed by --allow-tool.
-func (s *Service) Offers(t loom.Tool) bool {
-	return s.cfg.Loom != nil && slices.Contains(s.cfg.Tools, t)
-}
-
-// ToolNames are the tools the gateway offers, in --allow-tool order;
-// empty when the tools are not configured.
-func (s *Service) ToolNames() []string {
-	names := make([]string, 0, len(s.cfg.Tools))
+// Offered are the tools the gateway offers at all, configured and named
+// by --allow-tool, in --allow-tool order; empty when the tools are not
+// configured. Callers must not modify it.
+func (s *Service) Offered() []loom.Tool {
 	if s.cfg.Loom == nil {
-		return names
+		return nil
 	}
-	for _, t := range s.cfg.Tools {
-		names = append(names, string(t))
-	}
-	return names
+	return s.cfg.Tools
 }
 
-// Tools are the loom tools run may call: those the gateway offers that
+// offered reports whether the gateway offers the tool.
+func (s *Service) offered(t loom.Tool) bool { return slices.Contains(s.Offered(), t) }
+
+// Allowed are the loom tools run may call: those the gateway offers that
 // the run's tools (nil: all) name, in the gateway's order.
-func (s *Service) Tools(run store.Run) []loom.Tool {
+func (s *Service) Allowed(run store.Run) []loom.Tool {
 	var out []loom.Tool
 	for _, t := range s.cfg.Tools {
-		if s.Offers(t) && runAllows(run, t) {
+		if s.offered(t) && runAllows(run, t) {
 			out = append(out, t)
 		}
 	}
@@ -207,7 +201,7 @@ func (s *Service) Tools(run store.Run) []loom.Tool {
 // (Tools), then describe_handle and the result writer.
 func (s *Service) Callable(run store.Run) []string {
 	var names []string
-	for _, t := range s.Tools(run) {
+	for _, t := range s.Allowed(run) {
 		names = append(names, string(t))
 	}
 	return append(names, "describe_handle", "result")

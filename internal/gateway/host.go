@@ -83,8 +83,8 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Created, error) 
 		run.Tools = []string{}
 		for i, t := range *spec.Tools {
 			tool, ok := loom.ParseTool(t)
-			if !ok || !s.Offers(tool) {
-				return Created{}, Classify(toolFault(i, s.ToolNames()), "")
+			if !ok || !s.offered(tool) {
+				return Created{}, Classify(toolFault(i, s.Offered()), "")
 			}
 			run.Tools = append(run.Tools, string(tool))
 		}
@@ -277,7 +277,11 @@ func randomText(n int) string {
 
 // toolFault refuses element i of a run's tools: a tool this gateway does
 // not offer.
-func toolFault(i int, offered []string) *problem.InputError {
+func toolFault(i int, tools []loom.Tool) *problem.InputError {
 	ptr := fmt.Sprintf("/tools/%d", i)
+	offered := make([]string, len(tools))
+	for i, t := range tools {
+		offered[i] = string(t)
+	}
 	return problem.Invalid(ptr, problem.NotInChoices, "The member "+ptr+" must be one of the tools this gateway offers: "+strings.Join(offered, ", ")+".", offered...)
 }

@@ -76,7 +76,7 @@ func newToolSpans(tool, kind string) *toolSpans {
 var spansOf = func() map[string]*toolSpans {
 	m := map[string]*toolSpans{"describe_handle": newToolSpans("describe_handle", "")}
 	for _, t := range loom.Tools {
-		m[string(t)] = newToolSpans(string(t), t.Kind())
+		m[string(t)] = newToolSpans(string(t), t.Command())
 	}
 	return m
 }()
@@ -86,7 +86,7 @@ func spans(tool string) *toolSpans {
 	if s, ok := spansOf[tool]; ok {
 		return s
 	}
-	return newToolSpans(tool, loom.Tool(tool).Kind())
+	return newToolSpans(tool, loom.Tool(tool).Command())
 }
 
 // startCall starts the span of a call of tool. Off, it costs one atomic

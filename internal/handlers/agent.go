@@ -127,7 +127,7 @@ func (a *Agent) ListTools(ctx context.Context, req agent.ListToolsRequestObject)
 		}
 	}
 	return marshalRaw(http.StatusOK, struct {
-		Tools []tooldef.Tool `json:"tools"`
+		Tools []tooldef.Def `json:"tools"`
 	}{tools})
 }
 

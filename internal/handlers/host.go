@@ -183,11 +183,12 @@ func (h *Host) summary(r store.Run) host.RunSummary {
 		c := clausesOut(r.Ceiling.Clauses())
 		s.Ceiling = &c
 	}
-	tools := r.Tools
-	if tools == nil {
-		tools = h.d.Core.ToolNames()
+	if r.Tools == nil {
+		for _, t := range h.d.Core.Offered() {
+			s.Tools = append(s.Tools, host.ToolId(t))
+		}
 	}
-	for _, t := range tools {
+	for _, t := range r.Tools {
 		s.Tools = append(s.Tools, host.ToolId(t))
 	}
 	return s

@@ -125,7 +125,7 @@ func TestToolsSample(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			res := checkResult(t, rec.Body.Bytes(), "r:"+string(tt.tool)+":"+itoa(i+1), tt.tool.Kind(), tt.envelope)
+			res := checkResult(t, rec.Body.Bytes(), "r:"+string(tt.tool)+":"+itoa(i+1), tt.tool.Command(), tt.envelope)
 			if res.Admitted != tt.admitted || res.Withheld != tt.withheld || res.Omitted != 0 || res.Truncated {
 				t.Errorf("counts = %d/%d/%d truncated %v, want %d/%d/0 false", res.Admitted, res.Withheld, res.Omitted, res.Truncated, tt.admitted, tt.withheld)
 			}

@@ -56,7 +56,7 @@ func searchInput(n int, seed uint64) Input {
 	}
 	in := Input{
 		OutputID:  "run:loom_search:1",
-		Kind:      "search",
+		Command:   "search",
 		Notice:    Notice,
 		Envelope:  jsontext.Value(`{"query":"quarterly planning","source_status":{"mail":"ok","notes":"ok"},"warnings":[],"truncated":false}`),
 		Ceiling:   CeilingOf(conf(`"https://loom.example/facet/work"`)),

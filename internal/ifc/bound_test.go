@@ -41,7 +41,7 @@ func TestLabelSizeBound(t *testing.T) {
 			if !present || (err == nil) != (tt.want == ReasonCeilingExceeded) {
 				t.Errorf("ReadRowLabel = present %v, error %v", present, err)
 			}
-			res := Measure(Input{Kind: "search", Rows: rows(row), Ceiling: ceiling})
+			res := Measure(Input{Command: "search", Rows: rows(row), Ceiling: ceiling})
 			if len(res.Entries) != 1 || res.Entries[0].ReasonCode != tt.want {
 				t.Errorf("Measure entries = %+v, want one withheld %s", res.Entries, tt.want)
 			}
@@ -54,7 +54,7 @@ func TestLabelSizeBound(t *testing.T) {
 // next to nothing; parsing it took hundreds of megabytes.
 func TestLabelSizeBoundMemory(t *testing.T) {
 	row := jsontext.Value(`{"id":"r","ifc":` + manyClauses(2_000_000) + `}`)
-	in := Input{Kind: "search", Rows: []jsontext.Value{row}, Ceiling: CeilingOf(conf(`"https://f/work"`))}
+	in := Input{Command: "search", Rows: []jsontext.Value{row}, Ceiling: CeilingOf(conf(`"https://f/work"`))}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res := Measure(in)
@@ -71,12 +71,12 @@ func TestLabelSizeBoundMemory(t *testing.T) {
 // whole only up to MaxTreeRowBytes; a longer one is withheld unread.
 func TestDuplicateNameRowBound(t *testing.T) {
 	small := `{"id":"a","id":"b"}`
-	res := Measure(Input{Kind: "search", Rows: rows(small)})
+	res := Measure(Input{Command: "search", Rows: rows(small)})
 	if len(res.Entries) != 1 || !res.Entries[0].Admitted || string(res.Entries[0].Value) != `{"id":"b"}` {
 		t.Errorf("small duplicate row: %+v, want admitted {\"id\":\"b\"}", res.Entries)
 	}
 	big := `{"id":"a","id":"b","n":[` + strings.Repeat("1,", MaxTreeRowBytes/2) + `1]}`
-	res = Measure(Input{Kind: "search", Rows: rows(big)})
+	res = Measure(Input{Command: "search", Rows: rows(big)})
 	if len(res.Entries) != 1 || res.Entries[0].ReasonCode != ReasonLabelReadFailed {
 		t.Errorf("big duplicate row: %+v, want withheld %s", res.Entries, ReasonLabelReadFailed)
 	}
@@ -88,7 +88,7 @@ func TestMeasureContext(t *testing.T) {
 	for range 3 * checkRows {
 		rs = append(rs, `{"id":"x","ifc":{"confidentiality":["https://f/work"]}}`)
 	}
-	in := Input{Kind: "search", Rows: rows(rs...), Ceiling: CeilingOf(conf(`"https://f/secret"`))}
+	in := Input{Command: "search", Rows: rows(rs...), Ceiling: CeilingOf(conf(`"https://f/secret"`))}
 
 	got, err := MeasureContext(context.Background(), in)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestMeasureHugeEnvelope(t *testing.T) {
 		fmt.Fprintf(&b, `"s%d":"ok"`, i)
 	}
 	b.WriteString(`},"warnings":["w"]}`)
-	r := Measure(Input{OutputID: "o", Kind: "search", Envelope: jsontext.Value(b.String()), Rows: rows(`{"a":1}`, `{"a":2}`)})
+	r := Measure(Input{OutputID: "o", Command: "search", Envelope: jsontext.Value(b.String()), Rows: rows(`{"a":1}`, `{"a":2}`)})
 	out := r.AppendJSON(nil, nil)
 	if n := len(utf16.Encode([]rune(string(out)))); n > OutputBound {
 		t.Errorf("answer is %d units, over %d", n, OutputBound)

@@ -37,9 +37,9 @@ const MaxMeasuredRows = 1024
 // Input is one successful tool payload to measure. Rows and Envelope are
 // raw JSON as loom wrote it; Envelope nil means the command has none.
 type Input struct {
-	OutputID, Kind string
-	Notice         string // empty means Notice
-	Rows           []jsontext.Value
+	OutputID, Command string
+	Notice            string // empty means Notice
+	Rows              []jsontext.Value
 	// More counts the payload's rows after Rows that the caller did not
 	// keep; it may be non-zero only when Rows holds MaxMeasuredRows rows
 	// or more. They count as rows, omitted.
@@ -74,13 +74,13 @@ type Entry struct {
 // may reuse once Measure returns (TestMeasureResultOwnsItsBytes); treat
 // them as immutable.
 type Result struct {
-	OutputID, Kind, Notice string
-	Entries                []Entry
-	Admitted, Withheld     int
-	Omitted                int
-	Truncated              bool
-	Envelope               jsontext.Value  // strings cut; nil when none
-	Observed               Confidentiality // Join of admitted confidentiality; nil when none
+	OutputID, Command, Notice string
+	Entries                   []Entry
+	Admitted, Withheld        int
+	Omitted                   int
+	Truncated                 bool
+	Envelope                  jsontext.Value  // strings cut; nil when none
+	Observed                  Confidentiality // Join of admitted confidentiality; nil when none
 }
 
 // Fixed pieces of an entry. They are ASCII, so their byte length is their
@@ -128,7 +128,7 @@ const checkRows = 16
 
 // measure is Measure, checking ctx when it is not nil.
 func measure(ctx context.Context, in Input) (Result, error) {
-	r := Result{OutputID: in.OutputID, Kind: in.Kind, Notice: in.Notice}
+	r := Result{OutputID: in.OutputID, Command: in.Command, Notice: in.Notice}
 	if r.Notice == "" {
 		r.Notice = Notice
 	}
@@ -458,7 +458,7 @@ func (r Result) appendHead(dst []byte, admitted, withheld, omitted int, truncate
 	dst = append(dst, `{"outputId":`...)
 	dst = jsjson.AppendString(dst, r.OutputID)
 	dst = append(dst, `,"status":"ok","kind":`...)
-	dst = jsjson.AppendString(dst, r.Kind)
+	dst = jsjson.AppendString(dst, r.Command)
 	dst = append(dst, `,"notice":`...)
 	dst = jsjson.AppendString(dst, r.Notice)
 	dst = append(dst, `,"admitted":`...)
@@ -541,7 +541,7 @@ func (r Result) headLen() int {
 	const fixed = len(`{"outputId":""`) + len(`,"status":"ok","kind":""`) + len(`,"notice":""`) +
 		len(`,"admitted":`) + len(`,"withheld":`) + len(`,"omitted":`) + len(`,"truncated":false`) +
 		len(`,"envelope":`) + 3*len("-9223372036854775808")
-	return fixed + len(r.OutputID) + len(r.Kind) + len(r.Notice) + len(r.Envelope)
+	return fixed + len(r.OutputID) + len(r.Command) + len(r.Notice) + len(r.Envelope)
 }
 
 // disclosures holds the disclosed labels of one AppendJSON call by label

@@ -38,7 +38,7 @@ func handlesFor(n int) []string {
 func TestMeasureGolden(t *testing.T) {
 	in := Input{
 		OutputID: "run1:loom_search:3",
-		Kind:     "search",
+		Command:  "search",
 		Notice:   "N",
 		Envelope: jsontext.Value(`{ "query" : "q", "truncated" : false }`),
 		Ceiling:  CeilingOf(conf(`"https://f/work"`)),
@@ -55,7 +55,7 @@ func TestMeasureGolden(t *testing.T) {
 	}
 	got := Measure(in)
 	want := Result{
-		OutputID: "run1:loom_search:3", Kind: "search", Notice: "N",
+		OutputID: "run1:loom_search:3", Command: "search", Notice: "N",
 		Entries: []Entry{
 			{Admitted: false, ReasonCode: ReasonCeilingExceeded},
 			{Admitted: true, Label: in.Unlabeled, LabelSource: SourceQuery, Value: jsontext.Value(`{"id":"b","n":1.50}`)},
@@ -87,7 +87,7 @@ func TestMeasureGolden(t *testing.T) {
 }
 
 func TestMeasureEmpty(t *testing.T) {
-	got := Measure(Input{OutputID: "r:loom_profile:1", Kind: "profile"})
+	got := Measure(Input{OutputID: "r:loom_profile:1", Command: "profile"})
 	js := string(got.AppendJSON(nil, nil))
 	want := `{"outputId":"r:loom_profile:1","status":"ok","kind":"profile","notice":` + string(jsjson.AppendString(nil, Notice)) +
 		`,"admitted":0,"withheld":0,"omitted":0,"truncated":false,"entries":[]}`
@@ -214,7 +214,7 @@ func TestMeasureEnvelope(t *testing.T) {
 func skeletonLen(in Input, envelope string) int {
 	n := len(in.Rows)
 	s := fmt.Sprintf(`{"outputId":"%s","status":"ok","kind":"%s","notice":"%s","admitted":%d,"withheld":%d,"omitted":%d,"truncated":true`,
-		in.OutputID, in.Kind, in.Notice, n, n, n)
+		in.OutputID, in.Command, in.Notice, n, n, n)
 	if envelope != "" {
 		s += `,"envelope":` + envelope
 	}
@@ -245,7 +245,7 @@ func padRow(t *testing.T, target int) string {
 // TestMeasureBudgetBoundary fills the budget to exactly 48,000 units, then
 // one unit more; the handle stand-in is part of every admitted entry.
 func TestMeasureBudgetBoundary(t *testing.T) {
-	in := Input{OutputID: "o", Kind: "search", Notice: "N", Envelope: jsontext.Value(`{}`)}
+	in := Input{OutputID: "o", Command: "search", Notice: "N", Envelope: jsontext.Value(`{}`)}
 	first := `{"t":"` + strings.Repeat("a", 3000) + `"}`
 	small := `{"s":1}`
 	in.Rows = rows(first, "", small)
@@ -289,7 +289,7 @@ func TestMeasureBudgetBoundary(t *testing.T) {
 // TestMeasureHandleCounted shows that a row fitting only without the
 // handle stand-in is omitted.
 func TestMeasureHandleCounted(t *testing.T) {
-	in := Input{OutputID: "o", Kind: "k", Notice: "N", Rows: rows("")}
+	in := Input{OutputID: "o", Command: "k", Notice: "N", Rows: rows("")}
 	room := OutputBound - skeletonLen(in, "")
 	handleMember := u16(`,"handle":"cfh:v:22222"`)
 	row := padRow(t, room+handleMember) // without the handle it would fill the room exactly
@@ -309,7 +309,7 @@ func TestMeasureWithheldConsumeBudget(t *testing.T) {
 	for range n {
 		rs = append(rs, `{"ifc":{}}`)
 	}
-	in := Input{OutputID: "o", Kind: "k", Notice: "N", Rows: rows(rs...)}
+	in := Input{OutputID: "o", Command: "k", Notice: "N", Rows: rows(rs...)}
 	reserved := skeletonLen(in, "")
 	each := u16(`{"status":"withheld","reasonCode":"cfc_label_read_failed"}`)
 	want := (OutputBound - reserved) / each

@@ -76,7 +76,7 @@ func equivInputs(rng *rand.Rand, n int) []Input {
 	for i := range n {
 		in := Input{
 			OutputID:  fmt.Sprintf("run:loom_search:%d", i),
-			Kind:      "search",
+			Command:   "search",
 			Envelope:  envelopes[i%len(envelopes)],
 			Ceiling:   ceilings[i%len(ceilings)],
 			Unlabeled: unlabeled[i%len(unlabeled)],

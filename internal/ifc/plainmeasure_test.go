@@ -24,7 +24,7 @@ import (
 // in.Unlabeled with SourceQuery. An envelope that is not valid JSON is
 // replaced by {}. plainMeasure is pure and safe for concurrent use.
 func plainMeasure(in Input) Result {
-	r := Result{OutputID: in.OutputID, Kind: in.Kind, Notice: in.Notice}
+	r := Result{OutputID: in.OutputID, Command: in.Command, Notice: in.Notice}
 	if r.Notice == "" {
 		r.Notice = Notice
 	}

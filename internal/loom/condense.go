@@ -25,12 +25,12 @@ type Condensed struct {
 	// Payload is stdout decoded (as loomref.Interpret decodes it) and cut
 	// down, or nil when stdout is not exactly one JSON value.
 	Payload []byte
-	// Dropped counts the rows of the payload's row list (its last one,
+	// More counts the rows of the payload's row list (its last one,
 	// where the list member repeats) past the first ifc.MaxMeasuredRows,
 	// or, read with a Measuring (CondenseFor), past the row with which
 	// the entries are past the result, which are read but not kept:
 	// Measure's More.
-	Dropped int
+	More int
 	// RowBytes[i] is the length, in stdout as decoded, of the i-th row
 	// kept: Payload's row may be shorter (its long strings shortened).
 	RowBytes []int
@@ -119,7 +119,7 @@ const (
 //     the latter; a container Decide reads only the kind of becomes an
 //     empty one;
 //   - rows past the first ifc.MaxMeasuredRows are checked and counted in
-//     Dropped, never kept; Measure never reaches them;
+//     More, never kept; Measure never reaches them;
 //   - of a row longer than ifc.MaxTreeRowBytes whose value is already past
 //     any room, only what the writer still reads (note).
 //
@@ -161,7 +161,7 @@ type Measuring struct {
 // measurement can show under it: a row it withholds is kept as a short
 // stand-in with the same entry, and once the entries of the rows read are
 // past the result (whatever its envelope and reservation), the rows
-// after them are counted in Dropped, not kept. Measure then reads to the
+// after them are counted in More, not kept. Measure then reads to the
 // same result from what is kept, under m's ceiling and query label only.
 func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 	c := condenser{src: r, tool: tool, envStart: -1, measuring: m, pruneAt: math.MaxInt}
@@ -175,7 +175,7 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
 	}
-	out := Condensed{Payload: c.payload, Dropped: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
+	out := Condensed{Payload: c.payload, More: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
 	k := c.keep
 	if k == nil { // not one JSON value: nothing is held
 		return out

@@ -264,8 +264,8 @@ func shapeCall(t *testing.T, sh benchdata.Shape, size int) {
 		return
 	}
 	res := ifc.Measure(ifc.Input{
-		OutputID: "run_x:" + string(tool) + ":1", Kind: tool.Kind(), Notice: ifc.Notice,
-		Rows: c.Rows, Labels: c.Labels, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
+		OutputID: "run_x:" + string(tool) + ":1", Command: tool.Command(), Notice: ifc.Notice,
+		Rows: c.Rows, Labels: c.Labels, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
 		Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
 	})
 	_ = res.AppendJSON(nil, condenseHandles[:res.Admitted])
@@ -333,8 +333,8 @@ func TestCondenseMemoryDistinctLabels(t *testing.T) {
 		c := loom.CondenseFor(loom.Search, &distinctLabels{size: size}, m)
 		defer c.Release()
 		res := ifc.Measure(ifc.Input{
-			OutputID: "run_x:loom_search:1", Kind: "search", Notice: ifc.Notice,
-			Rows: c.Rows, Labels: c.Labels, More: c.Dropped, RowBytes: c.RowBytes, Envelope: c.Envelope,
+			OutputID: "run_x:loom_search:1", Command: "search", Notice: ifc.Notice,
+			Rows: c.Rows, Labels: c.Labels, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
 			Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
 		})
 		if res.Admitted < 100 && size == 48<<20 {

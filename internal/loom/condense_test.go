@@ -64,7 +64,7 @@ func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, mor
 		return "error " + err.Error()
 	}
 	in := ifc.Input{
-		OutputID: "run_x:" + string(tool) + ":1", Kind: tool.Kind(), Notice: ifc.Notice,
+		OutputID: "run_x:" + string(tool) + ":1", Command: tool.Command(), Notice: ifc.Notice,
 		More: more, RowBytes: rowBytes, Envelope: envelope,
 		Ceiling: ceiling, Unlabeled: condenseUnlabeled,
 	}
@@ -150,7 +150,7 @@ func condensedReading(tool loom.Tool, lookup bool, c loom.Condensed, exit int) r
 	for _, l := range c.Labels {
 		ls = append(ls, l)
 	}
-	return reading{rows: rs, labels: ls, more: c.Dropped, rowBytes: c.RowBytes, envelope: c.Envelope}
+	return reading{rows: rs, labels: ls, more: c.More, rowBytes: c.RowBytes, envelope: c.Envelope}
 }
 
 // condensedAnswer reads stdout through Condense, from r, as the gateway
@@ -459,8 +459,8 @@ func TestCondenseKeepsLittle(t *testing.T) {
 		{loom.Search, `{"hits":[` + strings.Repeat(" ", 8<<20) + `],"warnings":[]}`, 64, 0},
 	} {
 		c := loom.Condense(tt.tool, strings.NewReader(tt.stdout))
-		if c.Payload == nil || len(c.Payload) > tt.most || c.Dropped != tt.dropped {
-			t.Errorf("%s of %d bytes: kept %d bytes (at most %d), dropped %d (want %d)", tt.tool, len(tt.stdout), len(c.Payload), tt.most, c.Dropped, tt.dropped)
+		if c.Payload == nil || len(c.Payload) > tt.most || c.More != tt.dropped {
+			t.Errorf("%s of %d bytes: kept %d bytes (at most %d), dropped %d (want %d)", tt.tool, len(tt.stdout), len(c.Payload), tt.most, c.More, tt.dropped)
 		}
 		if !loom.RaceEnabled {
 			checkCondense(t, tt.tool, []byte(tt.stdout), []byte{200})
@@ -923,7 +923,7 @@ func TestCondenseJudged(t *testing.T) {
 		for _, r := range c.Rows {
 			sawStandIn = sawStandIn || string(r) == `{"ifc":7}` || strings.Contains(string(r), ifc.ReadFailedMarker)
 		}
-		sawPast = sawPast || c.Dropped > 0 && len(c.Rows) < ifc.MaxMeasuredRows
+		sawPast = sawPast || c.More > 0 && len(c.Rows) < ifc.MaxMeasuredRows
 	}
 	if !sawApart || !sawPast || !sawStandIn {
 		t.Errorf("labels apart %v, rows past the result dropped %v, stand-ins %v: want each", sawApart, sawPast, sawStandIn)

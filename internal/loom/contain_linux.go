@@ -94,8 +94,8 @@ func probeInline(userNS, proc bool) error {
 		return err
 	case p.InitPid() != 1:
 		return fmt.Errorf("loom: the inline init ran as pid %d", p.InitPid())
-	case r.Kind != nsinit.StartFailed:
-		return fmt.Errorf("loom: the inline init reported %q, not a failed start", r.Kind)
+	case r.State != nsinit.StartFailed:
+		return fmt.Errorf("loom: the inline init reported %q, not a failed start", r.State)
 	}
 	return nil
 }

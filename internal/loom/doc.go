@@ -19,7 +19,7 @@
 //	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
 //	// !kept.Shaped: ErrMalformedPayload
 //	// then the core measures kept.Rows and kept.Envelope with
-//	// ifc.MeasureContext, More: kept.Dropped, RowBytes: kept.RowBytes,
+//	// ifc.MeasureContext, More: kept.More, RowBytes: kept.RowBytes,
 //	// Labels: kept.Labels (ctx carried the ceiling and query label the
 //	// measurement is given: WithMeasuring)
 //
@@ -29,7 +29,7 @@
 // tool's shape (ShapeOf), the envelope, and the first ifc.MaxMeasuredRows
 // rows with their long strings shortened (of a row past 1 MiB only what
 // the result writer still reads) and their lengths; later rows are checked
-// and counted in Dropped. Nothing reads stdout again: Decide decides over
+// and counted in More. Nothing reads stdout again: Decide decides over
 // the facts and the exit code, and the measurement reads the rows. Condense
 // holds no name over 64 KiB or number over 4 KiB, no more than 65,536
 // members of the objects open at once and no envelope value over 1 MiB: a

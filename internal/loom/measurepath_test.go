@@ -131,7 +131,7 @@ func MeasurePath(tool loom.Tool, payload, dst []byte) (ifc.Result, []byte, error
 	}
 	res := ifc.Measure(ifc.Input{
 		OutputID:  "run_0123456789abcdef:" + string(tool) + ":1",
-		Kind:      tool.Kind(),
+		Command:   tool.Command(),
 		Notice:    ifc.Notice,
 		Rows:      rows,
 		Envelope:  env,
@@ -157,11 +157,11 @@ func StreamPath(tool loom.Tool, out loom.Output) ([]byte, error) {
 	}
 	res := ifc.Measure(ifc.Input{
 		OutputID:  "run_0123456789abcdef:" + string(tool) + ":1",
-		Kind:      tool.Kind(),
+		Command:   tool.Command(),
 		Notice:    ifc.Notice,
 		Rows:      kept.Rows,
 		Labels:    kept.Labels,
-		More:      kept.Dropped,
+		More:      kept.More,
 		RowBytes:  kept.RowBytes,
 		Envelope:  kept.Envelope,
 		Ceiling:   benchCeiling,

@@ -396,7 +396,7 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 	case status == nil:
 		*exit = exitStatus{code: cmd.ProcessState.ExitCode(), known: true}
 	case status != nil:
-		if r, err := nsinit.ReadReport(status); err == nil && r.Kind == nsinit.Exited {
+		if r, err := nsinit.ReadReport(status); err == nil && r.State == nsinit.Exited {
 			ws := syscall.WaitStatus(r.Value)
 			*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
 		}
@@ -436,9 +436,9 @@ func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, std
 	r, err := p.Reap()
 	switch {
 	case err != nil:
-	case r.Kind == nsinit.StartFailed:
+	case r.State == nsinit.StartFailed:
 		exit.startErr = &os.PathError{Op: "fork/exec", Path: argv[0], Err: syscall.Errno(r.Value)}
-	case r.Kind == nsinit.Exited:
+	case r.State == nsinit.Exited:
 		ws := syscall.WaitStatus(r.Value)
 		*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
 	}
@@ -453,10 +453,10 @@ func loomStarted(status *os.File, path string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("loom: the namespace init ended before loom started: %w", err)
-	case r.Kind == nsinit.StartFailed:
+	case r.State == nsinit.StartFailed:
 		return &os.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(r.Value)}
-	case r.Kind != nsinit.Started:
-		return fmt.Errorf("loom: the namespace init reported %q before loom started", r.Kind)
+	case r.State != nsinit.Started:
+		return fmt.Errorf("loom: the namespace init reported %q before loom started", r.State)
 	}
 	return nil
 }

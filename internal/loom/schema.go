@@ -98,7 +98,7 @@ func commandWords(tool Tool) string {
 	case CalendarList:
 		return "calendar list"
 	}
-	return tool.Kind()
+	return tool.Command()
 }
 
 // field and ordered marshal an object with its members in order.

@@ -140,7 +140,7 @@ func gatewayVerdict(tool loom.Tool, exit int, stdout []byte) (code string, unrea
 	case !kept.Shaped:
 		return "malformed_payload", nil
 	}
-	res := ifc.Measure(ifc.Input{Kind: tool.Kind(), Rows: kept.Rows, More: kept.Dropped, RowBytes: kept.RowBytes, Envelope: kept.Envelope, Ceiling: ifc.NoCeiling})
+	res := ifc.Measure(ifc.Input{Command: tool.Command(), Rows: kept.Rows, More: kept.More, RowBytes: kept.RowBytes, Envelope: kept.Envelope, Ceiling: ifc.NoCeiling})
 	for i, e := range res.Entries {
 		if !e.Admitted && e.ReasonCode == ifc.ReasonLabelReadFailed {
 			unreadable = append(unreadable, i)

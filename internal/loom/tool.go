@@ -21,10 +21,10 @@ const (
 // "Descriptors"). Callers must not modify it.
 var Tools = []Tool{Search, PageDiscover, PageInspect, PageRead, People, CalendarList, Context, Profile}
 
-// Kind returns the loom command name the result carries as "kind":
+// Command returns the loom command name the result carries as "kind":
 // "search", "page.discover", "page.inspect", "page.read", "people",
 // "calendar.list", "context" or "profile"; "" for a value that is not a tool.
-func (t Tool) Kind() string {
+func (t Tool) Command() string {
 	switch t {
 	case Search:
 		return "search"
@@ -47,7 +47,7 @@ func (t Tool) Kind() string {
 }
 
 // Valid reports whether t is one of the eight tools.
-func (t Tool) Valid() bool { return t.Kind() != "" }
+func (t Tool) Valid() bool { return t.Command() != "" }
 
 // ParseTool returns the tool whose id is s, and false when s names none.
 // Matching is exact (case-sensitive, no trimming).

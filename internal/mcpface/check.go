@@ -43,7 +43,7 @@ func (e *refusal) Error() string { return "mcpface: refused: " + string(e.proble
 
 func refuse(code problem.Code) *refusal { return &refusal{problem.New(code)} }
 
-// Check refuses what the transport would (the listener has applied its
+// Admit refuses what the transport would (the listener has applied its
 // Host and Origin rule), as the problem the REST face
 // answers with the same code: a method other than POST (405, Allow:
 // POST), a body that is not JSON (415), an Accept that does not take
@@ -56,9 +56,9 @@ func refuse(code problem.Code) *refusal { return &refusal{problem.New(code)} }
 // id that is not a string or a number, a method that is not a string,
 // params that are not an object: 400, whatever the revision or its
 // absence), and a name over MaxNameBytes (400). r's body is in memory
-// (the listener read and checked it); Check leaves it to be read again.
+// (the listener read and checked it); Admit leaves it to be read again.
 // Any other error is an invalid input to render.
-func (f *Face) Check(r *http.Request) error {
+func (f *Face) Admit(r *http.Request) error {
 	_, _, err := f.check(r)
 	return err
 }

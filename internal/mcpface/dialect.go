@@ -43,7 +43,7 @@ func catalogKey(r *http.Request, names []string) string {
 }
 
 // defs is the definitions of names in r's dialect.
-func (f *Face) defs(r *http.Request, names []string) []tooldef.Tool {
+func (f *Face) defs(r *http.Request, names []string) []tooldef.Def {
 	defs := f.cfg.Defs.For(names)
 	d := dialectOf(r)
 	for i, def := range defs {

@@ -40,7 +40,7 @@ const Instructions = "The tools read the user's Loom store through a gateway tha
 // Config is what the face needs.
 type Config struct {
 	Core    *gateway.Service
-	Check   *validate.Checker // the agent listener's validator
+	Check   *validate.Validator // the agent listener's validator
 	Defs    *tooldef.Set
 	Version string
 	// MaxRequestBytes caps a request body (the REST routes' cap).
@@ -205,7 +205,7 @@ func (f *Face) server(r *http.Request) *mcp.Server {
 // result writer writes once (a second write is refused, so it is not
 // idempotent in effect, and never destructive). None reaches beyond the
 // user's own store.
-func Tool(def tooldef.Tool) *mcp.Tool {
+func Tool(def tooldef.Def) *mcp.Tool {
 	closed := false
 	a := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &closed}
 	if def.Name == "result" {
@@ -223,7 +223,7 @@ func Tool(def tooldef.Tool) *mcp.Tool {
 // content against it even on an error (the TypeScript SDK refuses the
 // whole answer when it does not match), so both are in it; MCP wants an
 // object schema at the root.
-func outputSchema(def tooldef.Tool) json.RawMessage {
+func outputSchema(def tooldef.Def) json.RawMessage {
 	if def.ErrorSchema == nil {
 		return def.OutputSchema
 	}

@@ -32,8 +32,8 @@ var (
 	ErrStoreUnavailable = errors.New("store: unavailable")
 	// ErrRateLimited is what a *RateLimitError is (errors.Is).
 	ErrRateLimited = errors.New("store: rate limit reached")
-	// ErrOutputLimit is Begin's refusal of an output past Begin.MaxSeq.
-	ErrOutputLimit = errors.New("store: output limit reached")
+	// ErrCallLimit is Begin's refusal of an output past Begin.MaxSeq.
+	ErrCallLimit = errors.New("store: output limit reached")
 	// ErrTooManyTokens is Holds' refusal of more than MaxHolds tokens.
 	ErrTooManyTokens = errors.New("store: too many tokens asked about")
 )
@@ -50,9 +50,9 @@ type Begin struct {
 	Token *TokenHash
 	// Rate is the run's call rate, the caller's, read at each call.
 	Rate Rate
-	// MaxSeq caps the output numbers: a run that has taken MaxSeq of
+	// MaxCalls caps the output numbers: a run that has taken MaxCalls of
 	// them answers ErrOutputLimit with nothing taken. <= 0 is no cap.
-	MaxSeq int64
+	MaxCalls int64
 	// MaxInFlight caps the run's outputs in flight: Begin gives the
 	// output an in-flight mark when the run holds fewer than MaxInFlight
 	// marks that have not expired, and otherwise numbers it without one

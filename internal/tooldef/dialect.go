@@ -36,17 +36,17 @@ var openAIFormats = []string{"date-time", "time", "date", "duration", "email", "
 // What a dialect cannot say is dropped from the schema and stays the
 // gateway's to check: the gateway validates every call against the
 // contract whatever the model was shown.
-func In(t Tool, d Dialect) (Tool, error) {
+func In(t Def, d Dialect) (Def, error) {
 	switch d {
 	case JSONSchema, Anthropic:
 		return t, nil
 	case OpenAI, Gemini:
 	default:
-		return Tool{}, ErrDialect
+		return Def{}, ErrDialect
 	}
 	var s map[string]any
 	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
-		return Tool{}, err
+		return Def{}, err
 	}
 	// Neither takes if/then, nor anyOf at the top level.
 	for _, k := range []string{"if", "then", "else", "anyOf", "oneOf", "allOf", "not"} {
@@ -61,7 +61,7 @@ func In(t Tool, d Dialect) (Tool, error) {
 	}
 	out, err := json.Marshal(s)
 	if err != nil {
-		return Tool{}, err
+		return Def{}, err
 	}
 	t.InputSchema = out
 	return t, nil

@@ -20,8 +20,8 @@ import (
 	"github.com/loom-gateway/gateway/api"
 )
 
-// Tool is one tool's definition.
-type Tool struct {
+// Def is one tool's definition.
+type Def struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
@@ -37,7 +37,7 @@ type Tool struct {
 
 // Set is the definitions of a contract, by name.
 type Set struct {
-	tools map[string]Tool
+	tools map[string]Def
 }
 
 // Load reads the definitions from the contract spec.
@@ -47,7 +47,7 @@ func Load(spec []byte) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &Set{tools: map[string]Tool{}}
+	set := &Set{tools: map[string]Def{}}
 	var problem json.RawMessage
 	if ref := doc.Components.Schemas["Problem"]; ref != nil && ref.Value != nil {
 		if problem, err = marshal(ref.Value); err != nil {
@@ -64,7 +64,7 @@ func Load(spec []byte) (*Set, error) {
 			continue
 		}
 		name := path[strings.LastIndexByte(path, '/')+1:]
-		t := Tool{Name: name, Description: strings.TrimSpace(desc), ErrorSchema: problem}
+		t := Def{Name: name, Description: strings.TrimSpace(desc), ErrorSchema: problem}
 		if rb := op.RequestBody; rb != nil && rb.Value != nil {
 			if mt := rb.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil {
 				if t.InputSchema, err = marshal(mt.Schema.Value); err != nil {
@@ -91,7 +91,7 @@ func Load(spec []byte) (*Set, error) {
 }
 
 // Tool returns the definition of the tool name.
-func (s *Set) Tool(name string) (Tool, bool) {
+func (s *Set) Tool(name string) (Def, bool) {
 	t, ok := s.tools[name]
 	return t, ok
 }
@@ -251,8 +251,8 @@ var Contract = sync.OnceValues(func() (*Set, error) { return Load(api.Spec) })
 
 // For lists the definitions of names, in that order; a name without a
 // definition is left out.
-func (s *Set) For(names []string) []Tool {
-	out := make([]Tool, 0, len(names))
+func (s *Set) For(names []string) []Def {
+	out := make([]Def, 0, len(names))
 	for _, n := range names {
 		if t, ok := s.tools[n]; ok {
 			out = append(out, t)

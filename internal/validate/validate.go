@@ -28,9 +28,9 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 )
 
-// Checker holds the compiled operations of one listener's part of the
+// Validator holds the compiled operations of one listener's part of the
 // contract, by method and path template.
-type Checker struct {
+type Validator struct {
 	spec *openapi3.T
 	ops  map[string]*operation
 }
@@ -45,9 +45,9 @@ type operation struct {
 // New compiles the operations of spec. Authentication is each listener's
 // own, done before validation, so the spec's security requirements are
 // dropped here.
-func New(spec *openapi3.T) *Checker {
+func New(spec *openapi3.T) *Validator {
 	spec.Security = nil
-	c := &Checker{spec: spec, ops: map[string]*operation{}}
+	c := &Validator{spec: spec, ops: map[string]*operation{}}
 	for path, item := range spec.Paths.Map() {
 		for method, op := range item.Operations() {
 			op.Security = &openapi3.SecurityRequirements{}
@@ -67,12 +67,12 @@ func New(spec *openapi3.T) *Checker {
 }
 
 // Has reports whether the contract has the operation.
-func (c *Checker) Has(method, path string) bool { return c.ops[method+" "+path] != nil }
+func (c *Validator) Has(method, path string) bool { return c.ops[method+" "+path] != nil }
 
 // Request checks r, routed to the operation method+path with the path
 // parameters given, and body, the request's body already read (nil:
 // none). It returns nil, or a *problem.InputError.
-func (c *Checker) Request(r *http.Request, method, path string, pathParams map[string]string, body []byte) error {
+func (c *Validator) Request(r *http.Request, method, path string, pathParams map[string]string, body []byte) error {
 	op := c.ops[method+" "+path]
 	if op == nil {
 		return &problem.InputError{}
@@ -96,7 +96,7 @@ func (c *Checker) Request(r *http.Request, method, path string, pathParams map[s
 }
 
 // Body checks body against the JSON body of the operation method+path.
-func (c *Checker) Body(method, path string, body []byte) error {
+func (c *Validator) Body(method, path string, body []byte) error {
 	op := c.ops[method+" "+path]
 	if op == nil {
 		return &problem.InputError{}

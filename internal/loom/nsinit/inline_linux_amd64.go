@@ -267,14 +267,14 @@ func (p *Inline) Reap() (Report, error) {
 	}
 	p.PidFD.Close()
 	blk := (*inlineBlock)(unsafe.Pointer(&p.buf[0]))
-	r := Report{Kind: byte(blk.state), Value: uint32(blk.value)}
+	r := Report{State: byte(blk.state), Value: uint32(blk.value)}
 	p.initPid = int(blk.initPid)
 	runtime.KeepAlive(p.argv)
 	runtime.KeepAlive(p.envp)
 	runtime.KeepAlive(p.path)
 	buffers.Put(p.buf)
 	p.buf = nil
-	switch r.Kind {
+	switch r.State {
 	case Exited, StartFailed:
 		return r, nil
 	case setupFailed:

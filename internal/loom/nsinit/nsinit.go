@@ -66,12 +66,12 @@ const reportSize = 5
 
 // Report is one message of the init to package loom.
 type Report struct {
-	Kind  byte
+	State byte
 	Value uint32
 }
 
 func (r Report) bytes() []byte {
-	return []byte{r.Kind, byte(r.Value), byte(r.Value >> 8), byte(r.Value >> 16), byte(r.Value >> 24)}
+	return []byte{r.State, byte(r.Value), byte(r.Value >> 8), byte(r.Value >> 16), byte(r.Value >> 24)}
 }
 
 // ReadReport reads one Report from r. Errors are r's; io.EOF or
@@ -81,5 +81,5 @@ func ReadReport(r io.Reader) (Report, error) {
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return Report{}, err
 	}
-	return Report{Kind: b[0], Value: uint32(b[1]) | uint32(b[2])<<8 | uint32(b[3])<<16 | uint32(b[4])<<24}, nil
+	return Report{State: b[0], Value: uint32(b[1]) | uint32(b[2])<<8 | uint32(b[3])<<16 | uint32(b[4])<<24}, nil
 }

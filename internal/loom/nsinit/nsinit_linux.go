@@ -58,7 +58,7 @@ func run(argv []string, proc bool) int {
 				errno = syscall.EINVAL
 			}
 			syscall.CloseOnExec(statusFD)
-			report(Report{Kind: StartFailed, Value: uint32(errno)})
+			report(Report{State: StartFailed, Value: uint32(errno)})
 			return 127
 		}
 	}
@@ -78,10 +78,10 @@ func run(argv []string, proc bool) int {
 		if !errors.As(err, &errno) {
 			errno = syscall.EINVAL
 		}
-		report(Report{Kind: StartFailed, Value: uint32(errno)})
+		report(Report{State: StartFailed, Value: uint32(errno)})
 		return 127
 	}
-	report(Report{Kind: Started})
+	report(Report{State: Started})
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -93,7 +93,7 @@ func run(argv []string, proc bool) int {
 		case got != pid:
 			continue // an orphan re-parented to the init
 		}
-		report(Report{Kind: Exited, Value: uint32(ws)})
+		report(Report{State: Exited, Value: uint32(ws)})
 		if ws.Exited() {
 			return ws.ExitStatus()
 		}

@@ -18,7 +18,7 @@ import (
 // unexpected EOF, none at all EOF.
 func TestReadReport(t *testing.T) {
 	t.Parallel()
-	for _, r := range []Report{{Kind: Started}, {Kind: StartFailed, Value: uint32(syscall.ENOENT)}, {Kind: Exited, Value: 0xffffffff}} {
+	for _, r := range []Report{{State: Started}, {State: StartFailed, Value: uint32(syscall.ENOENT)}, {State: Exited, Value: 0xffffffff}} {
 		got, err := ReadReport(bytes.NewReader(r.bytes()))
 		if err != nil || got != r {
 			t.Errorf("ReadReport(%v.bytes()) = %v, %v", r, got, err)
@@ -80,7 +80,7 @@ func TestCInit(t *testing.T) {
 		}
 		got = append(got, rep)
 	}
-	want := []Report{{Kind: Started}, {Kind: Exited, Value: 7 << 8}}
+	want := []Report{{State: Started}, {State: Exited, Value: 7 << 8}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
 	}
@@ -136,12 +136,12 @@ func TestInline(t *testing.T) {
 			// the namespace ends with the init.
 			uid := os.Getuid()
 			out, rep, err, initPid := run([]string{sh, "-c", `printf '%s %s ' "$0" "$X"; echo $$ $(stat -c %u /proc/self/); sleep 60 & exit 7`, "zero"}, []string{"X=y", "PATH=/usr/bin:/bin"})
-			if want := fmt.Sprintf("zero y 2 %d\n", uid); out != want || err != nil || rep != (Report{Kind: Exited, Value: 7 << 8}) || initPid != 1 {
+			if want := fmt.Sprintf("zero y 2 %d\n", uid); out != want || err != nil || rep != (Report{State: Exited, Value: 7 << 8}) || initPid != 1 {
 				t.Errorf("run: printed %q, reported %+v, %v, init pid %d; want %q, exit 7, pid 1", out, rep, err, initPid, want)
 			}
 
 			_, rep, err, _ = run([]string{"/nonexistent/loom"}, []string{})
-			if err != nil || rep != (Report{Kind: StartFailed, Value: uint32(syscall.ENOENT)}) {
+			if err != nil || rep != (Report{State: StartFailed, Value: uint32(syscall.ENOENT)}) {
 				t.Errorf("missing command: reported %+v, %v; want StartFailed ENOENT", rep, err)
 			}
 

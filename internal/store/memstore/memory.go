@@ -286,8 +286,8 @@ func (m *Store) Begin(_ context.Context, id string, bg store.Begin) (store.Run, 
 	if bg.Token != nil && subtle.ConstantTimeCompare(r.run.TokenHash[:], bg.Token[:]) != 1 {
 		return store.Run{}, store.ErrRunNotFound
 	}
-	if !bg.NoOutput && bg.MaxSeq > 0 && r.run.Seq >= bg.MaxSeq {
-		return store.Run{}, store.ErrOutputLimit
+	if !bg.NoOutput && bg.MaxCalls > 0 && r.run.Seq >= bg.MaxCalls {
+		return store.Run{}, store.ErrCallLimit
 	}
 	b, wait, ok := bg.Rate.Take(r.bucket, now.UnixMicro())
 	if !ok {

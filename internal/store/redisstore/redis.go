@@ -596,13 +596,13 @@ func (s *Store) Begin(ctx context.Context, id string, b store.Begin) (store.Run,
 		v, err = s.eval(ctx, true, scriptAdmit, []string{k.run, k.calls, k.order, k.result}, s.nowUS(), per, b.Rate.Burst, tok)
 	} else {
 		v, err = s.eval(ctx, true, scriptBegin, []string{k.run, k.calls, k.order, k.result, k.flight},
-			s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxSeq, 0), max(b.MaxInFlight, 0), max(b.Lease.Microseconds(), 0))
+			s.nowUS(), per, b.Rate.Burst, tok, max(b.MaxCalls, 0), max(b.MaxInFlight, 0), max(b.Lease.Microseconds(), 0))
 	}
 	if err != nil {
 		return store.Run{}, fail(ctx, "begin", err)
 	}
 	if n, ok := status(v); ok && n == -3 {
-		return store.Run{}, store.ErrOutputLimit
+		return store.Run{}, store.ErrCallLimit
 	}
 	a, ok := asSlice(v)
 	if ok && len(a) == 2 {

@@ -152,7 +152,7 @@ func testBeginMaxSeq(t *testing.T, h *harness) {
 	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
-	b := store.Begin{Rate: store.Rate{PerSecond: 1e-6, Burst: 3}, MaxSeq: 2}
+	b := store.Begin{Rate: store.Rate{PerSecond: 1e-6, Burst: 3}, MaxCalls: 2}
 	for n := int64(1); n <= 2; n++ {
 		if got, err := s.Begin(ctx, "run-1", b); err != nil || got.Seq != n {
 			t.Fatalf("Begin #%d = Seq %d, %v, want %d, nil", n, got.Seq, err, n)
@@ -160,12 +160,12 @@ func testBeginMaxSeq(t *testing.T, h *harness) {
 	}
 	for range 3 {
 		_, err := s.Begin(ctx, "run-1", b)
-		wantErr(t, "Begin past MaxSeq", err, store.ErrOutputLimit)
+		wantErr(t, "Begin past MaxSeq", err, store.ErrCallLimit)
 	}
 	if seq := getRun(t, s, "run-1").Seq; seq != 2 {
 		t.Errorf("Seq = %d, want 2 (a refusal takes no number)", seq)
 	}
-	b.MaxSeq = 0
+	b.MaxCalls = 0
 	if got, err := s.Begin(ctx, "run-1", b); err != nil || got.Seq != 3 {
 		t.Errorf("Begin with no cap = Seq %d, %v, want 3, nil (the refusals took no call from the bucket)", got.Seq, err)
 	}

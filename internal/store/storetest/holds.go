@@ -111,14 +111,14 @@ func testBeginNoOutput(t *testing.T, h *harness) {
 	r := h.run("run-1")
 	create(t, s, r)
 	rate := store.Rate{PerSecond: 0.001, Burst: 3}
-	if _, err := s.Begin(ctx, "run-1", store.Begin{Rate: rate, MaxSeq: 1}); err != nil {
+	if _, err := s.Begin(ctx, "run-1", store.Begin{Rate: rate, MaxCalls: 1}); err != nil {
 		t.Fatalf("Begin = %v", err)
 	}
 	other := store.HashToken("another token")
 	_, err := s.Begin(ctx, "run-1", store.Begin{Token: &other, Rate: rate, NoOutput: true})
 	wantErr(t, "Begin of NoOutput with another token", err, store.ErrRunNotFound)
 	for i := range 2 {
-		got, err := s.Begin(ctx, "run-1", store.Begin{Token: &r.TokenHash, Rate: rate, MaxSeq: 1, MaxInFlight: 1, Lease: time.Minute, NoOutput: true})
+		got, err := s.Begin(ctx, "run-1", store.Begin{Token: &r.TokenHash, Rate: rate, MaxCalls: 1, MaxInFlight: 1, Lease: time.Minute, NoOutput: true})
 		if err != nil || got.Seq != 1 || got.Marked || got.ID != "run-1" {
 			t.Fatalf("Begin of NoOutput #%d = Seq %d, Marked %v, %v; want the run at Seq 1, no mark, past MaxSeq", i+1, got.Seq, got.Marked, err)
 		}
