@@ -14,7 +14,8 @@
 #   3. `systemd-analyze verify` on the unit must print nothing (it exits 0
 #      on unknown keys and bad values: only its output tells), and
 #      `systemd-analyze security --offline=true` must score it 2.5 or less.
-#   4. The unit as shipped: active; its log names a PID namespace; the host
+#   4. The unit as shipped: active; its log names a PID and mount namespace
+#      in a user namespace (loom's own /proc, with the C init); the host
 #      token reached it by LoadCredential= (a run created with it, 401
 #      without); a call whose loom leaves a `setsid` child, which is gone
 #      when the call ends; `systemctl stop` leaves nothing.
@@ -144,7 +145,11 @@ say "booting $image with systemd as PID 1 (podman, runc, --network host)"
 # into place, which a container's private mounts would hide from the
 # service (it would find $CREDENTIALS_DIRECTORY empty). Outside a
 # container systemd makes / shared itself.
-podman run -d --name "$ctr" --systemd=always --network host --cap-add SYS_ADMIN "$image" \
+# podman masks parts of the container's /proc (/proc/kcore, /proc/keys,
+# ...), and the kernel refuses a new proc to a user namespace that sees a
+# masked one: unmask=ALL, so that what allows or refuses loom's own /proc
+# is the unit's settings, as on a host, not podman's masks.
+podman run -d --name "$ctr" --systemd=always --network host --cap-add SYS_ADMIN --security-opt unmask=ALL "$image" \
   /bin/sh -c 'mount --make-rshared / && exec /sbin/init' >/dev/null ||
   fail "podman run --systemd=always $image"
 cx() { podman exec "$ctr" "$@"; }
@@ -236,8 +241,8 @@ say "the unit as shipped"
 start_unit
 cred=$(cx sh -c 'ls -ln /run/credentials/loom-gateway.service/host-token' 2>&1) || fail "no credential host-token in /run/credentials/loom-gateway.service: $cred"
 say "the credential systemd hands the gateway: $cred"
-journal 50 | grep -q 'loom commands run in a namespace of their own' ||
-  { journal; fail "under the unit as shipped the gateway does not log a PID namespace for loom commands"; }
+journal 50 | grep -q '"containment":"pid+mount namespace (in a user namespace)"' ||
+  { journal; fail "under the unit as shipped the gateway does not log a PID and mount namespace (loom's own /proc) for loom commands"; }
 say "ok: active; $(journal 50 | grep -o '"containment":"[^"]*"' | head -1)"
 call unit-1
 sleep 0.3

@@ -100,6 +100,9 @@ func probeInline(userNS, proc bool) error {
 	return nil
 }
 
+// capSysAdmin is CAP_SYS_ADMIN (linux/capability.h).
+const capSysAdmin = 21
+
 // sysProcAttr puts a command in a process group of its own and has the
 // kernel kill it when the thread that started it ends (the gateway's death
 // included): see CLI.startAndWait. With c.Init it is the init of a new
@@ -120,6 +123,14 @@ func sysProcAttr(c Containment) *syscall.SysProcAttr {
 		uid, gid := os.Getuid(), os.Getgid()
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		if c.Proc {
+			// The init mounts loom's /proc after its exec. A gateway that
+			// is not root keeps no capability across an exec, even in a
+			// user namespace of its own, unless it is ambient: raise
+			// CAP_SYS_ADMIN (in loom's user namespace only) for the init,
+			// which clears it before loom runs (nsinit.MountProc).
+			attr.AmbientCaps = []uintptr{capSysAdmin}
+		}
 	}
 	return attr
 }

@@ -30,7 +30,9 @@ import (
 const fakeModeVar = "LOOM_FAKE_MODE"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(fakeModeVar); mode != "" {
+	if mode := os.Getenv(fakeModeVar); mode == cinitCapsMode {
+		os.Exit(cinitCaps())
+	} else if mode != "" {
 		os.Exit(fakeLoom(mode, os.Args[1:]))
 	}
 	pidServer = testkit.ServePids("loom-test-pids-")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // The one init function of the gateway: it must run before the packages
@@ -26,11 +27,26 @@ const (
 // (so that what follows reaches no other namespace) and mounts on /proc
 // a proc of the caller's PID namespace. The init of NameProc calls it in
 // a mount namespace of its own.
+//
+// Then it drops every capability of the caller: a gateway that is not
+// root in loom's user namespace raises CAP_SYS_ADMIN as an ambient
+// capability for this mount (its capabilities would end at the init's
+// exec otherwise), and loom, which the init starts next, must hold none.
 func MountProc() error {
 	if err := syscall.Mount("", "/", "", msPrivateRec, ""); err != nil {
 		return err
 	}
-	return syscall.Mount("proc", "/proc", "proc", msProc, "")
+	if err := syscall.Mount("proc", "/proc", "proc", msProc, ""); err != nil {
+		return err
+	}
+	// capset(2), version 3, this process: every set empty (the ambient
+	// set follows the inheritable one).
+	hdr := [2]uint32{0x20080522, 0}
+	var data [6]uint32
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data)), 0); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // statusFD is the descriptor the reports go to.

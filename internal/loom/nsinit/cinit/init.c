@@ -5,7 +5,8 @@
    descriptors 0-2; the reports go to descriptor 3 (closed on exec) in
    nsinit.Report's format. With no argv[1] it exits 0 when it is pid 1, 1
    otherwise (the probe). Started as nsinit.NameProc it first mounts a
-   /proc of its PID namespace, as nsinit.MountProc does. Build (nsinit's elf_linux_amd64.go holds the
+   /proc of its PID namespace and drops every capability, as
+   nsinit.MountProc does. Build (nsinit's elf_linux_amd64.go holds the
    result, written by cinit/build.sh):
 
      gcc -Os -static -nostdlib -fno-stack-protector \
@@ -52,6 +53,16 @@ void start_c(long *sp) {
 		   proc of this PID namespace on /proc (MS_NOSUID|MS_NODEV|MS_NOEXEC). */
 		long r = sys5(165, 0, (long)"/", 0, 0x44000, 0);
 		if (r == 0) r = sys5(165, (long)"proc", (long)"/proc", (long)"proc", 14, 0);
+		/* The gateway raised CAP_SYS_ADMIN as an ambient capability for
+		   the mount (a gateway that is not root in its user namespace
+		   loses its capabilities at this init's exec otherwise): drop
+		   every capability, ambient and inheritable included, before loom
+		   runs. capset(version 3, this process, all sets empty). */
+		if (r == 0) {
+			unsigned hdr[2] = {0x20080522, 0};
+			unsigned data[6] = {0};
+			r = sys(126, (long)hdr, (long)data, 0, 0);
+		}
 		if (r < 0) {
 			if (argc < 2) quit(1);
 			sys(72, 3, 2, 1, 0);
