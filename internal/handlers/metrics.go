@@ -371,12 +371,6 @@ func (s *countingStore) CallsPage(ctx context.Context, id string, after, limit i
 	return cs, total, err
 }
 
-func (s *countingStore) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	toks, err := s.st.Mint(ctx, id, refs, lim)
-	s.m.storeError(ctx, "mint", err)
-	return toks, err
-}
-
 func (s *countingStore) Handles(ctx context.Context, id string) ([]store.Referent, error) {
 	rs, err := s.st.Handles(ctx, id)
 	s.m.storeError(ctx, "handles", err)

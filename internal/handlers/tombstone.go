@@ -10,17 +10,11 @@ import (
 // PutTombstone hands an ended run's token record to the wrapped store
 // when it keeps them (store.Tombstones); otherwise nothing is kept.
 func (s *countingStore) PutTombstone(ctx context.Context, h store.TokenHash, id string, until time.Time) error {
-	if ts, ok := s.st.(store.Tombstones); ok {
-		return ts.PutTombstone(ctx, h, id, until)
-	}
-	return nil
+	return s.st.PutTombstone(ctx, h, id, until)
 }
 
 // Tombstone reads an ended run's token record from the wrapped store;
 // store.ErrRunNotFound when it keeps none.
 func (s *countingStore) Tombstone(ctx context.Context, h store.TokenHash) (string, error) {
-	if ts, ok := s.st.(store.Tombstones); ok {
-		return ts.Tombstone(ctx, h)
-	}
-	return "", store.ErrRunNotFound
+	return s.st.Tombstone(ctx, h)
 }
