@@ -39,16 +39,26 @@ func hostServer(t *testing.T, agent http.Handler) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := handlers.LoadSpec("host")
+	f := gatewayFaces(t, slog.New(slog.NewTextHandler(io.Discard, nil)), c)
+	srv := httptest.NewServer(c.Public(f.Host))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// gatewayFaces are both listeners' routers as cmd/gateway builds them,
+// over a memory store, no loom, with the console c mounted on the host
+// router.
+func gatewayFaces(t *testing.T, log *slog.Logger, c *Console) *handlers.Faces {
+	t.Helper()
+	f, err := handlers.New(handlers.Config{
+		Core:      gateway.Config{Store: memstore.New(memstore.Options{MaxRuns: 10}), Logger: log},
+		HostToken: hostToken,
+		HostExtra: c.Mount,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	core := gateway.New(gateway.Config{Store: memstore.New(memstore.Options{MaxRuns: 10}), Logger: log})
-	d := &handlers.Deps{Core: core, HostToken: hostToken, Logger: log}
-	srv := httptest.NewServer(c.Public(handlers.HostRouter(d, handlers.NewHost(d), spec, c.Mount)))
-	t.Cleanup(srv.Close)
-	return srv
+	return f
 }
 
 func do(t *testing.T, method, url string, body string, h map[string]string) (*http.Response, string) {
@@ -409,23 +419,19 @@ func (s *syncBuf) String() string {
 func TestProxyKeepsTheRequestID(t *testing.T) {
 	logs := &syncBuf{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	core := gateway.New(gateway.Config{Store: memstore.New(memstore.Options{MaxRuns: 10}), Logger: log})
-	d := &handlers.Deps{Core: core, HostToken: hostToken, Logger: log}
-	agentSpec, err := handlers.LoadSpec("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostSpec, err := handlers.LoadSpec("host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag := httptest.NewServer(handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec))
+	// The console is made with the agent listener's address, and the
+	// routers with the console: the listener is opened first, as
+	// cmd/gateway opens it.
+	ag := httptest.NewUnstartedServer(nil)
 	t.Cleanup(ag.Close)
-	c, err := New(Options{AgentURL: ag.URL})
+	c, err := New(Options{AgentURL: "http://" + ag.Listener.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Public(handlers.HostRouter(d, handlers.NewHost(d), hostSpec, c.Mount)))
+	f := gatewayFaces(t, log, c)
+	ag.Config.Handler = f.Agent
+	ag.Start()
+	srv := httptest.NewServer(c.Public(f.Host))
 	t.Cleanup(srv.Close)
 
 	auth := map[string]string{"Authorization": "Bearer " + hostToken, "Content-Type": "application/json"}
