@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,7 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 	if _, err := New(reg, nil, nil); err == nil {
-		t.Errorf("NewMetrics on a registry that has them: no error")
+		t.Errorf("New on a registry that has them: no error")
 	}
 }
 
@@ -195,5 +196,32 @@ func TestStoreErrorsStartAtZero(t *testing.T) {
 				t.Errorf("store_errors_total{op=%q,code=%q}: %d series, want one at 0", op[1], code, len(ms))
 			}
 		}
+	}
+}
+
+// TestEveryStepCounted: countingStore counts every step of the core's
+// store but the tombstones, which pass through as they always have; a
+// step added to gateway.Store without a method here fails.
+func TestEveryStepCounted(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^func \(s \*countingStore\) ([A-Z]\w*)\(`).FindAllStringSubmatch(string(src), -1) {
+		counted[m[1]] = true
+	}
+	passes := map[string]bool{"PutTombstone": true, "Tombstone": true}
+	steps := reflect.TypeFor[gateway.Store]()
+	for i := range steps.NumMethod() {
+		name := steps.Method(i).Name
+		if counted[name] == passes[name] {
+			t.Errorf("gateway.Store.%s: counted %v, passes through %v; want one of them", name, counted[name], passes[name])
+		}
+		delete(counted, name)
+	}
+	for name := range counted {
+		t.Errorf("countingStore.%s counts no step of gateway.Store", name)
 	}
 }
