@@ -114,10 +114,4 @@ type exception struct {
 var exceptions = []exception{
 	{rule: "B1", pkg: m("internal/gateway"), dep: m("api/agent"),
 		why: "gateway_test.go holds builderReasons to the contract with agent.InputFaultReason.Valid; problem.Reason's own test is the place for it"},
-	{rule: "B4", pkg: m("web"), dep: m("internal/handlers"),
-		why: "web_test.go serves the console in front of the real routers, built by the one constructor (handlers.New); to go when those tests move to where the console and the faces are wired together (cmd/gateway)"},
-	{rule: "B4", pkg: m("web"), dep: m("internal/mcpface"),
-		why: "the constructor web_test.go calls builds the MCP face too; to go with the B4 exception above"},
-	{rule: "B5", pkg: m("web"), dep: m("internal/loom/..."),
-		why: "the constructor web_test.go calls builds the core, which links loom; to go with the B4 exception"},
 }
