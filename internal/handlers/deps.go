@@ -4,7 +4,9 @@
 // calls, observations, handles, results), over the core (package
 // gateway). Each method translates: the generated request object in, one
 // core call, the response object or a problem out. Every error becomes a
-// problem in one function, toProblem.
+// problem in one function, toProblem. New builds the core, both
+// listeners' routers and the MCP face (package mcpface) in one place, for
+// the binary, cmd/loadgen and the tests.
 package handlers
 
 import (
