@@ -8,17 +8,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/loom-gateway/gateway/internal/handlers"
+	"github.com/loom-gateway/gateway/internal/metrics"
+	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/version"
 )
 
 // instrument builds the gateway's metrics on a registry of their own, with
-// the Go runtime and process collectors, hands them to d (whose Runner and
-// Store must be set; the store is wrapped to count its failures) and
+// the Go runtime and process collectors, hands them to d (whose Runner
+// must be set; its Store becomes st, wrapped to count its failures) and
 // returns what mounts GET /metrics on the host router, behind the host
 // token. The agent listener never serves it. conns are the listeners'
 // connection limits, by listener name.
-func instrument(d *deps, log *slog.Logger, conns map[string]*connLimit) (func(chi.Router), error) {
+func instrument(d *deps, st store.Store, log *slog.Logger, conns map[string]*connLimit) (func(chi.Router), error) {
 	reg := prometheus.NewRegistry()
 	for listener, l := range conns {
 		labels := prometheus.Labels{"listener": listener}
@@ -51,11 +52,11 @@ func instrument(d *deps, log *slog.Logger, conns map[string]*connLimit) (func(ch
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, err
 	}
-	m, err := handlers.NewMetrics(reg, d.Runner, d.Store)
+	m, err := metrics.New(reg, d.Runner, st)
 	if err != nil {
 		return nil, err
 	}
-	d.Metrics, d.Store = m, m.InstrumentStore(d.Store)
-	h := handlers.MetricsHandler(reg, log)
+	d.Metrics, d.Store = m, m.Store(st)
+	h := metrics.Handler(reg, log)
 	return func(r chi.Router) { r.Method(http.MethodGet, "/metrics", h) }, nil
 }

@@ -24,12 +24,10 @@ import (
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
-	"github.com/loom-gateway/gateway/internal/mcpface"
+	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/telemetry/otelsetup"
-	"github.com/loom-gateway/gateway/internal/tooldef"
-	"github.com/loom-gateway/gateway/internal/validate"
 	"github.com/loom-gateway/gateway/internal/version"
 	"github.com/loom-gateway/gateway/web"
 )
@@ -193,19 +191,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	agentConns, hostConns := newConnLimit(maxConns), newConnLimit(maxConns)
 	st, closeStore := openStore(o, log)
 	defer closeStore()
-	d.Store = st
-	mountMetrics, err := instrument(d, log, map[string]*connLimit{"agent": agentConns, "host": hostConns})
+	mountMetrics, err := instrument(d, st, log, map[string]*connLimit{"agent": agentConns, "host": hostConns})
 	if err != nil {
 		return err
-	}
-
-	agentSpec, err := handlers.LoadSpec("agent")
-	if err != nil {
-		return fmt.Errorf("contract: %w", err)
-	}
-	hostSpec, err := handlers.LoadSpec("host")
-	if err != nil {
-		return fmt.Errorf("contract: %w", err)
 	}
 
 	agentLn, err := net.Listen("tcp", o.listen)
@@ -222,25 +210,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usagef("--host-listen %s is TCP: a host token is required (--host-token-file or LOOM_GATEWAY_HOST_TOKEN)", o.hostListen)
 	}
 
-	core, hd := d.build()
-	defs, err := tooldef.Contract()
-	if err != nil {
-		return err
-	}
-	hd.MCP = mcpface.New(mcpface.Config{
-		Core: core, Check: validate.New(agentSpec), Defs: defs, Version: version.String(),
-		MaxRequestBytes: hd.MaxRequestBytes,
-	})
-	hd.AllowOrigins, hd.AllowedHosts = o.mcpAllowOrigins, o.allowedHosts
-	agentSrv := newServer(handlers.AgentRouter(hd, handlers.NewAgent(hd), agentSpec), o, agentConns, log)
 	console, err := web.New(web.Options{AgentURL: "http://" + agentLn.Addr().String()})
 	if err != nil {
 		return err
 	}
-	hostSrv := newServer(console.Public(handlers.HostRouter(hd, handlers.NewHost(hd), hostSpec, func(r chi.Router) {
+	fc := d.faces()
+	fc.AllowOrigins, fc.AllowedHosts = o.mcpAllowOrigins, o.allowedHosts
+	fc.HostExtra = func(r chi.Router) {
 		console.Mount(r)
 		mountMetrics(r)
-	})), o, hostConns, log)
+	}
+	f, err := handlers.New(fc)
+	if err != nil {
+		return err
+	}
+	core := f.Core
+	agentSrv := newServer(f.Agent, o, agentConns, log)
+	hostSrv := newServer(console.Public(f.Host), o, hostConns, log)
 
 	// A store shared by replicas reports the runs deleted through the
 	// others, whose calls here are cancelled. The watch outlives ctx: the
@@ -298,17 +284,16 @@ type deps struct {
 	MaxRequestBytes int64
 	// Metrics are the gateway's metrics (instrument), the core's
 	// Recorder.
-	Metrics *handlers.Metrics
+	Metrics *metrics.Metrics
 }
 
-// build returns the core and the handlers' dependencies over it.
-func (d *deps) build() (*gateway.Service, *handlers.Deps) {
-	cfg := d.Config
+// faces returns the configuration of the faces over d.
+func (d *deps) faces() handlers.Config {
+	cfg := handlers.Config{Core: d.Config, HostToken: d.HostToken, MaxRequestBytes: d.MaxRequestBytes, Version: version.String()}
 	if d.Metrics != nil {
-		cfg.Recorder = d.Metrics
+		cfg.Core.Recorder, cfg.Requests = d.Metrics, d.Metrics
 	}
-	core := gateway.New(cfg)
-	return core, &handlers.Deps{Core: core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
+	return cfg
 }
 
 // minRunRate is the slowest --run-rate the gateway takes, one call a day:

@@ -12,16 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/loom-gateway/gateway/internal/gateway"
+	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 	"github.com/loom-gateway/gateway/internal/telemetry/redistrace"
 )
 
-var (
-	_ gateway.Store         = (*memstore.Store)(nil)
-	_ gateway.Store         = (*redisstore.Store)(nil)
-	_ gateway.DeleteWatcher = (*redisstore.Store)(nil)
-)
+var _ gateway.DeleteWatcher = (*redisstore.Store)(nil)
 
 // redisOptions parses a --store redis:// or rediss:// URL with go-redis.
 // One or more addr=host:port parameters make it a Redis Cluster URL
@@ -96,7 +93,7 @@ func redisDefaults(u string, ro *redis.Options, co *redis.ClusterOptions) {
 // openStore builds the run store of --store (validated by buildDeps) and
 // returns it with its close function. A Redis that does not answer yet is
 // logged, not fatal: /readyz reports it until it does.
-func openStore(o *options, log *slog.Logger) (gateway.Store, func()) {
+func openStore(o *options, log *slog.Logger) (store.Store, func()) {
 	if o.storeURL == "memory" {
 		return memstore.New(memstore.Options{MaxRuns: o.maxRuns, MaxLabelClauses: o.maxLabelClauses}), func() {}
 	}

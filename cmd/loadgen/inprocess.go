@@ -58,12 +58,7 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 	if runner != nil {
 		gc.Runner = runner
 	}
-	d := &handlers.Deps{Core: gateway.New(gc), MaxRequestBytes: 1 << 20, HostToken: hostToken, Logger: logger}
-	agentSpec, err := handlers.LoadSpec("agent")
-	if err != nil {
-		return nil, err
-	}
-	hostSpec, err := handlers.LoadSpec("host")
+	fs, err := handlers.New(handlers.Config{Core: gc, MaxRequestBytes: 1 << 20, HostToken: hostToken})
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +71,8 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 		agentLn.Close()
 		return nil, err
 	}
-	agentSrv := &http.Server{Handler: handlers.AgentRouter(d, handlers.NewAgent(d), agentSpec), ReadHeaderTimeout: 10 * time.Second}
-	hostSrv := &http.Server{Handler: handlers.HostRouter(d, handlers.NewHost(d), hostSpec, nil), ReadHeaderTimeout: 10 * time.Second}
+	agentSrv := &http.Server{Handler: fs.Agent, ReadHeaderTimeout: 10 * time.Second}
+	hostSrv := &http.Server{Handler: fs.Host, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = agentSrv.Serve(agentLn) }()
 	go func() { _ = hostSrv.Serve(hostLn) }()
 

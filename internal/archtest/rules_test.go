@@ -37,7 +37,7 @@ var (
 	}
 )
 
-// rules are the 11 boundaries, B1 to B11, and the floors, F1 to F7, which
+// rules are the 11 boundaries, B1 to B11, and the floors, F1 to F8, which
 // are stricter and hold for production code.
 var rules = []rule{
 	{id: "B1", text: "the core imports not the contract",
@@ -97,6 +97,10 @@ var rules = []rule{
 	{id: "F7", text: "only tests link the test helpers: loomref (the reference reading of loom's stdout), jsjsontest, loomtest, storetest, redistest, testkit, contracttest",
 		from: ourPackage, skip: testHelpers, deny: testHelpers,
 		cross: [2]string{m("internal/gateway"), m("internal/loom/loomref")}},
+	{id: "F8", text: "the core links no metrics package and no HTTP package: not internal/metrics, the faces, net/http or any package under it, the Prometheus client",
+		from:  []string{m("internal/gateway/...")},
+		deny:  append([]string{m("internal/metrics/..."), "net/http/...", "github.com/prometheus/..."}, faces...),
+		cross: [2]string{m("internal/gateway"), m("internal/metrics")}},
 }
 
 // An exception is a crossing by a package's tests that the reshaping of
@@ -110,8 +114,4 @@ type exception struct {
 var exceptions = []exception{
 	{rule: "B1", pkg: m("internal/gateway"), dep: m("api/agent"),
 		why: "gateway_test.go holds builderReasons to the contract with agent.InputFaultReason.Valid; problem.Reason's own test is the place for it"},
-	{rule: "B4", pkg: m("web"), dep: m("internal/handlers"),
-		why: "web_test.go builds the host and agent routers itself (handlers.HostRouter, AgentRouter); to go with the one constructor of both routers"},
-	{rule: "B5", pkg: m("web"), dep: m("internal/loom/..."),
-		why: "web_test.go builds the core (gateway.New), which links loom; to go with the same constructor"},
 }

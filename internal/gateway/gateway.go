@@ -33,8 +33,10 @@ type Runner interface {
 	RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error)
 }
 
-// Store is the run state the core reads and writes (the memory and Redis
-// stores implement it).
+// Store is the run state the core reads and writes: the steps of
+// store.Store it takes, each as store.Store documents it (the memory and
+// Redis stores implement them; storetest holds every implementation to
+// them).
 type Store interface {
 	CreateRun(ctx context.Context, r store.Run) error
 	Run(ctx context.Context, id string) (store.Run, error)
@@ -42,12 +44,13 @@ type Store interface {
 	Runs(ctx context.Context) ([]store.Run, error)
 	RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error)
 	DeleteRun(ctx context.Context, id string) error
+	PutTombstone(ctx context.Context, h store.TokenHash, id string, until time.Time) error
+	Tombstone(ctx context.Context, h store.TokenHash) (string, error)
 	Begin(ctx context.Context, id string, b store.Begin) (store.Run, error)
 	Release(ctx context.Context, id string, mark int64) error
 	Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error)
 	AppendCall(ctx context.Context, id string, c store.Call) error
 	CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error)
-	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
 	Finish(ctx context.Context, id string, f store.Finish) ([]string, error)
 	Handles(ctx context.Context, id string) ([]store.Referent, error)
 	Handle(ctx context.Context, id, token string) (store.Referent, bool, error)
@@ -56,6 +59,8 @@ type Store interface {
 	Result(ctx context.Context, id string) (store.Result, error)
 	Ping(ctx context.Context) error
 }
+
+var _ Store = store.Store(nil)
 
 // Recorder is told of every tool call the core records and of the handles
 // it mints (the Prometheus metrics).

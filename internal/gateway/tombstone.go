@@ -17,20 +17,16 @@ var ErrRunEnded = errors.New("gateway: run ended")
 // the run expires.
 const TombstoneFloor = 10 * time.Minute
 
-// putTombstone records, when the store keeps tombstones, that run's
-// token opened run: from its creation until the run's lifetime again
-// (at least TombstoneFloor) after it expires, so that a token of a
-// deleted run is recognised at least until the run would have expired,
-// and one of an expired run for as long again as it lived. It is written
+// putTombstone records that run's token opened run: from its creation
+// until the run's lifetime again (at least TombstoneFloor) after it
+// expires, so that a token of a deleted run is recognised at least until
+// the run would have expired, and one of an expired run for as long
+// again as it lived. It is written
 // with the run, so no later event (a delete, an expiry in Redis) has to
 // remember it; a failure to write it leaves the token answered as a
 // stranger's once the run ends.
 func (s *Service) putTombstone(ctx context.Context, run store.Run) {
-	ts, ok := s.cfg.Store.(store.Tombstones)
-	if !ok {
-		return
-	}
-	_ = ts.PutTombstone(ctx, run.TokenHash, run.ID, run.ExpiresAt.Add(max(run.ExpiresAt.Sub(run.CreatedAt), TombstoneFloor)))
+	_ = s.cfg.Store.PutTombstone(ctx, run.TokenHash, run.ID, run.ExpiresAt.Add(max(run.ExpiresAt.Sub(run.CreatedAt), TombstoneFloor)))
 }
 
 // ended is the answer to a token hashed h that opens no live run on a
@@ -39,11 +35,7 @@ func (s *Service) putTombstone(ctx context.Context, run store.Run) {
 // orElse. A token that never opened the run the path names learns
 // nothing from it.
 func (s *Service) ended(ctx context.Context, h store.TokenHash, runID string, orElse error) error {
-	ts, ok := s.cfg.Store.(store.Tombstones)
-	if !ok {
-		return orElse
-	}
-	id, err := ts.Tombstone(ctx, h)
+	id, err := s.cfg.Store.Tombstone(ctx, h)
 	if err != nil || runID != "" && id != runID {
 		return orElse
 	}

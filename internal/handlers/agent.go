@@ -114,11 +114,8 @@ func (a *Agent) ListTools(ctx context.Context, req agent.ListToolsRequestObject)
 	if !ok {
 		return nil, errUnauthorized
 	}
-	defs, err := tooldef.Contract()
-	if err != nil {
-		return nil, err
-	}
-	tools := defs.For(a.d.Core.Callable(run))
+	tools := a.d.Defs.For(a.d.Core.Callable(run))
+	var err error
 	if req.Params.Dialect != nil {
 		for i, t := range tools {
 			if tools[i], err = tooldef.In(t, tooldef.Dialect(*req.Params.Dialect)); err != nil {

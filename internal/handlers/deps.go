@@ -4,29 +4,37 @@
 // calls, observations, handles, results), over the core (package
 // gateway). Each method translates: the generated request object in, one
 // core call, the response object or a problem out. Every error becomes a
-// problem in one function, toProblem.
+// problem in one function, toProblem. New builds the core, both
+// listeners' routers and the MCP face (package mcpface) in one place, for
+// the binary, cmd/loadgen and the tests.
 package handlers
 
 import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/tooldef"
 )
 
 // Deps is what both listeners' handlers share.
 type Deps struct {
 	// Core runs every use case.
 	Core *gateway.Service
+	// Defs are the tools' definitions (tooldef.Contract), the ones the
+	// MCP face lists.
+	Defs *tooldef.Set
 	// MaxRequestBytes caps request bodies; 0 means 1 MiB.
 	MaxRequestBytes int64
 	// HostToken, when set, is required on the host listener.
 	HostToken string
 	Logger    *slog.Logger
-	// Metrics, when set, counts requests (and is the core's Recorder).
-	Metrics *Metrics
+	// Requests, when set, counts the requests both listeners answer
+	// (package metrics).
+	Requests Requests
 	// MCP, when set, serves /v1/runs/{runId}/mcp for a run whose token
 	// the listener checked (package mcpface).
 	MCP RunHandler
@@ -36,6 +44,12 @@ type Deps struct {
 	// AllowedHosts, when not empty, are the only Host names (without
 	// port) the agent listener answers for; another answers 421.
 	AllowedHosts []string
+}
+
+// Requests records one HTTP request a listener answered: its route
+// pattern (never the path), its status and its duration.
+type Requests interface {
+	Request(listener, route string, status int, d time.Duration)
 }
 
 // RunHandler serves a request of an authenticated run.

@@ -185,7 +185,6 @@ func (r *fuzzRunner) RunTool(ctx context.Context, tool loom.Tool, argv, env []st
 // are replaced every so often so that their call logs and handle tables
 // stay small.
 type fuzzGateway struct {
-	deps     *Deps
 	router   http.Handler
 	contract routers.Router
 	logs     *testkit.Buffer
@@ -229,7 +228,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 	}}
 	logs := &testkit.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	core := gateway.New(gateway.Config{
+	faces, err := New(Config{Core: gateway.Config{
 		Store:            st,
 		Runner:           &fuzzRunner{real: loom.New(loom.Options{Timeout: 10 * time.Second, MaxStdout: 1 << 20, MaxConcurrent: 8, QueueWait: 5 * time.Second}), fake: fake},
 		Loom:             cfg,
@@ -239,9 +238,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 		MaxHandlesPerRun: 10000,
 		RunTTL:           time.Hour,
 		Logger:           logger,
-	})
-	d := &Deps{Core: core, MaxRequestBytes: 64 << 10, Logger: logger}
-	spec, err := LoadSpec("agent")
+	}, MaxRequestBytes: 64 << 10})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -249,7 +246,7 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 	if err != nil {
 		f.Fatal(err)
 	}
-	fz := &fuzzGateway{deps: d, router: AgentRouter(d, NewAgent(d), spec), contract: fuzzContractRouter(f), logs: logs, dir: dir, ceil: ifc.CeilingOf(conf), store: st}
+	fz := &fuzzGateway{router: faces.Agent, contract: fuzzContractRouter(f), logs: logs, dir: dir, ceil: ifc.CeilingOf(conf), store: st}
 	fz.rotate(f)
 	return fz
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/testkit"
@@ -85,10 +86,15 @@ type gatewayOptions struct {
 	MaxLabelClauses int
 	// WrapStore, when set, wraps the memory store the handlers use.
 	WrapStore func(*memstore.Store) gateway.Store
-	// Registry, when set, gets the gateway's metrics (NewMetrics), and
+	// Registry, when set, gets the gateway's metrics (metrics.New), and
 	// the store is instrumented as in production.
 	Registry      prometheus.Registerer
 	AuditArgShape bool
+	// HostExtra mounts more routes on the host router, behind the host
+	// token, as cmd/gateway mounts /metrics and the console.
+	HostExtra func(chi.Router)
+	// SDKOnly turns the MCP face's direct path off.
+	SDKOnly bool
 }
 
 // testDeps is a test gateway's configuration: the core's and the
@@ -99,34 +105,37 @@ type testDeps struct {
 	gateway.Config
 	HostToken       string
 	MaxRequestBytes int64
-	Metrics         *Metrics
+	Metrics         *metrics.Metrics
+	HostExtra       func(chi.Router)
+	SDKOnly         bool
 	beforeMeasure   func(stage context.Context)
 
-	once      sync.Once
-	core      *gateway.Service
-	handlers  *Deps
-	agentSpec *openapi3.T
-	hostSpec  *openapi3.T
-	agent     http.Handler
-	host      http.Handler
+	once  sync.Once
+	core  *gateway.Service
+	agent http.Handler
+	host  http.Handler
 }
 
-// build builds the core and the routers, once.
+// build builds the core and the routers, once, as the binary does (New).
 func (d *testDeps) build() {
 	d.once.Do(func() {
-		cfg := d.Config
-		cfg.BeforeMeasure = func(stage context.Context) {
+		cfg := Config{
+			Core: d.Config, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken,
+			HostExtra: d.HostExtra, Version: "test", SDKOnly: d.SDKOnly,
+		}
+		cfg.Core.BeforeMeasure = func(stage context.Context) {
 			if d.beforeMeasure != nil {
 				d.beforeMeasure(stage)
 			}
 		}
 		if d.Metrics != nil {
-			cfg.Recorder = d.Metrics
+			cfg.Core.Recorder, cfg.Requests = d.Metrics, d.Metrics
 		}
-		d.core = gateway.New(cfg)
-		d.handlers = &Deps{Core: d.core, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken, Logger: d.Logger, Metrics: d.Metrics}
-		d.agent = AgentRouter(d.handlers, NewAgent(d.handlers), d.agentSpec)
-		d.host = HostRouter(d.handlers, NewHost(d.handlers), d.hostSpec, nil)
+		f, err := New(cfg)
+		if err != nil {
+			panic(err) // the embedded contract: only a broken build
+		}
+		d.core, d.agent, d.host = f.Core, f.Agent, f.Host
 	})
 }
 
@@ -188,17 +197,19 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		},
 		MaxRequestBytes: opts.MaxRequestBytes,
 		HostToken:       opts.HostToken,
+		HostExtra:       opts.HostExtra,
+		SDKOnly:         opts.SDKOnly,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
 	d.MaxLabelClauses = opts.MaxLabelClauses
 	d.MaxCallsPerRun = opts.MaxCallsPerRun
 	d.MaxHandleBytesPerRun = opts.MaxHandleBytesPerRun
 	if opts.Registry != nil {
-		m, err := NewMetrics(opts.Registry, fake, rs)
+		m, err := metrics.New(opts.Registry, fake, st)
 		if err != nil {
-			t.Fatalf("NewMetrics: %v", err)
+			t.Fatalf("metrics.New: %v", err)
 		}
-		d.Metrics, d.Store = m, m.InstrumentStore(rs)
+		d.Metrics, d.Store = m, m.Store(rs)
 	}
 	if !opts.NoConfig {
 		cfg := testConfig()
@@ -220,17 +231,6 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		}
 		d.MaxConfidentiality = ifc.CeilingOf(conf)
 	}
-	// Each gateway parses its own contracts: the validator middleware
-	// writes to the spec it is given, so specs cannot be shared.
-	agentSpec, err := LoadSpec("agent")
-	if err != nil {
-		t.Fatalf("LoadSpec(agent): %v", err)
-	}
-	hostSpec, err := LoadSpec("host")
-	if err != nil {
-		t.Fatalf("LoadSpec(host): %v", err)
-	}
-	d.agentSpec, d.hostSpec = agentSpec, hostSpec
 	return &testGateway{
 		deps:  d,
 		store: st,
@@ -431,12 +431,6 @@ type toolEntry struct {
 type disclosedLabel struct {
 	Confidentiality [][]string `json:"confidentiality"`
 	Integrity       []string   `json:"integrity"`
-}
-
-// handlersDeps are the handlers' dependencies, built on first use.
-func (d *testDeps) handlersDeps() *Deps {
-	d.build()
-	return d.handlers
 }
 
 // problemInfo is the table's entry of a code; ok is false for a code the

@@ -47,7 +47,7 @@ func BenchmarkMCPFace(b *testing.B) {
 			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
 			req.Header.Set("Authorization", "Bearer "+token)
 			rec := httptest.NewRecorder()
-			g.mcpAgent.ServeHTTP(rec, req)
+			g.agent.ServeHTTP(rec, req)
 			return rec
 		}
 	}
@@ -63,7 +63,7 @@ func BenchmarkMCPFace(b *testing.B) {
 			}
 			req.Header.Set("Authorization", "Bearer "+token)
 			rec := httptest.NewRecorder()
-			g.mcpAgent.ServeHTTP(rec, req)
+			g.agent.ServeHTTP(rec, req)
 			return rec
 		}
 	}

@@ -16,47 +16,26 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
-	"github.com/loom-gateway/gateway/internal/mcpface"
 	"github.com/loom-gateway/gateway/internal/store"
-	"github.com/loom-gateway/gateway/internal/tooldef"
-	"github.com/loom-gateway/gateway/internal/validate"
 )
 
-// mcpGateway is a test gateway whose agent router has the MCP face.
+// mcpGateway is a test gateway that keeps its runs' tokens.
 type mcpGateway struct {
 	*testGateway
-	mcpAgent http.Handler
-	tokens   map[string]string // by run id
+	tokens map[string]string // by run id
 }
 
-// newMCPGateway is a test gateway over opts with the MCP face, its
-// direct path off when sdkOnly; configure, when set, changes the core's
+// newMCPGateway is a test gateway over opts, the MCP face's direct path
+// off when sdkOnly; configure, when set, changes the core's
 // configuration before the gateway is built.
 func newMCPGateway(t testing.TB, opts gatewayOptions, sdkOnly bool, configure func(*testDeps)) *mcpGateway {
 	t.Helper()
+	opts.SDKOnly = sdkOnly
 	g := newTestGateway(t, opts)
 	if configure != nil {
 		configure(g.deps)
 	}
-	core := g.deps.Core()
-	defs, err := tooldef.Contract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpec, err := LoadSpec("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	routerSpec, err := LoadSpec("agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &Deps{Core: core, MaxRequestBytes: g.deps.MaxRequestBytes, HostToken: g.deps.HostToken, Logger: g.deps.Logger, Metrics: g.deps.Metrics}
-	d.MCP = mcpface.New(mcpface.Config{
-		Core: core, Check: validate.New(checkSpec), Defs: defs, Version: "test",
-		MaxRequestBytes: g.deps.MaxRequestBytes, SDKOnly: sdkOnly,
-	})
-	return &mcpGateway{testGateway: g, mcpAgent: AgentRouter(d, NewAgent(d), routerSpec), tokens: map[string]string{}}
+	return &mcpGateway{testGateway: g, tokens: map[string]string{}}
 }
 
 // run creates run id with body's settings and keeps its token.
@@ -93,7 +72,7 @@ func (g *mcpGateway) send(req mcpRequest, handle string) *httptest.ResponseRecor
 		r = r.WithContext(context.WithValue(ctx, cancelKey{}, cancel))
 	}
 	rec := httptest.NewRecorder()
-	g.mcpAgent.ServeHTTP(rec, r)
+	g.agent.ServeHTTP(rec, r)
 	return rec
 }
 

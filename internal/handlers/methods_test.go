@@ -11,9 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // otherMethods are the methods a test sends to a route besides its own.
@@ -29,7 +26,7 @@ var otherMethods = []string{
 func TestMethodNotAllowed(t *testing.T) {
 	t.Parallel()
 	const hostToken = "host-secret"
-	g := newTestGateway(t, gatewayOptions{HostToken: hostToken})
+	g := newTestGateway(t, gatewayOptions{HostToken: hostToken, HostExtra: mountMetrics})
 	_, tok := g.createRun(t, `{"runId":"a"}`)
 
 	// The host listener: every path of the contract's host operations,
@@ -51,9 +48,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	if len(hostPaths) < 9 {
 		t.Fatalf("%d host paths, want at least 9", len(hostPaths))
 	}
-	host := HostRouter(g.deps.handlersDeps(), NewHost(g.deps.handlersDeps()), hostSpec, func(r chi.Router) {
-		r.Method(http.MethodGet, "/metrics", MetricsHandler(prometheus.NewRegistry(), g.deps.Logger))
-	})
+	host := g.host
 	for path, methods := range hostPaths {
 		allow := allowOf(methods)
 		for _, m := range otherMethods {
@@ -138,16 +133,10 @@ func allowOf(methods []string) string {
 func TestHead(t *testing.T) {
 	t.Parallel()
 	const hostToken = "host-secret"
-	g := newTestGateway(t, gatewayOptions{HostToken: hostToken})
+	g := newTestGateway(t, gatewayOptions{HostToken: hostToken, HostExtra: mountMetrics})
 	_, tok := g.createRun(t, `{"runId":"a"}`)
 	wantStatus(t, g.call("a", tok, "loom_search", `{"query":"atlas"}`), http.StatusOK)
-	hostSpec, err := LoadSpec("host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := httptest.NewServer(HostRouter(g.deps.handlersDeps(), NewHost(g.deps.handlersDeps()), hostSpec, func(r chi.Router) {
-		r.Method(http.MethodGet, "/metrics", MetricsHandler(prometheus.NewRegistry(), g.deps.Logger))
-	}))
+	host := httptest.NewServer(g.host)
 	t.Cleanup(host.Close)
 	agent := httptest.NewServer(g.agent)
 	t.Cleanup(agent.Close)

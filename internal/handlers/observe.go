@@ -49,7 +49,9 @@ func (d *Deps) logRequests(listener string) func(http.Handler) http.Handler {
 				}
 				route := routeOf(r)
 				elapsed := time.Since(start)
-				d.Metrics.request(listener, route, status, elapsed)
+				if d.Requests != nil {
+					d.Requests.Request(listener, route, status, elapsed)
+				}
 				attrs := []slog.Attr{
 					slog.String("listener", listener),
 					slog.String("requestId", reqid.FromContext(r.Context())),

@@ -264,59 +264,59 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 			if outcome == "" {
 				outcome = "ok"
 			}
-			if got := metricValue(t, reg, "loom_gateway_tool_calls_total", "tool", string(tt.tool), "code", outcome); got != 1 {
+			if got := testkit.MetricValue(t, reg, "loom_gateway_tool_calls_total", "tool", string(tt.tool), "code", outcome); got != 1 {
 				t.Errorf("tool_calls_total{tool=%s,code=%s} = %v, want 1", tt.tool, outcome, got)
 			}
-			if got := metricSum(t, reg, "loom_gateway_tool_calls_total"); got != 1 {
+			if got := testkit.MetricSum(t, reg, "loom_gateway_tool_calls_total"); got != 1 {
 				t.Errorf("tool_calls_total over all labels = %v, want 1", got)
 			}
-			if got := histogramCount(t, reg, "loom_gateway_tool_call_duration_seconds", "tool", string(tt.tool)); got != 1 {
+			if got := testkit.HistogramCount(t, reg, "loom_gateway_tool_call_duration_seconds", "tool", string(tt.tool)); got != 1 {
 				t.Errorf("tool_call_duration_seconds count = %d, want 1", got)
 			}
 			wantProc := uint64(0)
 			if tt.loomRan {
 				wantProc = 1
 			}
-			if got := histogramCount(t, reg, "loom_gateway_loom_process_duration_seconds", "tool", string(tt.tool)); got != wantProc {
+			if got := testkit.HistogramCount(t, reg, "loom_gateway_loom_process_duration_seconds", "tool", string(tt.tool)); got != wantProc {
 				t.Errorf("loom_process_duration_seconds count = %d, want %d", got, wantProc)
 			}
 			wantStoreErrs := 0.0
 			if tt.storeOp != "" {
 				wantStoreErrs = 1
-				if got := metricValue(t, reg, "loom_gateway_store_errors_total", "op", tt.storeOp, "code", "store_unavailable"); got != 1 {
+				if got := testkit.MetricValue(t, reg, "loom_gateway_store_errors_total", "op", tt.storeOp, "code", "store_unavailable"); got != 1 {
 					t.Errorf("store_errors_total{op=%s} = %v, want 1", tt.storeOp, got)
 				}
 			}
-			if got := metricSum(t, reg, "loom_gateway_store_errors_total"); got != wantStoreErrs {
+			if got := testkit.MetricSum(t, reg, "loom_gateway_store_errors_total"); got != wantStoreErrs {
 				t.Errorf("store_errors_total over all labels = %v, want %v", got, wantStoreErrs)
 			}
 			status := "200"
 			if tt.code != "" {
 				status = itoa(problem.Lookup(problem.Code(tt.code)).Status)
 			}
-			if got := metricValue(t, reg, "loom_gateway_http_requests_total", "listener", "agent", "route", "/v1/runs/{runId}/"+string(tt.tool), "status", status); got != 1 {
+			if got := testkit.MetricValue(t, reg, "loom_gateway_http_requests_total", "listener", "agent", "route", "/v1/runs/{runId}/"+string(tt.tool), "status", status); got != 1 {
 				t.Errorf("http_requests_total{agent,%s,%s} = %v, want 1", tt.tool, status, got)
 			}
 
 			if tt.name == "ok" {
 				// The sample's search under a work-only ceiling: rows of
 				// both reasons, and a handle per admitted row.
-				adm := metricValue(t, reg, "loom_gateway_rows_admitted_total", "tool", "loom_search")
+				adm := testkit.MetricValue(t, reg, "loom_gateway_rows_admitted_total", "tool", "loom_search")
 				if adm == 0 || adm != float64(c.Admitted) {
 					t.Errorf("rows_admitted_total = %v, want %d (non-zero)", adm, c.Admitted)
 				}
-				if got := metricValue(t, reg, "loom_gateway_handles_minted_total"); got != adm {
+				if got := testkit.MetricValue(t, reg, "loom_gateway_handles_minted_total"); got != adm {
 					t.Errorf("handles_minted_total = %v, want %v", got, adm)
 				}
-				wh := metricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonCeilingExceeded) +
-					metricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonLabelReadFailed)
+				wh := testkit.MetricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonCeilingExceeded) +
+					testkit.MetricValue(t, reg, "loom_gateway_rows_withheld_total", "tool", "loom_search", "reason", ifc.ReasonLabelReadFailed)
 				if wh == 0 || wh != float64(c.Withheld) {
 					t.Errorf("rows_withheld_total = %v, want %d (non-zero)", wh, c.Withheld)
 				}
-				if got := metricValue(t, reg, "loom_gateway_rows_omitted_total", "tool", "loom_search"); got != float64(c.Omitted) {
+				if got := testkit.MetricValue(t, reg, "loom_gateway_rows_omitted_total", "tool", "loom_search"); got != float64(c.Omitted) {
 					t.Errorf("rows_omitted_total = %v, want %d", got, c.Omitted)
 				}
-			} else if got := metricSum(t, reg, "loom_gateway_handles_minted_total"); got != 0 && tt.storeOp == "" {
+			} else if got := testkit.MetricSum(t, reg, "loom_gateway_handles_minted_total"); got != 0 && tt.storeOp == "" {
 				// (A store failure after minting leaves the handles minted.)
 				t.Errorf("handles_minted_total = %v after a failed call, want 0", got)
 			}
@@ -497,7 +497,7 @@ func TestReadyzReflectsReality(t *testing.T) {
 			if tt.wrap != nil {
 				wantErrs = 1
 			}
-			if got := metricValue(t, reg, "loom_gateway_store_errors_total", "op", "ping", "code", "store_unavailable"); got != wantErrs {
+			if got := testkit.MetricValue(t, reg, "loom_gateway_store_errors_total", "op", "ping", "code", "store_unavailable"); got != wantErrs {
 				t.Errorf("store_errors_total{op=ping} = %v, want %v", got, wantErrs)
 			}
 		})

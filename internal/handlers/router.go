@@ -51,12 +51,11 @@ func LoadSpec(tag string) (*openapi3.T, error) {
 }
 
 // validator checks every request against the listener's part of the
-// contract (package validate: kin-openapi's parameter check and the
+// contract with check, the listener's validator (package validate: kin-openapi's parameter check and the
 // operation's compiled body schema, on the body jsonBodies read); a
 // violation answers its problem. A HEAD of a GET route (chimw.GetHead) is
 // validated as that GET.
-func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
-	check := validate.New(spec)
+func (d *Deps) validator(check *validate.Validator) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			method := r.Method
@@ -85,13 +84,13 @@ func (d *Deps) validator(spec *openapi3.T) func(http.Handler) http.Handler {
 // AgentRouter is the agent listener's handler: request id, recover, body
 // checks, the run-token check, the validator and the generated routes.
 // Nothing here can create a run, read another run or change a ceiling.
-func AgentRouter(d *Deps, a *Agent, spec *openapi3.T) http.Handler {
+func AgentRouter(d *Deps, a *Agent, check *validate.Validator) http.Handler {
 	r := chi.NewRouter()
 	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("agent"), securityHeaders, recoverer(d.logger()), chimw.GetHead, d.hostAndOrigin, noOAuth)
 	r.Get("/healthz", d.healthz)
 	r.Get("/openapi.yaml", serveSpec)
 	r.Group(func(r chi.Router) {
-		r.Use(agentClaims(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
+		r.Use(agentClaims(d.Core, d.logger()), jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(check))
 		si := agent.NewStrictHandlerWithOptions(a, nil, agent.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  d.requestErrorHandler,
 			ResponseErrorHandlerFunc: d.errorHandler,
@@ -185,7 +184,7 @@ func noOAuth(next http.Handler) http.Handler {
 
 // HostRouter is the host listener's handler. extra mounts what is served
 // beside the contract (metrics, the console) after the host-token check.
-func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http.Handler {
+func HostRouter(d *Deps, h *Host, check *validate.Validator, extra func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
 	r.Use(reqid.Middleware, httptrace.HTTPServer(routeOf, methodOf), d.logRequests("host"), securityHeaders, recoverer(d.logger()), chimw.GetHead)
 	r.Get("/healthz", d.healthz)
@@ -196,7 +195,7 @@ func HostRouter(d *Deps, h *Host, spec *openapi3.T, extra func(chi.Router)) http
 			extra(r)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(spec))
+			r.Use(jsonBodies(d.maxRequestBytes(), d.logger()), d.validator(check))
 			si := host.NewStrictHandlerWithOptions(h, nil, host.StrictHTTPServerOptions{
 				RequestErrorHandlerFunc:  d.requestErrorHandler,
 				ResponseErrorHandlerFunc: d.errorHandler,

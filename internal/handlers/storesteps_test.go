@@ -79,16 +79,6 @@ func (s *stepStore) Observe(ctx context.Context, id string, conf ifc.Confidentia
 	return s.Store.Observe(ctx, id, conf)
 }
 
-func (s *stepStore) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	s.step("Mint")
-	return s.Store.Mint(ctx, id, refs, lim)
-}
-
-func (s *stepStore) NextOutput(ctx context.Context, id string) (int64, error) {
-	s.step("NextOutput")
-	return s.Store.NextOutput(ctx, id)
-}
-
 func newStepGateway(t *testing.T, rate store.Rate) (*testGateway, *stepStore) {
 	t.Helper()
 	var ss *stepStore

@@ -258,7 +258,7 @@ func (f *Face) call(name string) mcp.ToolHandler {
 // answer is what a call of tool name with args (a JSON value) for run
 // answers as its tool result: the result, or the problem and isError.
 func (f *Face) answer(ctx context.Context, run store.Run, name string, args []byte) (body []byte, isError bool) {
-	body, err := f.run(ctx, run, name, args)
+	body, err := f.callTool(ctx, run, name, args)
 	if err != nil {
 		p := gateway.Problem(err)
 		p.RequestID = reqid.FromContext(ctx)
@@ -268,8 +268,8 @@ func (f *Face) answer(ctx context.Context, run store.Run, name string, args []by
 	return body, false
 }
 
-// run validates args as the REST route does, then calls the core.
-func (f *Face) run(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
+// callTool validates args as the REST route does, then calls the core.
+func (f *Face) callTool(ctx context.Context, run store.Run, name string, args []byte) ([]byte, error) {
 	if name == "result" { // the request budget (budget.go): failing writes too
 		if err := f.cfg.Core.Spend(ctx, run); err != nil {
 			return nil, err

@@ -206,8 +206,13 @@ type Referent struct {
 	LabelSource string // "row" | "query"
 }
 
-// MintLimits caps a run's handle table for Mint. A zero or negative field
-// is no cap.
+// MintLimits caps a run's handle table when referents are minted
+// (Finish): referents are registered in one atomic step and their tokens
+// returned in order: an identity already held keeps its token; a new one
+// gets a fresh token (MintToken). ErrHandleLimit, with nothing
+// registered, if the new identities would take the table past Handles
+// handles or its held bytes (Run.HandleBytes) past Bytes; identities
+// already held cost nothing. A zero or negative field is no cap.
 type MintLimits struct {
 	// Handles caps the number of referents the table holds.
 	Handles int
@@ -267,9 +272,18 @@ type Store interface {
 	RunsPage(ctx context.Context, after RunKey, limit int) ([]Run, bool, error)
 	// DeleteRun removes a run and all its state, or ErrRunNotFound.
 	DeleteRun(ctx context.Context, id string) error
+	// CountRuns returns the number of live runs, copying none.
+	CountRuns(ctx context.Context) (int, error)
+	// PutTombstone records that the token hashed h opened run id, until
+	// until (after it, the record is gone): a tombstone, so that the
+	// token of a run that ended (deleted or expired) can be told its run
+	// is over instead of being refused like a stranger's.
+	PutTombstone(ctx context.Context, h TokenHash, id string, until time.Time) error
+	// Tombstone returns the run id the token hashed h opened, while its
+	// record lasts; ErrRunNotFound when there is none, or
+	// ErrStoreUnavailable.
+	Tombstone(ctx context.Context, h TokenHash) (string, error)
 
-	// NextOutput increments and returns the run's output sequence.
-	NextOutput(ctx context.Context, id string) (int64, error)
 	// Begin starts an output of the run in one atomic step: it checks
 	// b.Token, takes a call from the run's bucket of b.Rate and the next
 	// output number and, under b.MaxInFlight, an in-flight mark for the
@@ -296,7 +310,7 @@ type Store interface {
 	// AppendCall records a call in the run's call log.
 	AppendCall(ctx context.Context, id string, c Call) error
 	// Finish ends a tool output in one atomic step: it mints f.Refs (as
-	// Mint, under f.Limits), joins f.Observed into the run's model-context
+	// MintLimits says, under f.Limits), joins f.Observed into the run's model-context
 	// label (as Observe; nil: no observation) and appends f.Call to the
 	// call log, its admitted entries' Handle set to the minted tokens, and
 	// returns the tokens in order, and gives back the in-flight mark
@@ -314,13 +328,6 @@ type Store interface {
 	// A negative after counts as 0.
 	CallsPage(ctx context.Context, id string, after, limit int) ([]Call, int, error)
 
-	// Mint registers referents (Token ignored) in one atomic step and
-	// returns their tokens in order: an identity already held keeps its
-	// token; a new one gets a fresh token (MintToken). ErrHandleLimit, with
-	// nothing registered, if the new identities would take the table past
-	// lim.Handles handles or its held bytes (Run.HandleBytes) past
-	// lim.Bytes; identities already held cost nothing.
-	Mint(ctx context.Context, id string, refs []Referent, lim MintLimits) ([]string, error)
 	// Handles returns the run's handle table in minting order.
 	Handles(ctx context.Context, id string) ([]Referent, error)
 	// Handle returns the referent with the token, and whether it is held.

@@ -23,7 +23,7 @@ type tombstone struct {
 	until time.Time
 }
 
-// PutTombstone implements store.Tombstones.
+// PutTombstone implements store.Store.
 func (s *Store) PutTombstone(_ context.Context, h store.TokenHash, id string, until time.Time) error {
 	t := &s.tombs
 	t.mu.Lock()
@@ -44,7 +44,7 @@ func (s *Store) PutTombstone(_ context.Context, h store.TokenHash, id string, un
 	return nil
 }
 
-// Tombstone implements store.Tombstones.
+// Tombstone implements store.Store.
 func (s *Store) Tombstone(_ context.Context, h store.TokenHash) (string, error) {
 	t := &s.tombs
 	t.mu.Lock()
@@ -55,5 +55,3 @@ func (s *Store) Tombstone(_ context.Context, h store.TokenHash) (string, error) 
 	}
 	return v.id, nil
 }
-
-var _ store.Tombstones = (*Store)(nil)

@@ -76,7 +76,7 @@ func testPrefix(t *testing.T, c *redis.Client) string {
 
 func TestRedis(t *testing.T) {
 	url := redisURL(t)
-	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storetest.Store {
 		c := redisClient(t, url)
 		return redisstore.New(c, redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: testPrefix(t, c)})
 	})
@@ -87,7 +87,7 @@ func TestRedis(t *testing.T) {
 func TestRedisRealTime(t *testing.T) {
 	url := redisURL(t)
 	storetest.RunOptions(t, storetest.Options{RealTime: true, TTL: time.Second},
-		func(t *testing.T, cfg storetest.Config) store.Store {
+		func(t *testing.T, cfg storetest.Config) storetest.Store {
 			c := redisClient(t, url)
 			return redisstore.New(c, redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Prefix: testPrefix(t, c)})
 		})
@@ -504,7 +504,7 @@ func redisClusterClient(t *testing.T, url string) *redis.ClusterClient {
 // keys of two slots and whose runs spread over the shards.
 func TestRedisCluster(t *testing.T) {
 	url := redisClusterURL(t)
-	storetest.Run(t, func(t *testing.T, cfg storetest.Config) store.Store {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storetest.Store {
 		c := redisClusterClient(t, url)
 		prefix := "loom-gateway-test:" + testkit.RandomHex(6) + ":"
 		t.Cleanup(func() {

@@ -17,7 +17,7 @@ func (s *Store) tombKey(h store.TokenHash) string {
 	return s.prefix + "ended:" + hex.EncodeToString(h[:])
 }
 
-// PutTombstone implements store.Tombstones.
+// PutTombstone implements store.Store.
 func (s *Store) PutTombstone(ctx context.Context, h store.TokenHash, id string, until time.Time) error {
 	ttl := until.Sub(s.now())
 	if ttl <= 0 {
@@ -29,7 +29,7 @@ func (s *Store) PutTombstone(ctx context.Context, h store.TokenHash, id string, 
 	return nil
 }
 
-// Tombstone implements store.Tombstones.
+// Tombstone implements store.Store.
 func (s *Store) Tombstone(ctx context.Context, h store.TokenHash) (string, error) {
 	id, err := s.c.Get(ctx, s.tombKey(h)).Result()
 	switch {
@@ -40,5 +40,3 @@ func (s *Store) Tombstone(ctx context.Context, h store.TokenHash) (string, error
 	}
 	return id, nil
 }
-
-var _ store.Tombstones = (*Store)(nil)

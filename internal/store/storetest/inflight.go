@@ -24,7 +24,7 @@ func (h *harness) lease() time.Duration {
 
 // beginMarked calls Begin and checks the number it took and whether it
 // took a mark.
-func beginMarked(t *testing.T, s store.Store, id string, b store.Begin, seq int64, marked bool) {
+func beginMarked(t *testing.T, s Store, id string, b store.Begin, seq int64, marked bool) {
 	t.Helper()
 	got, err := s.Begin(context.Background(), id, b)
 	if err != nil || got.Seq != seq || got.Marked != marked {

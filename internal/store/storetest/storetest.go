@@ -43,12 +43,25 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Store is what the suite holds an implementation to: the storage
+// contract, and two steps the gateway takes only within others, which the
+// suite drives on their own to pin what they do.
+type Store interface {
+	store.Store
+	// NextOutput increments and returns the run's output sequence (the
+	// output number Begin takes).
+	NextOutput(ctx context.Context, id string) (int64, error)
+	// Mint registers referents (Token ignored) as Finish does, under
+	// lim (store.MintLimits), and returns their tokens in order.
+	Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error)
+}
+
 // NewFunc returns a new, empty store built with cfg. Subtests run in
 // parallel and each calls it at least once, so each store must be isolated
 // from every other (for a shared backend: a fresh key prefix or database per
 // call, dropped with t.Cleanup), because Runs lists everything a store
 // holds.
-type NewFunc func(t *testing.T, cfg Config) store.Store
+type NewFunc func(t *testing.T, cfg Config) Store
 
 // Options says how the store under test keeps time.
 type Options struct {
@@ -161,13 +174,13 @@ type harness struct {
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // store returns a new store with the live-run limit max.
-func (h *harness) store(t *testing.T, max int) store.Store {
+func (h *harness) store(t *testing.T, max int) Store {
 	t.Helper()
 	return h.storeWith(t, Config{MaxRuns: max})
 }
 
 // storeWith returns a new store built with cfg and the suite's clock.
-func (h *harness) storeWith(t *testing.T, cfg Config) store.Store {
+func (h *harness) storeWith(t *testing.T, cfg Config) Store {
 	t.Helper()
 	if !h.opts.RealTime {
 		h.now = epoch
@@ -227,7 +240,7 @@ func (h *harness) run(id string, ttl ...time.Duration) store.Run {
 	}
 }
 
-func create(t *testing.T, s store.Store, r store.Run) {
+func create(t *testing.T, s Store, r store.Run) {
 	t.Helper()
 	if err := s.CreateRun(context.Background(), r); err != nil {
 		t.Fatalf("CreateRun(%q) = %v, want nil", r.ID, err)
@@ -272,7 +285,7 @@ var cmpOpts = cmp.Options{
 	cmpopts.EquateEmpty(),
 }
 
-func mint(t *testing.T, s store.Store, id string, rs []store.Referent) []string {
+func mint(t *testing.T, s Store, id string, rs []store.Referent) []string {
 	t.Helper()
 	toks, err := s.Mint(context.Background(), id, rs, store.MintLimits{})
 	if err != nil {
@@ -284,7 +297,7 @@ func mint(t *testing.T, s store.Store, id string, rs []store.Referent) []string 
 	return toks
 }
 
-func getRun(t *testing.T, s store.Store, id string) store.Run {
+func getRun(t *testing.T, s Store, id string) store.Run {
 	t.Helper()
 	r, err := s.Run(context.Background(), id)
 	if err != nil {
@@ -293,7 +306,7 @@ func getRun(t *testing.T, s store.Store, id string) store.Run {
 	return r
 }
 
-func handles(t *testing.T, s store.Store, id string) []store.Referent {
+func handles(t *testing.T, s Store, id string) []store.Referent {
 	t.Helper()
 	hs, err := s.Handles(context.Background(), id)
 	if err != nil {
@@ -311,7 +324,7 @@ func wantErr(t *testing.T, what string, err, want error) {
 
 // parallel runs fn(0..n-1) in n goroutines and waits for them.
 // allCalls is the run's whole call log: the page after none, unbounded.
-func allCalls(ctx context.Context, s store.Store, id string) ([]store.Call, error) {
+func allCalls(ctx context.Context, s Store, id string) ([]store.Call, error) {
 	calls, _, err := s.CallsPage(ctx, id, 0, 0)
 	return calls, err
 }
@@ -544,66 +557,66 @@ func testRunLimit(t *testing.T, h *harness) {
 // runCall is one Store method applied to a run id (or its token hash).
 type runCall struct {
 	name string
-	call func(ctx context.Context, s store.Store, id string, h store.TokenHash) error
+	call func(ctx context.Context, s Store, id string, h store.TokenHash) error
 }
 
 // runCalls is every Store method that takes a run, each of which must
 // answer ErrRunNotFound for a run that does not exist or has expired.
 var runCalls = []runCall{
-	{"Run", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Run", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Run(ctx, id)
 		return err
 	}},
-	{"RunByToken", func(ctx context.Context, s store.Store, _ string, h store.TokenHash) error {
+	{"RunByToken", func(ctx context.Context, s Store, _ string, h store.TokenHash) error {
 		_, err := s.RunByToken(ctx, h)
 		return err
 	}},
-	{"DeleteRun", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"DeleteRun", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		return s.DeleteRun(ctx, id)
 	}},
-	{"NextOutput", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"NextOutput", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.NextOutput(ctx, id)
 		return err
 	}},
-	{"Observe", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Observe", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Observe(ctx, id, conf(`"A"`))
 		return err
 	}},
-	{"AppendCall", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"AppendCall", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		return s.AppendCall(ctx, id, store.Call{Tool: "loom_search"})
 	}},
-	{"Calls", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Calls", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := allCalls(ctx, s, id)
 		return err
 	}},
-	{"CallsPage", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"CallsPage", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, _, err := s.CallsPage(ctx, id, 0, 10)
 		return err
 	}},
-	{"CallsPagePastEnd", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"CallsPagePastEnd", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, _, err := s.CallsPage(ctx, id, 5000, 0)
 		return err
 	}},
-	{"Mint", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Mint", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Mint(ctx, id, refs(1), store.MintLimits{})
 		return err
 	}},
-	{"MintNone", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"MintNone", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Mint(ctx, id, nil, store.MintLimits{})
 		return err
 	}},
-	{"Handles", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Handles", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Handles(ctx, id)
 		return err
 	}},
-	{"Handle", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Handle", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, _, err := s.Handle(ctx, id, "cfh:v:22222")
 		return err
 	}},
-	{"PutResult", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"PutResult", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		return s.PutResult(ctx, id, store.Result{Value: []byte(`1`)})
 	}},
-	{"Result", func(ctx context.Context, s store.Store, id string, _ store.TokenHash) error {
+	{"Result", func(ctx context.Context, s Store, id string, _ store.TokenHash) error {
 		_, err := s.Result(ctx, id)
 		return err
 	}},
@@ -1482,7 +1495,7 @@ func testMintConcurrentLimit(t *testing.T, h *harness) {
 // mintRacing mints goroutines disjoint batches of batch new identities on
 // run-1 at once under lim, each all or nothing, and reports which were
 // minted; any error but ErrHandleLimit fails the test.
-func mintRacing(t *testing.T, s store.Store, goroutines, batch int, lim store.MintLimits) []bool {
+func mintRacing(t *testing.T, s Store, goroutines, batch int, lim store.MintLimits) []bool {
 	t.Helper()
 	errs := make([]error, goroutines)
 	ok := make([]bool, goroutines)

@@ -18,7 +18,7 @@ import (
 // Watcher is a store that reports the runs deleted through the other
 // stores sharing its backend (store.DeleteWatch), as redisstore.Store does.
 type Watcher interface {
-	store.Store
+	Store
 	WatchDeletes(ctx context.Context, w store.DeleteWatch)
 }
 
@@ -150,14 +150,14 @@ func (r *watchRecord) reported(t *testing.T, n int) []string {
 }
 
 // liveRun creates a run of an hour on s.
-func liveRun(t *testing.T, s store.Store, id string) {
+func liveRun(t *testing.T, s Store, id string) {
 	t.Helper()
 	now := time.Now().Truncate(time.Millisecond)
 	create(t, s, store.Run{ID: id, TokenHash: store.HashToken("watch-token-" + id), CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 }
 
 // del deletes a live run through s.
-func del(t *testing.T, s store.Store, id string) {
+func del(t *testing.T, s Store, id string) {
 	t.Helper()
 	if err := s.DeleteRun(context.Background(), id); err != nil {
 		t.Fatalf("DeleteRun(%q) = %v", id, err)

@@ -1,4 +1,18 @@
-package handlers
+// Package metrics is the gateway's Prometheus metrics: what the core
+// records of its calls (gateway.Recorder), the requests the faces answer
+// (Metrics.Request), the run store's failures and the gauges read at
+// scrape time, and the /metrics handler.
+//
+// A store failure is counted where the core takes the step: Store wraps
+// the core's store (gateway.Store), and each step it counts is a method
+// that names its operation label and hands the answer back unchanged.
+// Go has no proxy, so the wrapper is a method per counted step; it embeds
+// the store, so a step it does not count (the tombstones, which were never
+// counted) passes through as it is. A hook reporting from inside the
+// stores instead would put the operation labels in every implementation
+// and every test double, and would count the steps of storetest and of
+// tools that no gateway takes.
+package metrics
 
 import (
 	"context"
@@ -50,9 +64,9 @@ type loadReporter interface {
 	Queued() int64
 }
 
-// runCounter is a cheap count of the live runs a gateway.Store may offer; the
-// live-runs gauge otherwise counts Runs, at most once per liveRunsTTL.
-type runCounter interface {
+// RunCounter counts the live runs for the live-runs gauge, at most once
+// per liveRunsTTL (store.Store.CountRuns).
+type RunCounter interface {
 	CountRuns(ctx context.Context) (int, error)
 }
 
@@ -60,11 +74,11 @@ type runCounter interface {
 // every run, and a scrape should not.
 const liveRunsTTL = 10 * time.Second
 
-// NewMetrics registers the gateway's metrics on reg. The process gauges
+// New registers the gateway's metrics on reg. The process gauges
 // read runner (nil when the tools are not configured) and the live-runs
 // gauge reads st at scrape time. It returns an error when reg already holds
 // a metric of the same name.
-func NewMetrics(reg prometheus.Registerer, runner any, st gateway.Store) (*Metrics, error) {
+func New(reg prometheus.Registerer, runner any, st RunCounter) (*Metrics, error) {
 	const ns = "loom_gateway"
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -135,7 +149,7 @@ func NewMetrics(reg prometheus.Registerer, runner any, st gateway.Store) (*Metri
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("handlers: metrics: %w", err)
+			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
 	// Every withheld reason starts at zero, so a rate() over it exists
@@ -155,9 +169,9 @@ func NewMetrics(reg prometheus.Registerer, runner any, st gateway.Store) (*Metri
 	return m, nil
 }
 
-// MetricsHandler serves what g gathers in the Prometheus text format. A
+// Handler serves what g gathers in the Prometheus text format. A
 // collector that fails is logged and left out; the rest is still served.
-func MetricsHandler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
+func Handler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{log},
 		ErrorHandling: promhttp.ContinueOnError,
@@ -217,8 +231,9 @@ func (m *Metrics) Minted(n int) {
 	m.handlesMinted.Add(float64(n))
 }
 
-// request records one HTTP request.
-func (m *Metrics) request(listener, route string, status int, d time.Duration) {
+// Request records one HTTP request: its listener, route pattern, status
+// and duration.
+func (m *Metrics) Request(listener, route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -242,7 +257,7 @@ func (m *Metrics) storeError(ctx context.Context, op string, err error) {
 // liveRuns counts the store's live runs for the runs_live gauge, reusing a
 // count for ttl; a failed count keeps the last one.
 type liveRuns struct {
-	st  gateway.Store
+	st  RunCounter
 	ttl time.Duration
 
 	mu    sync.Mutex
@@ -262,153 +277,124 @@ func (l *liveRuns) count() float64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var n int
-	var err error
-	if c, ok := l.st.(runCounter); ok {
-		n, err = c.CountRuns(ctx)
-	} else {
-		var runs []store.Run
-		runs, err = l.st.Runs(ctx)
-		n = len(runs)
-	}
-	if err == nil {
+	if n, err := l.st.CountRuns(ctx); err == nil {
 		l.n, l.at, l.valid = n, time.Now(), true
 	}
 	return float64(l.n)
 }
 
-// InstrumentStore returns st with its failures counted in
+// Store returns st with its failures counted in
 // loom_gateway_store_errors_total; the core is built on it
 // (gateway.Config.Store).
-func (m *Metrics) InstrumentStore(st gateway.Store) gateway.Store {
+func (m *Metrics) Store(st gateway.Store) gateway.Store {
 	if m == nil {
 		return st
 	}
-	return &countingStore{st: st, m: m}
+	return &countingStore{Store: st, m: m}
 }
 
 // storeOps are the operation labels countingStore counts failures under.
+// "mint" has no step of its own since Finish mints (its failures count
+// under "finish"); its series stays, at zero, so that what /metrics shows
+// and the alerts on it do not change.
 var storeOps = []string{
 	"create_run", "run", "run_by_token", "runs", "runs_page", "delete_run", "begin", "release", "observe",
 	"append_call", "calls", "mint", "finish", "handles", "handle", "holds", "put_result", "result", "ping",
 }
 
-// countingStore counts the failures of the store it wraps.
+// countingStore counts the failures of the store it embeds, one method a
+// step it counts.
 type countingStore struct {
-	st gateway.Store
-	m  *Metrics
+	gateway.Store
+	m *Metrics
+}
+
+// count counts err under op and returns it.
+func (s *countingStore) count(ctx context.Context, op string, err error) error {
+	s.m.storeError(ctx, op, err)
+	return err
 }
 
 func (s *countingStore) CreateRun(ctx context.Context, r store.Run) error {
-	err := s.st.CreateRun(ctx, r)
-	s.m.storeError(ctx, "create_run", err)
-	return err
+	return s.count(ctx, "create_run", s.Store.CreateRun(ctx, r))
 }
 
 func (s *countingStore) Run(ctx context.Context, id string) (store.Run, error) {
-	r, err := s.st.Run(ctx, id)
-	s.m.storeError(ctx, "run", err)
-	return r, err
+	r, err := s.Store.Run(ctx, id)
+	return r, s.count(ctx, "run", err)
 }
 
 func (s *countingStore) RunByToken(ctx context.Context, h store.TokenHash) (store.Run, error) {
-	r, err := s.st.RunByToken(ctx, h)
-	s.m.storeError(ctx, "run_by_token", err)
-	return r, err
+	r, err := s.Store.RunByToken(ctx, h)
+	return r, s.count(ctx, "run_by_token", err)
 }
 
 func (s *countingStore) Runs(ctx context.Context) ([]store.Run, error) {
-	rs, err := s.st.Runs(ctx)
-	s.m.storeError(ctx, "runs", err)
-	return rs, err
+	rs, err := s.Store.Runs(ctx)
+	return rs, s.count(ctx, "runs", err)
 }
 
 func (s *countingStore) RunsPage(ctx context.Context, after store.RunKey, limit int) ([]store.Run, bool, error) {
-	rs, more, err := s.st.RunsPage(ctx, after, limit)
-	s.m.storeError(ctx, "runs_page", err)
-	return rs, more, err
-}
-
-func (s *countingStore) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
-	toks, err := s.st.Finish(ctx, id, f)
-	s.m.storeError(ctx, "finish", err)
-	return toks, err
+	rs, more, err := s.Store.RunsPage(ctx, after, limit)
+	return rs, more, s.count(ctx, "runs_page", err)
 }
 
 func (s *countingStore) DeleteRun(ctx context.Context, id string) error {
-	err := s.st.DeleteRun(ctx, id)
-	s.m.storeError(ctx, "delete_run", err)
-	return err
+	return s.count(ctx, "delete_run", s.Store.DeleteRun(ctx, id))
 }
 
 func (s *countingStore) Begin(ctx context.Context, id string, b store.Begin) (store.Run, error) {
-	r, err := s.st.Begin(ctx, id, b)
-	s.m.storeError(ctx, "begin", err)
-	return r, err
+	r, err := s.Store.Begin(ctx, id, b)
+	return r, s.count(ctx, "begin", err)
 }
 
 func (s *countingStore) Release(ctx context.Context, id string, mark int64) error {
-	err := s.st.Release(ctx, id, mark)
-	s.m.storeError(ctx, "release", err)
-	return err
+	return s.count(ctx, "release", s.Store.Release(ctx, id, mark))
 }
 
 func (s *countingStore) Observe(ctx context.Context, id string, conf ifc.Confidentiality) (ifc.Confidentiality, error) {
-	c, err := s.st.Observe(ctx, id, conf)
-	s.m.storeError(ctx, "observe", err)
-	return c, err
+	c, err := s.Store.Observe(ctx, id, conf)
+	return c, s.count(ctx, "observe", err)
 }
 
 func (s *countingStore) AppendCall(ctx context.Context, id string, c store.Call) error {
-	err := s.st.AppendCall(ctx, id, c)
-	s.m.storeError(ctx, "append_call", err)
-	return err
+	return s.count(ctx, "append_call", s.Store.AppendCall(ctx, id, c))
 }
 
 func (s *countingStore) CallsPage(ctx context.Context, id string, after, limit int) ([]store.Call, int, error) {
-	cs, total, err := s.st.CallsPage(ctx, id, after, limit)
-	s.m.storeError(ctx, "calls", err)
-	return cs, total, err
+	cs, total, err := s.Store.CallsPage(ctx, id, after, limit)
+	return cs, total, s.count(ctx, "calls", err)
 }
 
-func (s *countingStore) Mint(ctx context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	toks, err := s.st.Mint(ctx, id, refs, lim)
-	s.m.storeError(ctx, "mint", err)
-	return toks, err
+func (s *countingStore) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
+	toks, err := s.Store.Finish(ctx, id, f)
+	return toks, s.count(ctx, "finish", err)
 }
 
 func (s *countingStore) Handles(ctx context.Context, id string) ([]store.Referent, error) {
-	rs, err := s.st.Handles(ctx, id)
-	s.m.storeError(ctx, "handles", err)
-	return rs, err
+	rs, err := s.Store.Handles(ctx, id)
+	return rs, s.count(ctx, "handles", err)
 }
 
 func (s *countingStore) Handle(ctx context.Context, id, token string) (store.Referent, bool, error) {
-	r, ok, err := s.st.Handle(ctx, id, token)
-	s.m.storeError(ctx, "handle", err)
-	return r, ok, err
+	r, ok, err := s.Store.Handle(ctx, id, token)
+	return r, ok, s.count(ctx, "handle", err)
 }
 
 func (s *countingStore) Holds(ctx context.Context, id string, tokens []string) ([]bool, bool, error) {
-	held, has, err := s.st.Holds(ctx, id, tokens)
-	s.m.storeError(ctx, "holds", err)
-	return held, has, err
+	held, has, err := s.Store.Holds(ctx, id, tokens)
+	return held, has, s.count(ctx, "holds", err)
 }
 
 func (s *countingStore) PutResult(ctx context.Context, id string, res store.Result) error {
-	err := s.st.PutResult(ctx, id, res)
-	s.m.storeError(ctx, "put_result", err)
-	return err
+	return s.count(ctx, "put_result", s.Store.PutResult(ctx, id, res))
 }
 
 func (s *countingStore) Result(ctx context.Context, id string) (store.Result, error) {
-	r, err := s.st.Result(ctx, id)
-	s.m.storeError(ctx, "result", err)
-	return r, err
+	r, err := s.Store.Result(ctx, id)
+	return r, s.count(ctx, "result", err)
 }
 
 func (s *countingStore) Ping(ctx context.Context) error {
-	err := s.st.Ping(ctx)
-	s.m.storeError(ctx, "ping", err)
-	return err
+	return s.count(ctx, "ping", s.Store.Ping(ctx))
 }
