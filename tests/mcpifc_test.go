@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mcpToolCall calls tool with args on run's MCP endpoint under revision,
@@ -115,8 +116,26 @@ func TestMCPIFCLabels(t *testing.T) {
 					if s.loom != "" {
 						g.setBehaviour(t, s.loom, behaviour{Stdout: fill(s.stdout)})
 					}
-					got, isError := ifcOf(t, mcpToolCall(t, g, r, revision, sdk, s.tool, s.args))
+					res := mcpToolCall(t, g, r, revision, sdk, s.tool, s.args)
+					got, isError := ifcOf(t, res)
 					what := s.name + " (revision " + strconv.Quote(revision) + ", sdk " + strconv.FormatBool(sdk) + ")"
+					if s.tool == "describe_handle" {
+						// A known handle says when it ends: its run's expiry.
+						var d struct {
+							StructuredContent struct {
+								Known     bool
+								ExpiresAt *time.Time
+							}
+						}
+						_ = json.Unmarshal(res, &d)
+						want := r.summary(t).ExpiresAt
+						switch k, e := d.StructuredContent.Known, d.StructuredContent.ExpiresAt; {
+						case k && (e == nil || !e.Equal(want)):
+							t.Errorf("%s: expiresAt %v, the run's %v", what, e, want)
+						case !k && e != nil:
+							t.Errorf("%s: an unknown token has expiresAt %v", what, e)
+						}
+					}
 					if isError != s.isError {
 						t.Errorf("%s: isError %v", what, isError)
 					}
