@@ -14,10 +14,10 @@ import (
 //
 //   - Microsoft agent-framework (python/packages/core/agent_framework/
 //     security.py at 5eb3eb745e16, _label_from_mcp_meta,
-//     _map_mcp_annotations_to_labels, combine_labels, and the restrict-only
-//     rule of its 1.19 release (#8187): a result's label is
-//     combine_labels(fallback, server label) unless the host passes
-//     trust_server_ifc=True). It reads the result's _meta (not a content
+//     _map_mcp_annotations_to_labels, combine_labels; and the restrict-only
+//     rule of its PR #8187, which that snapshot predates: a result's label
+//     is combine_labels(fallback, server label) unless the host trusts the
+//     server, trust_server_ifc=True). It reads the result's _meta (not a content
 //     block's); _meta.ifc must be an object with both members, integrity
 //     one of trusted|untrusted and confidentiality one of
 //     public|private|user_identity; anything else (a missing member, an
