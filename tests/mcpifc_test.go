@@ -99,6 +99,7 @@ func TestMCPIFCLabels(t *testing.T) {
 					{"an unsigned row", "loom_calendar_list", `{}`, "calendar.list",
 						`[{"i":1,"ifc":{"confidentiality":[],"integrity":["{S}"]}},{"i":2,"ifc":{"confidentiality":[]}}]`,
 						label("untrusted", "public"), false},
+					{"an unlabeled row", "loom_calendar_list", `{}`, "calendar.list", `[{"i":1}]`, label("untrusted", "private"), false},
 					{"all withheld", "loom_calendar_list", `{}`, "calendar.list",
 						`[{"i":1,"ifc":{"confidentiality":["{H}"],"integrity":["{S}"]}},{"i":2,"ifc":7}]`,
 						label("trusted", "private"), false},

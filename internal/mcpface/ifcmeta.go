@@ -67,8 +67,9 @@ type projectedResult struct {
 }
 
 type projectedEntry struct {
-	Status string          `json:"status"`
-	Label  *disclosedLabel `json:"label"`
+	Status      string          `json:"status"`
+	Label       *disclosedLabel `json:"label"`
+	LabelSource string          `json:"labelSource"`
 }
 
 // project is the _meta.ifc of the tool result body (and isError) of a
@@ -83,8 +84,10 @@ type projectedEntry struct {
 //     types are loom's text) and public only when the label's
 //     confidentiality has no clause;
 //   - a loom tool: public only when nothing is withheld or omitted, no
-//     envelope member is shown, and every admitted row's confidentiality
-//     has no clause; trusted only when the host lists trusted integrity
+//     envelope member is shown, and every admitted row carries a label of
+//     its own (labelSource row: an unlabeled row's label is assumed, not
+//     loom's) whose confidentiality has no clause; trusted only when the
+//     host lists trusted integrity
 //     types, no envelope member is shown, and every admitted row's
 //     integrity carries one of them.
 func (c IFCLabels) project(tool string, body []byte, isError bool) ifcLabel {
@@ -120,7 +123,7 @@ func (c IFCLabels) project(tool string, body []byte, isError bool) ifcLabel {
 			public = false
 			continue
 		}
-		public = public && e.Label.public()
+		public = public && e.LabelSource == "row" && e.Label.public()
 		trusted = trusted && e.Label != nil && slices.ContainsFunc(e.Label.Integrity, func(t string) bool {
 			return slices.Contains(c.TrustedIntegrity, t)
 		})

@@ -52,6 +52,7 @@ func TestIFCProjectionShapes(t *testing.T) {
 		{"public rows, all signed", trustedTypes, "loom_search", loom(0, 0, "", entry(`[]`, signed), entry(`[]`, `["x",`+signed[1:])), false, ifcLabel{ifcTrusted, ifcPublic}},
 		{"one row unsigned", trustedTypes, "loom_search", loom(0, 0, "", entry(`[]`, signed), entry(`[]`, `["x"]`)), false, ifcLabel{ifcUntrusted, ifcPublic}},
 		{"rows of several labels", trustedTypes, "loom_search", loom(0, 0, "", entry(`[]`, signed), entry(`[["`+work+`"]]`, signed)), false, ifcLabel{ifcTrusted, ifcPrivate}},
+		{"an unlabeled row", plain, "loom_search", loom(0, 0, "", strings.Replace(entry(`[]`, `[]`), `"labelSource":"row"`, `"labelSource":"query"`, 1)), false, ifcLabel{ifcUntrusted, ifcPrivate}},
 		{"an OR clause", plain, "loom_page_read", loom(0, 0, "", entry(`[["`+work+`","https://loom.example/facet/home"]]`, `[]`)), false, ifcLabel{ifcUntrusted, ifcPrivate}},
 		{"all withheld", trustedTypes, "loom_search", loom(2, 0, "", withheld, withheld), false, ifcLabel{ifcTrusted, ifcPrivate}},
 		{"public and withheld", plain, "loom_search", loom(1, 0, "", entry(`[]`, `[]`), withheld), false, ifcLabel{ifcUntrusted, ifcPrivate}},
@@ -182,6 +183,11 @@ func TestIFCProjectionNeverLooser(t *testing.T) {
 		if got.Confidentiality == ifcPublic {
 			if len(res.Observed) > 0 || res.Withheld > 0 || res.Omitted > 0 || len(res.Envelope) > 2 {
 				t.Fatalf("%d: public, but observed %v, withheld %d, omitted %d, envelope %s: %s", i, res.Observed, res.Withheld, res.Omitted, res.Envelope, body)
+			}
+			for _, e := range res.Entries {
+				if e.Admitted && e.LabelSource != ifc.SourceRow {
+					t.Fatalf("%d: public with an unlabeled row: %s", i, body)
+				}
 			}
 		}
 		if got.Integrity == ifcTrusted {
