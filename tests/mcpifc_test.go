@@ -143,6 +143,16 @@ func TestMCPIFCLabels(t *testing.T) {
 					want := s.want
 					if g == off {
 						want = nil
+						// Off, a result's _meta is what it was before the
+						// projection: none, or under 2026-07-28 the
+						// server's info alone.
+						var m struct {
+							Meta map[string]json.RawMessage `json:"_meta"`
+						}
+						_ = json.Unmarshal(res, &m)
+						if _, info := m.Meta["io.modelcontextprotocol/serverInfo"]; len(m.Meta) > 1 || len(m.Meta) == 1 && (!info || revision != "2026-07-28") {
+							t.Errorf("%s off: _meta %v", what, m.Meta)
+						}
 					}
 					if len(got) != len(want) || got["integrity"] != want["integrity"] || got["confidentiality"] != want["confidentiality"] {
 						t.Errorf("%s on %v: _meta.ifc %v, want %v", what, g == on, got, want)
