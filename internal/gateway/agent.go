@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -146,13 +147,15 @@ func (s *Service) AuthenticateClaim(ctx context.Context, cl Claim) error {
 
 // Description is describe_handle's answer, in Gateway decision 10's order:
 // a held referent's kind, source tool, labelSource and atom types, never
-// its value.
+// its value; and when the handle ends, its run's expiry (none for a run
+// without one).
 type Description struct {
-	OutputID string         `json:"outputId"`
-	Token    string         `json:"token"`
-	Known    bool           `json:"known"`
-	Referent *Referent      `json:"referent,omitempty"`
-	Label    *ifc.Disclosed `json:"label,omitempty"`
+	OutputID  string         `json:"outputId"`
+	Token     string         `json:"token"`
+	Known     bool           `json:"known"`
+	Referent  *Referent      `json:"referent,omitempty"`
+	Label     *ifc.Disclosed `json:"label,omitempty"`
+	ExpiresAt *time.Time     `json:"expiresAt,omitempty"`
 }
 
 // Referent is what describe_handle tells of a held referent.
@@ -188,6 +191,10 @@ func (s *Service) DescribeClaim(ctx context.Context, cl Claim, token string) (De
 		d.Referent = &Referent{Kind: ref.Kind, Source: ref.Source, LabelSource: ref.LabelSource}
 		disclosed := ifc.Disclose(ref.Label)
 		d.Label = &disclosed
+		if !c.run.ExpiresAt.IsZero() {
+			end := WireTime(c.run.ExpiresAt)
+			d.ExpiresAt = &end
+		}
 	}
 	s.record(ctx, c, store.Call{
 		OutputID: c.outputID, Tool: c.tool, Status: "ok",

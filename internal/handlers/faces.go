@@ -33,6 +33,8 @@ type Config struct {
 	Version string
 	// SDKOnly turns the MCP face's direct path off (mcpface.Config).
 	SDKOnly bool
+	// IFC is the MCP face's _meta.ifc projection (mcpface.Config).
+	IFC mcpface.IFCLabels
 }
 
 // Faces are the core and both listeners' handlers over it.
@@ -75,7 +77,7 @@ func New(cfg Config) (*Faces, error) {
 	}
 	d.MCP = mcpface.New(mcpface.Config{
 		Core: core, Check: agentCheck, Defs: defs, Version: cfg.Version,
-		MaxRequestBytes: d.MaxRequestBytes, SDKOnly: cfg.SDKOnly,
+		MaxRequestBytes: d.MaxRequestBytes, SDKOnly: cfg.SDKOnly, IFC: cfg.IFC,
 	})
 	return &Faces{
 		Core:  core,

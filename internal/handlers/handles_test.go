@@ -74,7 +74,7 @@ func TestDescribeHandle(t *testing.T) {
 		{"labeled row", checklist, wireDescription{Token: checklist, Known: true,
 			Referent: &referent{"document", "loom_search", "row"},
 			Label:    &disclosedLabel{Confidentiality: [][]string{{work}}, Integrity: []string{}}},
-			[]string{"outputId", "token", "known", "referent", "label"}},
+			[]string{"outputId", "token", "known", "referent", "label", "expiresAt"}},
 		{"OR clause and integrity", standup, wireDescription{Token: standup, Known: true,
 			Referent: &referent{"document", "loom_search", "row"},
 			Label:    &disclosedLabel{Confidentiality: [][]string{{work, home}}, Integrity: []string{"https://loom.example/integrity/chat-export"}}},

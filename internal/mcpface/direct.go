@@ -315,15 +315,18 @@ func (f *Face) serveDirect(w http.ResponseWriter, r *http.Request, run store.Run
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
+		body, isError := f.answer(r.Context(), run, d.tool, args)
 		var meta []byte
 		if d.stateless {
 			meta = f.serverMeta
 		}
-		body, isError := f.answer(r.Context(), run, d.tool, args)
+		if ifc := f.cfg.IFC.meta(d.tool, body, isError); ifc != nil {
+			meta = withMember(meta, ifc)
+		}
 		// The answer is built in a pooled buffer (it is written before
 		// serveDirect returns).
 		buf := answers.Get().(*[]byte)
-		out = appendToolResult((*buf)[:0], d.id, body, isError, meta)
+		out = appendToolResult((*buf)[:0], d.id, body, isError, meta, d.stateless)
 		defer func() {
 			if cap(out) <= maxPooledAnswer {
 				*buf = out
@@ -417,15 +420,19 @@ func appendHead(out, id []byte) []byte {
 // encoder would compact the structured content and each nested value
 // again.
 func toolResult(id, body []byte, isError bool, meta []byte) []byte {
-	return appendToolResult(make([]byte, 0, 2*len(body)+len(body)/8+len(id)+len(meta)+128), id, body, isError, meta)
+	return appendToolResult(make([]byte, 0, 2*len(body)+len(body)/8+len(id)+len(meta)+128), id, body, isError, meta, meta != nil)
 }
 
-// appendToolResult appends toolResult's answer to out.
-func appendToolResult(out, id, body []byte, isError bool, meta []byte) []byte {
+// appendToolResult appends toolResult's answer to out: with meta (not
+// nil) as its _meta, and a result type when stateless.
+func appendToolResult(out, id, body []byte, isError bool, meta []byte, stateless bool) []byte {
 	out = appendHead(out, id)
 	out = append(out, '{')
+	if stateless {
+		out = append(out, `"resultType":"complete",`...)
+	}
 	if meta != nil {
-		out = append(out, `"resultType":"complete","_meta":`...)
+		out = append(out, `"_meta":`...)
 		out = append(out, meta...)
 		out = append(out, ',')
 	}

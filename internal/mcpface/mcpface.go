@@ -48,6 +48,8 @@ type Config struct {
 	// SDKOnly sends every request to the SDK handler, the direct path
 	// off: the reference the direct path is held to (tests, benchmarks).
 	SDKOnly bool
+	// IFC is the host's choice of the _meta.ifc labels (ifcmeta.go).
+	IFC IFCLabels
 }
 
 // Face serves POST /v1/runs/{runId}/mcp for an authenticated run.
@@ -251,7 +253,8 @@ func (f *Face) call(name string) mcp.ToolHandler {
 		if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		return result(f.answer(ctx, run, name, args)), nil
+		body, isError := f.answer(ctx, run, name, args)
+		return f.cfg.IFC.labelled(result(body, isError), name, body, isError), nil
 	}
 }
 

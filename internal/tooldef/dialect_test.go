@@ -295,3 +295,55 @@ func TestSchemaStatesItsRules(t *testing.T) {
 		t.Error("an unknown dialect: no error")
 	}
 }
+
+// TestOutputSchemaRules: why no dialect has output schemas of its own
+// (docs/agents.md, "Output schemas"). A row's value is loom's object, whose
+// members the gateway does not know and may be null, and the envelope is
+// loom's; the schemas that accept those are each refused by a rule of
+// the provider's: OpenAI's strict mode closes every object, Gemini's
+// Schema cannot leave an object's properties unnamed nor say null but as
+// nullable (which JSON Schema, what MCP clients check answers with, does
+// not read). The dialects' reading of the contract's output schemas meets
+// OpenAI's rules (and so refuses the real answers: tests,
+// TestDialectOutputSchemas) and breaks Gemini's only at the envelope, an
+// object of loom's members.
+func TestOutputSchemaRules(t *testing.T) {
+	accepting := map[string][]string{ // schemas that take a row of loom's
+		"openai": {`{"type":"object"}`, `{"type":"object","additionalProperties":true}`, `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"],"additionalProperties":{"type":["string","number","boolean","null"]}}`},
+		"gemini": {`{"type":"object"}`, `{"type":"object","additionalProperties":true}`, `{"type":["string","null"]}`, `{"type":"null"}`},
+	}
+	for provider, schemas := range accepting {
+		for _, text := range schemas {
+			var s map[string]any
+			if err := json.Unmarshal([]byte(text), &s); err != nil {
+				t.Fatal(err)
+			}
+			if faults := walkSchema("value", s, false, providerRules[provider].schema); len(faults) == 0 {
+				t.Errorf("%s takes %s, a schema of a row of loom's: the dialect could say its output", provider, text)
+			}
+		}
+	}
+	set, err := Contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, provider := range []string{"openai", "gemini"} {
+		r := providerRules[provider]
+		for _, name := range set.Names() {
+			tool, _ := set.Tool(name)
+			got, err := In(Def{Name: name, InputSchema: tool.OutputSchema}, r.dialects[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s map[string]any
+			if err := json.Unmarshal(got.InputSchema, &s); err != nil {
+				t.Fatal(err)
+			}
+			for _, fault := range walkSchema(name, s, true, r.schema) {
+				if provider == "openai" || fault != name+"/properties/envelope: properties should be non-empty for OBJECT type" {
+					t.Errorf("%s reading of the output schema: %s", provider, fault)
+				}
+			}
+		}
+	}
+}

@@ -138,7 +138,7 @@ func TestHandleLifetime(t *testing.T) {
 		}
 		want := "which lasts as long as this run"
 		if name == "describe_handle" {
-			want = "A handle lasts as long as the run that holds it."
+			want = "A handle lasts as long as the run that holds it: for a known one, expiresAt says when that is."
 		}
 		if !strings.Contains(tool.Description, want) {
 			t.Errorf("%s: the description does not state a handle's lifetime: %q", name, tool.Description)

@@ -193,7 +193,8 @@ export interface paths {
          * Describe a handle
          * @description Reports what a `cfh:v:` token held by this run refers to: its kind,
          *     the tool that observed it, its labelSource and its label's atom
-         *     types. Never the value. A token the run does not hold answers
+         *     types, and `expiresAt`, when the handle ends (its run's expiry).
+         *     Never the value. A token the run does not hold answers
          *     `known: false`.
          */
         post: operations["describeHandle"];
@@ -651,6 +652,11 @@ export interface components {
                 labelSource: "row" | "query";
             };
             label?: components["schemas"]["DisclosedLabel"];
+            /**
+             * Format: date-time
+             * @description When the handle ends: its run's expiry, after which the run and every handle it holds are gone. Only for a known handle of a run that expires. UTC, to the millisecond (RFC 3339; trailing zeros of the fraction are dropped).
+             */
+            expiresAt?: string;
         };
         ResultWritten: {
             /** @enum {string} */
@@ -1206,7 +1212,8 @@ export interface operations {
                      *           ]
                      *         ],
                      *         "integrity": []
-                     *       }
+                     *       },
+                     *       "expiresAt": "2026-12-02T13:00:00Z"
                      *     }
                      */
                     "application/json": components["schemas"]["HandleDescription"];

@@ -29,9 +29,36 @@
 //                            Standard Schema whose validate is the tool's
 //                            input check.
 //
-// Environment: SDKCHECK_RUNS, a JSON list of {"sdk", "dialect", "url",
-// "token"}: one pass of one SDK over one run (the result tool writes once
-// a run), its MCP URL with ?dialect= when dialect is not "".
+// Each SDK runs on every MCP revision it speaks with this gateway (which
+// speaks 2026-07-28, 2025-11-25 and 2025-06-18 and answers an initialize
+// with the revision it offers), chosen with the SDK's own option:
+//   @langchain/mcp-adapters  2025-11-25 only: its @modelcontextprotocol/sdk
+//                            1.x Client offers LATEST_PROTOCOL_VERSION
+//                            (2025-11-25) in initialize and has no
+//                            2026-07-28 (server/discover) at all.
+//   @openai/agents-core      2026-07-28 only: it builds its
+//                            @modelcontextprotocol/client 2.x Client with
+//                            versionNegotiation {mode: "auto"}, which takes
+//                            2026-07-28 from server/discover whenever the
+//                            server offers it (its 2025 fallback is for
+//                            servers without server/discover).
+//   @ai-sdk/mcp              2026-07-28 (protocolVersionDiscovery, its
+//                            default) and 2025-11-25 (protocolVersionDiscovery
+//                            false: initialize offering
+//                            LATEST_LEGACY_PROTOCOL_VERSION).
+//   @mastra/mcp              2026-07-28 (its default, "auto") and 2025-11-25
+//                            (protocolVersion "legacy": the 2.x Client's
+//                            initialize, offering 2025-11-25).
+// None of them offers 2025-06-18 (each would accept it from a server that
+// chose it; this gateway answers the revision offered), so no pass runs
+// on it. A pass fails unless every tools/list and tools/call the SDK sends
+// names the pass's revision in MCP-Protocol-Version (read from the fetch
+// each SDK takes as an option).
+//
+// Environment: SDKCHECK_RUNS, a JSON list of {"sdk", "revision",
+// "dialect", "url", "token"}: one pass of one SDK on one revision over one
+// run (the result tool writes once a run), its MCP URL with ?dialect= when
+// dialect is not "".
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -60,6 +87,34 @@ const required = {
   result: "value",
 };
 
+// The revisions each SDK speaks with this gateway (above).
+const revisions = {
+  "@langchain/mcp-adapters": ["2025-11-25"],
+  "@openai/agents-core": ["2026-07-28"],
+  "@ai-sdk/mcp": ["2026-07-28", "2025-11-25"],
+  "@mastra/mcp": ["2026-07-28", "2025-11-25"],
+};
+
+// recorder is a fetch that records the MCP-Protocol-Version of each
+// tools/list and tools/call request it sends, in seen.
+function recorder(seen) {
+  return async (input, init) => {
+    const req = input instanceof Request ? input : null;
+    const headers = new Headers(init?.headers ?? req?.headers);
+    let body = init?.body;
+    if (body === undefined && req) body = await req.clone().text();
+    try {
+      const msg = typeof body === "string" ? JSON.parse(body) : null;
+      if (msg && (msg.method === "tools/list" || msg.method === "tools/call")) {
+        seen.add(headers.get("mcp-protocol-version") ?? "(none)");
+      }
+    } catch {
+      // not a JSON-RPC message: nothing to record
+    }
+    return fetch(input, init);
+  };
+}
+
 const without = (args, name) => Object.fromEntries(Object.entries(args).filter(([k]) => k !== name));
 const headers = (run) => ({ Authorization: `Bearer ${run.token}` });
 const errText = (e) => String(e?.message ?? e).split("\n")[0].slice(0, 300);
@@ -85,10 +140,15 @@ const sdks = {
   async "@langchain/mcp-adapters"(run) {
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const { LATEST_PROTOCOL_VERSION } = await import("@modelcontextprotocol/sdk/types.js");
     const { loadMcpTools } = await import("@langchain/mcp-adapters");
+    if (LATEST_PROTOCOL_VERSION !== run.revision) {
+      throw new Error(`its MCP SDK offers ${LATEST_PROTOCOL_VERSION}, not ${run.revision}`);
+    }
     const client = new Client({ name: "sdkcheck", version: "1" });
     await client.connect(new StreamableHTTPClientTransport(new URL(run.url), {
       requestInit: { headers: headers(run) },
+      fetch: recorder(run.seen),
     }));
     const loaded = await loadMcpTools("loom", client, { throwOnLoadError: true });
     const tools = new Map();
@@ -116,6 +176,7 @@ const sdks = {
       url: run.url,
       name: "loom",
       requestInit: { headers: headers(run) },
+      fetch: recorder(run.seen),
     });
     await server.connect();
     const fts = await getAllMcpTools({ mcpServers: [server], convertSchemasToStrict: true });
@@ -149,7 +210,8 @@ const sdks = {
     const { asSchema, safeValidateTypes } = await import("@ai-sdk/provider-utils");
     await import("ai"); // the SDK the tools are for: it must load
     const client = await createMCPClient({
-      transport: { type: "http", url: run.url, headers: headers(run) },
+      transport: { type: "http", url: run.url, headers: headers(run), fetch: recorder(run.seen) },
+      protocolVersionDiscovery: run.revision === "2026-07-28",
     });
     const set = await client.tools();
     const tools = new Map();
@@ -169,7 +231,14 @@ const sdks = {
     const { MCPClient } = await import("@mastra/mcp");
     const client = new MCPClient({
       id: `sdkcheck-${process.pid}`,
-      servers: { loom: { url: new URL(run.url), requestInit: { headers: headers(run) } } },
+      servers: {
+        loom: {
+          url: new URL(run.url),
+          requestInit: { headers: headers(run) },
+          fetch: recorder(run.seen),
+          ...(run.revision === "2026-07-28" ? {} : { protocolVersion: "legacy" }),
+        },
+      },
     });
     const listed = await client.listTools();
     const tools = new Map();
@@ -190,18 +259,20 @@ const fail = (msg) => {
   console.log(`FAIL ${msg}`);
 };
 
-const wanted = Object.keys(sdks);
-for (const sdk of wanted) {
-  if (!runs.some((r) => r.sdk === sdk)) fail(`${sdk}: no run given (SDKCHECK_RUNS)`);
+for (const [sdk, revs] of Object.entries(revisions)) {
+  for (const revision of revs) {
+    if (!runs.some((r) => r.sdk === sdk && r.revision === revision)) fail(`${sdk}: no run given on ${revision} (SDKCHECK_RUNS)`);
+  }
 }
 for (const run of runs) {
   const started = Date.now();
-  const sdk = run.dialect ? `${run.sdk} (?dialect=${run.dialect})` : run.sdk;
+  const sdk = `${run.sdk} on ${run.revision}` + (run.dialect ? ` (?dialect=${run.dialect})` : "");
   const open = sdks[run.sdk];
-  if (!open) {
-    fail(`${sdk}: not an SDK this check knows`);
+  if (!open || !revisions[run.sdk].includes(run.revision)) {
+    fail(`${sdk}: not an SDK and revision this check knows`);
     continue;
   }
+  run.seen = new Set();
   let conv;
   try {
     conv = await open(run);
@@ -229,6 +300,10 @@ for (const run of runs) {
         checks++;
         if (bad.ok) fail(`${sdk}: ${name} without "${member}" accepted`);
       }
+    }
+    const seen = [...run.seen];
+    if (seen.length !== 1 || seen[0] !== run.revision) {
+      fail(`${sdk}: its tools/list and tools/call went on MCP-Protocol-Version ${JSON.stringify(seen)}, not ${run.revision}`);
     }
     const verdict = failed === before ? "ok  " : "FAIL";
     console.log(`${verdict} ${sdk}: ${names.length} tools converted, ${checks} calls checked (${Date.now() - started} ms)`);
