@@ -104,7 +104,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	lctx = loom.WithMeasuring(lctx, loom.Measuring{Ceiling: ceiling, Unlabeled: unlabeled})
 	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
 	out, err := s.cfg.Runner.RunTool(lctx, tool, argv, env)
-	endLoom(lspan, out, err)
+	endLoom(lspan, &out, err)
 	mspan := startMeasure(stage, tool)
 	defer mspan.End()
 	if err == nil || out.Duration > 0 {
@@ -120,10 +120,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	}
 	code := out.ExitCode
 	c.exitCode = &code
-	kept := out.Condensed
-	if kept == nil {
-		kept = &loom.Condensed{}
-	}
+	kept := &out.Condensed
 	// What Condense kept goes back to it when the call ends: the result,
 	// the handles and the records hold copies (ifc.Measure).
 	defer kept.Release()

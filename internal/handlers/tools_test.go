@@ -18,6 +18,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
@@ -277,7 +278,7 @@ func (g *testGateway) calls(t *testing.T, id string) []wireCall {
 
 func TestLoomErrors(t *testing.T) {
 	t.Parallel()
-	type runFunc = func(context.Context, []string, []string) (loom.Output, error)
+	type runFunc = func(context.Context, []string, []string) (loomref.Output, error)
 	tests := []struct {
 		name       string
 		run        runFunc // nil: the sample loom

@@ -203,15 +203,6 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 	return out
 }
 
-// CondenseOutput is out, of a command of tool whose stdout is whole, as
-// RunTool returns it: stdout read by Condense, Condensed set and Stdout
-// nil. It is for runners that hold stdout whole (test fakes).
-func CondenseOutput(tool Tool, out Output) Output {
-	k := Condense(tool, bytes.NewReader(out.Stdout))
-	out.Condensed, out.Stdout = &k, nil
-	return out
-}
-
 // condenseUnits is how many UTF-16 units of a long string value Condense
 // keeps at least: more than ifc.StringBound, so that the writer still cuts
 // it, at the same place.

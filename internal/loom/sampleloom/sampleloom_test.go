@@ -39,7 +39,7 @@ func call(t *testing.T, cfg *loom.Config, tool loom.Tool, input string) ([]jsont
 	if stderr.Len() > 0 { // a usage error: the argv shape was not understood
 		t.Fatalf("sample loom %q: exit %d, stderr %q", argv, code, stderr.String())
 	}
-	payload, err := loomref.Interpret(tool, loom.PersonLookup(tool, []byte(input)), loom.Output{Stdout: stdout.Bytes(), ExitCode: code})
+	payload, err := loomref.Interpret(tool, loom.PersonLookup(tool, []byte(input)), loomref.Output{Stdout: stdout.Bytes(), ExitCode: code})
 	if err != nil {
 		return nil, nil, err
 	}
