@@ -193,8 +193,8 @@ func TestToolArgv(t *testing.T) {
 				t.Errorf("argv mismatch (-want +got):\n%s", diff)
 			}
 			built, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
-			if err != nil || !cmp.Equal(built, calls[0].Argv) {
-				t.Errorf("BuildArgv(%s) = %q, %v; the runner got %q", tt.body, built, err, calls[0].Argv)
+			if err != nil || !cmp.Equal(built.Argv, calls[0].Argv) {
+				t.Errorf("BuildArgv(%s) = %q, %v; the runner got %q", tt.body, built.Argv, err, calls[0].Argv)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ type Output struct {
 // do, in that order, and returns the payload: stdout decoded as UTF-8
 // (invalid sequences replaced, one leading BOM dropped) and trimmed of JSON
 // whitespace, exactly one JSON value. personLookup is
-// loom.PersonLookup(tool, input). It reads stdout whole, then decides with
+// the call's loom.Invocation.PersonLookup. It reads stdout whole, then decides with
 // loom.Decide over loom.ReadFacts of the payload.
 //
 // Where a member name repeats, the last occurrence is the one read, as in
