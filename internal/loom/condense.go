@@ -126,7 +126,7 @@ const (
 // A payload of another shape than its tool's is kept as the value 0, which
 // Decide reads the same way, and is not Shaped. Whatever r
 // returns after its end, or an error, ends the reading: what came before
-// is the output, as Run's is.
+// is the output, as RunTool's is.
 //
 // A payload that passes one of the bounds of what the pass holds of a
 // piece of it (maxNameBytes, maxNumberBytes, maxOpenMembers,
