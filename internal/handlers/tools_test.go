@@ -136,11 +136,11 @@ func TestToolsSample(t *testing.T) {
 			if len(calls) != i+1 {
 				t.Fatalf("runner calls = %d, want %d", len(calls), i+1)
 			}
-			wantArgv, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
+			inv, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
 			if err != nil {
 				t.Fatalf("BuildArgv(%s): %v", tt.body, err)
 			}
-			if diff := cmp.Diff(wantArgv, calls[i].Argv); diff != "" {
+			if diff := cmp.Diff(inv.Argv, calls[i].Argv); diff != "" {
 				t.Errorf("argv mismatch (-BuildArgv +runner):\n%s", diff)
 			}
 			if diff := cmp.Diff(g.deps.Env, calls[i].Env); diff != "" {
