@@ -154,7 +154,8 @@ func (c *checker) ceiling() bool {
 // tool runs tool once with input, as the gateway does, and reports.
 func (c *checker) tool(ctx context.Context, tool loom.Tool, input string) bool {
 	name := string(tool)
-	argv, err := loom.BuildArgv(c.cfg, tool, []byte(input))
+	inv, err := loom.BuildArgv(c.cfg, tool, []byte(input))
+	argv := inv.Argv
 	if err != nil { // the inputs are fixed; a --page or --person may be refused
 		return c.report(name, false, []string{"not run: " + err.Error()}, "give --page or --person a value the tool accepts (docs/agents.md)")
 	}
@@ -172,8 +173,7 @@ func (c *checker) tool(ctx context.Context, tool loom.Tool, input string) bool {
 		return c.report(name, false, append(facts, "stdout one JSON value past the gateway's reading bounds"),
 			"the gateway answers malformed_payload: keep member names under 64 KiB, numbers under 4 KiB, an envelope value under 1 MiB and open objects under 65,536 members")
 	}
-	personLookup := loom.PersonLookup(tool, []byte(input))
-	err = loom.Decide(tool, personLookup, kept.Payload != nil, out.ExitCode, kept.Facts)
+	err = loom.Decide(tool, inv.PersonLookup, kept.Payload != nil, out.ExitCode, kept.Facts)
 	var refused *loom.HostRefusedError
 	switch {
 	case errors.Is(err, loom.ErrNotFound):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -128,12 +129,6 @@ func startInProcess(ctx context.Context, dir, loomPath string, runs int, profile
 // no time.
 type fixedRunner struct{ stdout []byte }
 
-func (r fixedRunner) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
-	out := make([]byte, len(r.stdout)) // as a fresh read would be
-	copy(out, r.stdout)
-	return loom.Output{Stdout: out}, nil
-}
-
 func (r fixedRunner) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
-	return loom.CondenseOutput(tool, loom.Output{Stdout: r.stdout}), nil
+	return loom.Output{Condensed: loom.Condense(tool, bytes.NewReader(r.stdout))}, nil
 }

@@ -35,7 +35,9 @@ type call struct {
 // and returns the result object the agent sees (SEMANTICS (h) without
 // cfc), in the reference's key order. The check order is the reference's:
 // not_configured, cancelled, the ceiling record, the argument builder, the
-// process, the outcome, the payload shape, then measurement and handles.
+// process, the outcome (loom.Outcome: the payload's reading bounds, the
+// exit code and facts, the stage's end, the payload shape), then
+// measurement and handles.
 //
 // Every error is an *Error; after the output number is taken it carries
 // the outputId, and the call log holds the call's record.
@@ -79,7 +81,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		return nil, s.fail(ctx, c, err)
 	}
 	ceiling := ifc.Meet(c.run.Ceiling, record)
-	argv, err := loom.BuildArgv(s.cfg.Loom, tool, input)
+	inv, err := loom.BuildArgv(s.cfg.Loom, tool, input)
 	if ie, ok := errors.AsType[*loom.InputError](err); ok {
 		err = builderFault(ie)
 	}
@@ -103,8 +105,8 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	// that no more of it is kept than that can show.
 	lctx = loom.WithMeasuring(lctx, loom.Measuring{Ceiling: ceiling, Unlabeled: unlabeled})
 	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
-	out, err := s.cfg.Runner.RunTool(lctx, tool, argv, env)
-	endLoom(lspan, out, err)
+	out, err := s.cfg.Runner.RunTool(lctx, tool, inv.Argv, env)
+	endLoom(lspan, &out, err)
 	mspan := startMeasure(stage, tool)
 	defer mspan.End()
 	if err == nil || out.Duration > 0 {
@@ -120,26 +122,15 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	}
 	code := out.ExitCode
 	c.exitCode = &code
-	kept := out.Condensed
-	if kept == nil {
-		kept = &loom.Condensed{}
-	}
+	kept := &out.Condensed
 	// What Condense kept goes back to it when the call ends: the result,
 	// the handles and the records hold copies (ifc.Measure).
 	defer kept.Release()
-	if kept.Refused {
-		// One JSON value past what the reading holds of a piece of it
-		// (a name, a number, an envelope value, an object's names).
-		return nil, s.fail(ctx, c, loom.ErrMalformedPayload)
+	var ended error
+	if stage.Err() != nil {
+		ended = stageEnded(stage)
 	}
-	err = loom.Decide(tool, loom.PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
-	if err == nil && stage.Err() != nil {
-		err = stageEnded(stage)
-	}
-	if err == nil && !kept.Shaped {
-		err = loom.ErrMalformedPayload
-	}
-	if err != nil {
+	if err := loom.Outcome(inv, out.ExitCode, kept, ended); err != nil {
 		return nil, s.fail(ctx, c, err)
 	}
 	if s.cfg.BeforeMeasure != nil {

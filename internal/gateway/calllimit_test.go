@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/testkit"
 )
@@ -124,7 +124,7 @@ func TestCallLimitExactUnderRace(t *testing.T) {
 	var arrived atomic.Int32
 	c := newTestCore(t, coreOptions{
 		MaxCallsPerRun: limit,
-		RunFunc: func(ctx context.Context, argv, env []string) (loom.Output, error) {
+		RunFunc: func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 			arrived.Add(1)
 			<-unblock
 			return loomtest.Sample(ctx, argv, env)

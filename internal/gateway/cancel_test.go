@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
@@ -19,11 +20,11 @@ func TestDeleteRunMidCall(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		afterCancel func(context.Context, []string, []string) (loom.Output, error)
+		afterCancel func(context.Context, []string, []string) (loomref.Output, error)
 	}{
 		{"runner reports cancellation", loomtest.Fail(loom.ErrCancelled)},
-		{"runner reports its context error", func(ctx context.Context, _, _ []string) (loom.Output, error) {
-			return loom.Output{ExitCode: -1}, ctx.Err()
+		{"runner reports its context error", func(ctx context.Context, _, _ []string) (loomref.Output, error) {
+			return loomref.Output{ExitCode: -1}, ctx.Err()
 		}},
 		{"runner answers anyway", loomtest.Sample},
 		{"runner answers nothing to mint anyway", loomtest.Reply(`{"hits":[]}`, 0)},

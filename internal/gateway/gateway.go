@@ -26,9 +26,7 @@ import (
 
 // Runner runs one loom process of a tool and reads its stdout as it
 // arrives (*loom.CLI in production): Output.Condensed is what
-// loom.Condense learned of it (a runner that holds stdout whole returns
-// loom.CondenseOutput of it). An Output without Condensed reads as stdout
-// that is not JSON.
+// loom.Condense learned of it.
 type Runner interface {
 	RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loom-gateway/gateway/api/agent"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
@@ -24,7 +25,7 @@ var (
 
 // newCore is a core over the sample loom and a memory store, offering
 // every tool, with a run "r" whose token it returns.
-func newCore(t *testing.T, run func(ctx context.Context, argv, env []string) (loom.Output, error)) (*Service, *memstore.Store, string) {
+func newCore(t *testing.T, run func(ctx context.Context, argv, env []string) (loomref.Output, error)) (*Service, *memstore.Store, string) {
 	t.Helper()
 	st := memstore.New(memstore.Options{})
 	cfg := &loom.Config{CLIPath: "/usr/bin/loom", Transport: loom.Transport{Kind: loom.TransportDirect, InstanceDir: "/srv/loom", RunID: "t"}}
@@ -82,8 +83,8 @@ func TestAuthenticate(t *testing.T) {
 // A call's errors are classified and carry its outputId; the call log
 // holds one record per output, in order.
 func TestCallClassifiesErrors(t *testing.T) {
-	exit2 := func(context.Context, []string, []string) (loom.Output, error) {
-		return loom.Output{Stdout: []byte("boom"), ExitCode: 2}, nil
+	exit2 := func(context.Context, []string, []string) (loomref.Output, error) {
+		return loomref.Output{Stdout: []byte("boom"), ExitCode: 2}, nil
 	}
 	s, _, tok := newCore(t, exit2)
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
@@ -21,7 +22,7 @@ import (
 // sample loom and a memory store, offering every tool, with no caps.
 type coreOptions struct {
 	// RunFunc answers loom calls; nil means loomtest.Sample.
-	RunFunc func(ctx context.Context, argv, env []string) (loom.Output, error)
+	RunFunc func(ctx context.Context, argv, env []string) (loomref.Output, error)
 	// MaxCallsPerRun, MaxLabelClauses (in the core and the store) and
 	// MaxConcurrentPerRun are the caps of Config.
 	MaxCallsPerRun      int

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
@@ -51,7 +52,7 @@ func TestConcurrentPerRunShared(t *testing.T) {
 
 // replica is another core on c's store and configuration, with a loom of
 // its own.
-func (c *testCore) replica(run func(ctx context.Context, argv, env []string) (loom.Output, error)) *testCore {
+func (c *testCore) replica(run func(ctx context.Context, argv, env []string) (loomref.Output, error)) *testCore {
 	fake := &loomtest.Fake{RunFunc: run}
 	cfg := c.cfg
 	cfg.Runner = fake
@@ -88,7 +89,7 @@ func TestInFlightReleased(t *testing.T) {
 	tools := []string{"loom_people"}
 	for _, tt := range []struct {
 		name  string
-		run   func(ctx context.Context, argv, env []string) (loom.Output, error)
+		run   func(ctx context.Context, argv, env []string) (loomref.Output, error)
 		ctx   context.Context
 		tools *[]string
 		code  string
@@ -178,7 +179,7 @@ func TestInFlightReleasedWithoutFinish(t *testing.T) {
 		t.Error("the mark is still held")
 	}
 
-	p := newTestCore(t, coreOptions{MaxConcurrentPerRun: 1, RunFunc: func(context.Context, []string, []string) (loom.Output, error) {
+	p := newTestCore(t, coreOptions{MaxConcurrentPerRun: 1, RunFunc: func(context.Context, []string, []string) (loomref.Output, error) {
 		panic("loom runner bug")
 	}})
 	tok = p.createRun(t, "r")

@@ -122,17 +122,13 @@ func startMeasure(ctx context.Context, tool loom.Tool) trace.Span {
 // endLoom ends the process span with its exit code, the bytes of stdout
 // read and its wall time; a process that did not end with an exit gets
 // the code of its error.
-func endLoom(span trace.Span, out loom.Output, err error) {
+func endLoom(span trace.Span, out *loom.Output, err error) {
 	if !span.IsRecording() {
 		return
 	}
 	defer span.End()
-	read := int64(len(out.Stdout))
-	if out.Condensed != nil {
-		read = out.Condensed.Read
-	}
 	attrs := make([]attribute.KeyValue, 2, 3)
-	attrs[0], attrs[1] = telemetry.LoomWallMs.Float64(Millis(out.Duration)), telemetry.LoomBytesRead.Int64(read)
+	attrs[0], attrs[1] = telemetry.LoomWallMs.Float64(Millis(out.Duration)), telemetry.LoomBytesRead.Int64(out.Condensed.Read)
 	if err != nil {
 		code := string(CodeOf(err))
 		span.SetAttributes(append(attrs, telemetry.ErrorType.String(code))...)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/telemetry"
 )
@@ -27,7 +28,7 @@ func TestCallTraced(t *testing.T) {
 
 	var mu sync.Mutex
 	var gotEnv []string
-	s, st, tok := newCore(t, func(ctx context.Context, argv, env []string) (loom.Output, error) {
+	s, st, tok := newCore(t, func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		mu.Lock()
 		gotEnv = env
 		mu.Unlock()
@@ -86,7 +87,7 @@ func TestCallTraced(t *testing.T) {
 // configured one and no record carries a trace id.
 func TestCallUntraced(t *testing.T) {
 	var gotEnv []string
-	s, st, tok := newCore(t, func(ctx context.Context, argv, env []string) (loom.Output, error) {
+	s, st, tok := newCore(t, func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		gotEnv = env
 		return loomtest.Sample(ctx, argv, env)
 	})

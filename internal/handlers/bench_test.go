@@ -14,6 +14,8 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
 // BenchmarkToolCall is the gateway's own work for one loom_search call,
@@ -51,8 +53,8 @@ func benchToolCall(b *testing.B, payload []byte) {
 // traceparent, when not empty, is sent with each request.
 func benchSearch(b *testing.B, g *testGateway, payload []byte, traceparent string) {
 	g.deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
-		return loom.Output{Stdout: payload}, nil
+	g.deps.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loomref.Output, error) {
+		return loomref.Output{Stdout: payload}, nil
 	})
 	id, token := g.createRun(b, `{"maxConfidentiality":["https://loom.example/facet/work"],"ttlSeconds":3600}`)
 	path := "/v1/runs/" + id + "/loom_search"
@@ -87,16 +89,12 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-type runnerFunc func(ctx context.Context, argv, env []string) (loom.Output, error)
-
-func (f runnerFunc) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
-	return f(ctx, argv, env)
-}
+type runnerFunc func(ctx context.Context, argv, env []string) (loomref.Output, error)
 
 func (f runnerFunc) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
 	out, err := f(ctx, argv, env)
 	if err != nil {
-		return out, err
+		return loom.Output{ExitCode: out.ExitCode, Duration: out.Duration}, err
 	}
-	return loom.CondenseOutput(tool, out), nil
+	return loomtest.Condensed(tool, out), nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -167,13 +168,6 @@ type fuzzRunner struct {
 	fake *loomtest.Fake
 }
 
-func (r *fuzzRunner) Run(ctx context.Context, argv, env []string) (loom.Output, error) {
-	if real, _ := ctx.Value(realRunnerKey{}).(bool); real {
-		return r.real.Run(ctx, argv, env)
-	}
-	return r.fake.Run(ctx, argv, env)
-}
-
 func (r *fuzzRunner) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
 	if real, _ := ctx.Value(realRunnerKey{}).(bool); real {
 		return r.real.RunTool(ctx, tool, argv, env)
@@ -219,12 +213,12 @@ func newFuzzGateway(f *testing.F) *fuzzGateway {
 		f.Fatal(err)
 	}
 	st := memstore.New(memstore.Options{})
-	fake := &loomtest.Fake{RunFunc: func(_ context.Context, argv, env []string) (loom.Output, error) {
+	fake := &loomtest.Fake{RunFunc: func(_ context.Context, argv, env []string) (loomref.Output, error) {
 		if strings.Contains(strings.Join(argv[1:], " "), "crash") {
-			return loom.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec " + argv[0] + ": " + fuzzMarkerStderr)}
+			return loomref.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec " + argv[0] + ": " + fuzzMarkerStderr)}
 		}
 		stdout, code := fuzzLoom(argv, env)
-		return loom.Output{Stdout: stdout, ExitCode: code}, nil
+		return loomref.Output{Stdout: stdout, ExitCode: code}, nil
 	}}
 	logs := &testkit.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))

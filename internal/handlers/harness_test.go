@@ -20,6 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/problem"
@@ -61,7 +62,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // token.
 type gatewayOptions struct {
 	// RunFunc answers loom calls; nil means loomtest.Sample.
-	RunFunc func(ctx context.Context, argv, env []string) (loom.Output, error)
+	RunFunc func(ctx context.Context, argv, env []string) (loomref.Output, error)
 	// NoConfig leaves Deps.Config nil (the tools are not configured).
 	NoConfig bool
 	// ReadCeilingFile and Facets go into the loom config.

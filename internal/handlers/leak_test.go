@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
@@ -19,7 +20,7 @@ func TestNoHostTextInProblems(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		run    func(context.Context, []string, []string) (loom.Output, error)
+		run    func(context.Context, []string, []string) (loomref.Output, error)
 		status int
 		code   string
 	}{

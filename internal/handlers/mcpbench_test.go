@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/benchdata"
-	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 // BenchmarkMCPFace is the gateway's own work for one request on each
@@ -28,8 +28,8 @@ func BenchmarkMCPFace(b *testing.B) {
 	g := newMCPGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30}, false, func(d *testDeps) {
 		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		payload := benchdata.Search10K()
-		d.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loom.Output, error) {
-			return loom.Output{Stdout: payload}, nil
+		d.Runner = runnerFunc(func(ctx context.Context, argv, env []string) (loomref.Output, error) {
+			return loomref.Output{Stdout: payload}, nil
 		})
 	})
 	g.run(b, "r", `,"maxConfidentiality":["https://loom.example/facet/work"],"ttlSeconds":3600`)

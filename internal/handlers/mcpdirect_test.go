@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 )
@@ -84,12 +85,12 @@ type cancelKey struct{}
 // that carries a cancelKey the client goes away while loom runs: loom
 // answers cancelled when the call is cancelled (as loom.CLI does), and
 // at once if it is not within two seconds.
-func cancellingLoom(ctx context.Context, argv, env []string) (loom.Output, error) {
+func cancellingLoom(ctx context.Context, argv, env []string) (loomref.Output, error) {
 	if cancel, ok := ctx.Value(cancelKey{}).(context.CancelFunc); ok {
 		cancel()
 		select {
 		case <-ctx.Done():
-			return loom.Output{}, loom.ErrCancelled
+			return loomref.Output{}, loom.ErrCancelled
 		case <-time.After(2 * time.Second):
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/reqid"
@@ -146,8 +147,8 @@ func (s failingStore) Ping(ctx context.Context) error {
 }
 
 // timed wraps a RunFunc so its output reports a process wall time of d.
-func timed(d time.Duration, f func(context.Context, []string, []string) (loom.Output, error)) func(context.Context, []string, []string) (loom.Output, error) {
-	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
+func timed(d time.Duration, f func(context.Context, []string, []string) (loomref.Output, error)) func(context.Context, []string, []string) (loomref.Output, error) {
+	return func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		out, err := f(ctx, argv, env)
 		out.Duration = d
 		return out, err
@@ -379,23 +380,23 @@ func TestNoMarkersInLogsOrMetrics(t *testing.T) {
 		`{"id":"w3","body":"` + markWithheld + `","ifc":"` + markLabel + `"}` +
 		`]}`
 	step := 0
-	runner := func(ctx context.Context, argv, env []string) (loom.Output, error) {
+	runner := func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		step++
 		switch step {
 		case 1:
-			return loom.Output{Stdout: []byte(payload), Duration: time.Millisecond}, nil
+			return loomref.Output{Stdout: []byte(payload), Duration: time.Millisecond}, nil
 		case 2:
-			return loom.Output{ExitCode: -1, Duration: time.Second}, fmt.Errorf("loom: %s: %w", markStderr, loom.ErrTimeout)
+			return loomref.Output{ExitCode: -1, Duration: time.Second}, fmt.Errorf("loom: %s: %w", markStderr, loom.ErrTimeout)
 		case 3:
-			return loom.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec /opt/" + markStderr + ": permission denied")}
+			return loomref.Output{ExitCode: -1}, &loom.StartError{Err: errors.New("fork/exec /opt/" + markStderr + ": permission denied")}
 		case 4:
-			return loom.Output{Stdout: []byte("Traceback " + markStderr), ExitCode: 2}, nil
+			return loomref.Output{Stdout: []byte("Traceback " + markStderr), ExitCode: 2}, nil
 		case 5:
-			return loom.Output{Stdout: []byte(`{"ok":false,"code":"denied","message":"` + markHost + `"}`)}, nil
+			return loomref.Output{Stdout: []byte(`{"ok":false,"code":"denied","message":"` + markHost + `"}`)}, nil
 		case 6:
-			return loom.Output{ExitCode: -1}, fmt.Errorf("%s: %w", markStderr, loom.ErrBusy)
+			return loomref.Output{ExitCode: -1}, fmt.Errorf("%s: %w", markStderr, loom.ErrBusy)
 		}
-		return loom.Output{Stdout: []byte(`{"hits":[]}`)}, nil
+		return loomref.Output{Stdout: []byte(`{"hits":[]}`)}, nil
 	}
 	reg := prometheus.NewRegistry()
 	g := newTestGateway(t, gatewayOptions{RunFunc: runner, Registry: reg, AuditArgShape: true, HostToken: "host-token-MARK-77"})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 )
 
@@ -135,11 +136,11 @@ func TestToolsSample(t *testing.T) {
 			if len(calls) != i+1 {
 				t.Fatalf("runner calls = %d, want %d", len(calls), i+1)
 			}
-			wantArgv, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
+			inv, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
 			if err != nil {
 				t.Fatalf("BuildArgv(%s): %v", tt.body, err)
 			}
-			if diff := cmp.Diff(wantArgv, calls[i].Argv); diff != "" {
+			if diff := cmp.Diff(inv.Argv, calls[i].Argv); diff != "" {
 				t.Errorf("argv mismatch (-BuildArgv +runner):\n%s", diff)
 			}
 			if diff := cmp.Diff(g.deps.Env, calls[i].Env); diff != "" {
@@ -192,8 +193,8 @@ func TestToolArgv(t *testing.T) {
 				t.Errorf("argv mismatch (-want +got):\n%s", diff)
 			}
 			built, err := loom.BuildArgv(g.deps.Loom, tt.tool, []byte(tt.body))
-			if err != nil || !cmp.Equal(built, calls[0].Argv) {
-				t.Errorf("BuildArgv(%s) = %q, %v; the runner got %q", tt.body, built, err, calls[0].Argv)
+			if err != nil || !cmp.Equal(built.Argv, calls[0].Argv) {
+				t.Errorf("BuildArgv(%s) = %q, %v; the runner got %q", tt.body, built.Argv, err, calls[0].Argv)
 			}
 		})
 	}
@@ -277,7 +278,7 @@ func (g *testGateway) calls(t *testing.T, id string) []wireCall {
 
 func TestLoomErrors(t *testing.T) {
 	t.Parallel()
-	type runFunc = func(context.Context, []string, []string) (loom.Output, error)
+	type runFunc = func(context.Context, []string, []string) (loomref.Output, error)
 	tests := []struct {
 		name       string
 		run        runFunc // nil: the sample loom

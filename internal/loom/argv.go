@@ -54,8 +54,22 @@ var allowedKeys = map[Tool][]string{
 	Profile:      {"fresh"},
 }
 
+// Invocation is a tool input as BuildArgv read it: the argv of its loom
+// command and what the call needs of the input once loom has run, so that
+// the input is parsed once.
+type Invocation struct {
+	Tool Tool
+	Argv []string
+	// PersonLookup reports whether the call resolves a person, which is
+	// what makes exit codes 1 and 3 with non-JSON stdout mean not_found
+	// and contested (Decide): always for People, and for Search when the
+	// input carries a "person" member.
+	PersonLookup bool
+}
+
 // BuildArgv validates input, the raw JSON object the agent sent for tool, and
-// returns the argv of the loom command: argv[0] is cfg.CLIPath, then the
+// returns its Invocation, whose Argv is the argv of the loom command:
+// argv[0] is cfg.CLIPath, then the
 // subcommand words, the positional, "--json", "--concise" for page discover
 // and page inspect, and each option present as two elements, exactly as
 // SEMANTICS (c) lays out. It is pure: it reads nothing but its arguments.
@@ -67,16 +81,26 @@ var allowedKeys = map[Tool][]string{
 // order (c) lists. Every refusal is an *InputError naming the field and, for
 // an enum, the choices, never the value. A Tool that is not one of the eight
 // returns ErrUnknownTool. cfg must not be nil.
-func BuildArgv(cfg *Config, tool Tool, input []byte) ([]string, error) {
+func BuildArgv(cfg *Config, tool Tool, input []byte) (Invocation, error) {
 	keys, ok := allowedKeys[tool]
 	if !ok {
-		return nil, ErrUnknownTool
+		return Invocation{}, ErrUnknownTool
 	}
 	in, err := parseInput(input, keys)
 	if err != nil {
-		return nil, err
+		return Invocation{}, err
 	}
-	argv := []string{cfg.CLIPath}
+	argv, err := in.argv(cfg.CLIPath, tool)
+	if err != nil {
+		return Invocation{}, err
+	}
+	_, person := in["person"]
+	return Invocation{Tool: tool, Argv: argv, PersonLookup: tool == People || tool == Search && person}, nil
+}
+
+// argv is the argv of tool's command for in, whose argv[0] is argv0.
+func (in input) argv(argv0 string, tool Tool) ([]string, error) {
+	argv := []string{argv0}
 	switch tool {
 	case Search:
 		return in.search(argv)
@@ -121,28 +145,6 @@ func BuildArgv(cfg *Config, tool Tool, input []byte) ([]string, error) {
 		}
 		return argv, nil
 	}
-}
-
-// PersonLookup reports whether a call of tool with input resolves a person,
-// which is what makes exit codes 1 and 3 with non-JSON stdout mean not_found
-// and contested (SEMANTICS (b) step 2): always for People, and for Search
-// when the input object carries a "person" member.
-func PersonLookup(tool Tool, input []byte) bool {
-	switch tool {
-	case People:
-		return true
-	case Search:
-		ms, err := jsjson.Members(input, jsontext.AllowDuplicateNames(true))
-		if err != nil {
-			return false
-		}
-		for _, m := range ms {
-			if m.Name == "person" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // input is a validated input object: each allowed key present at most once.

@@ -126,7 +126,7 @@ const (
 // A payload of another shape than its tool's is kept as the value 0, which
 // Decide reads the same way, and is not Shaped. Whatever r
 // returns after its end, or an error, ends the reading: what came before
-// is the output, as Run's is.
+// is the output, as RunTool's is.
 //
 // A payload that passes one of the bounds of what the pass holds of a
 // piece of it (maxNameBytes, maxNumberBytes, maxOpenMembers,
@@ -200,15 +200,6 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 			out.Labels = c.labels[:min(len(c.labels), len(rows)):min(len(c.labels), len(rows))]
 		}
 	}
-	return out
-}
-
-// CondenseOutput is out, of a command of tool whose stdout is whole, as
-// RunTool returns it: stdout read by Condense, Condensed set and Stdout
-// nil. It is for runners that hold stdout whole (test fakes).
-func CondenseOutput(tool Tool, out Output) Output {
-	k := Condense(tool, bytes.NewReader(out.Stdout))
-	out.Condensed, out.Stdout = &k, nil
 	return out
 }
 
@@ -303,10 +294,13 @@ type condenser struct {
 	// envStart is where the envelope value being read starts, or -1.
 	envStart int64
 
-	facts    Facts
-	shaped   bool
-	rowSpans []span // the kept rows in the buffer they are kept in
-	envelope []byte
+	facts Facts
+	// factSpans are where the last value of each of factNames is in the
+	// payload of a one-row tool (rowValue at depth 0); hi 0: absent.
+	factSpans [len(factNames)]span
+	shaped    bool
+	rowSpans  []span // the kept rows in the buffer they are kept in
+	envelope  []byte
 
 	out    *[]byte // where what is kept goes; nil while dropping
 	keepWS bool    // keep whitespace too (inside a row's label)
@@ -401,9 +395,14 @@ func (c *condenser) run() {
 	condenseBufs.Put(bufs)
 	c.b, c.raw = nil, nil
 	if oneRow && !c.bad && !c.refused {
-		c.facts, ok = ReadFacts(c.payload)
+		// The row is the payload: its facts were found as it was read.
+		c.facts = Facts{Object: true}
+		for i, sp := range c.factSpans {
+			if sp.hi > 0 {
+				c.facts.set(i, jsontext.Value(c.payload[sp.lo:sp.hi:sp.hi]))
+			}
+		}
 		c.shaped = true
-		c.bad = !ok
 	}
 	// The buffers keep what they grew to; the payload is the list or
 	// the payload itself, whichever grew.
@@ -804,7 +803,11 @@ func (c *condenser) rowValue(depth int) bool {
 		if !ok {
 			return false
 		}
-		fact := depth == 0 && isFact(jsjson.MemberName(c.name))
+		fi := -1
+		if depth == 0 {
+			fi = factIndex(string(jsjson.MemberName(c.name)))
+		}
+		fact := fi >= 0
 		out := c.out
 		if past && !fact && (!ifcMember || c.rowDup) || c.refused {
 			c.out = nil
@@ -820,6 +823,10 @@ func (c *condenser) rowValue(depth int) bool {
 			}
 			*c.out = append(*c.out, c.name...)
 			*c.out = append(*c.out, ':')
+		}
+		at := 0
+		if c.out != nil {
+			at = len(*c.out)
 		}
 		switch {
 		case ifcMember:
@@ -846,6 +853,9 @@ func (c *condenser) rowValue(depth int) bool {
 			c.note(3)
 			ok = c.value(depth+1, true)
 		}
+		if fact && ok && c.out != nil {
+			c.factSpans[fi] = span{at, len(*c.out)} // the last one wins
+		}
 		c.out = out
 		if !ok {
 			return false
@@ -862,10 +872,6 @@ func (c *condenser) rowValue(depth int) bool {
 		}
 	}
 }
-
-// isFact reports whether a payload object's member name is one of those
-// Decide reads.
-func isFact(name []byte) bool { return factIndex(string(name)) >= 0 }
 
 // labelTooLong stops keeping a row's label (its own ifc member) once more
 // than ifc.MaxTreeRowBytes of it are kept: the row is then longer than

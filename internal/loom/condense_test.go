@@ -114,7 +114,7 @@ func referenceReading(tool loom.Tool, lookup bool, stdout []byte, exit int, boun
 	if bound {
 		return reading{err: loom.ErrMalformedPayload}
 	}
-	payload, err := loomref.Interpret(tool, lookup, loom.Output{Stdout: stdout, ExitCode: exit})
+	payload, err := loomref.Interpret(tool, lookup, loomref.Output{Stdout: stdout, ExitCode: exit})
 	if err != nil {
 		return reading{err: err}
 	}

@@ -11,13 +11,11 @@
 //	path, set := os.LookupEnv("PATH")        // once, at startup
 //
 //	ceiling, err := ReadCeiling(cfg)         // every call, before anything else
-//	argv, err := BuildArgv(cfg, tool, input) // pure; every refusal happens here
-//	out, err := cli.RunTool(ctx, tool, argv, Env(cfg, path, set))
-//	kept := out.Condensed                    // Condense read stdout as it arrived
+//	inv, err := BuildArgv(cfg, tool, input)  // pure, the one parse; every refusal happens here
+//	out, err := cli.RunTool(ctx, tool, inv.Argv, Env(cfg, path, set))
+//	kept := &out.Condensed                   // Condense read stdout as it arrived
 //	defer kept.Release()                     // its memory back to Condense when the call ends
-//	// kept.Refused: ErrMalformedPayload, before anything else is read
-//	err = Decide(tool, PersonLookup(tool, input), kept.Payload != nil, out.ExitCode, kept.Facts)
-//	// !kept.Shaped: ErrMalformedPayload
+//	err = Outcome(inv, out.ExitCode, kept, ended) // the one verdict: Refused, Decide, ended, Shaped
 //	// then the core measures kept.Rows and kept.Envelope with
 //	// ifc.MeasureContext, More: kept.More, RowBytes: kept.RowBytes,
 //	// Labels: kept.Labels (ctx carried the ceiling and query label the
@@ -38,11 +36,11 @@
 // (ifc.Measure's result holds copies), so a call neither copies it out nor
 // leaves it to the collector. The window reads on whenever less than
 // 16 KiB of it is unread, so that a row is most often wholly in it and
-// checked in one jsjson.Scanner pass. Run keeps stdout whole instead
-// (CondenseOutput reads it as RunTool would).
+// checked in one jsjson.Scanner pass. Nothing in the package keeps stdout
+// whole.
 //
-// The reading of stdout whole (decode, Interpret, Split) is package
-// loomref's: the reference the equivalence tests and fuzz targets hold
+// The reading of stdout whole (loomref.Output, decode, Interpret, Split) is
+// package loomref's: the reference the equivalence tests and fuzz targets hold
 // Condense, Decide and the measurement to. No production package imports
 // it.
 //
@@ -67,13 +65,13 @@
 //     the caller's cancellation kills the whole group (the init, and so the
 //     namespace, with it); after the command exits, whatever remains of its
 //     namespace or group is killed too. Without a namespace a grandchild
-//     that left the group and holds stdout open delays Run by at most
+//     that left the group and holds stdout open delays RunTool by at most
 //     Options.WaitDelay. The command's argv, environment, descriptors and
 //     exit code are the same in a namespace or not.
 //   - At most Options.MaxConcurrent commands are alive at once; a call
 //     waits up to Options.QueueWait for a slot, then fails with ErrBusy.
 //     With Options.Limiter the caller takes the slot (Limiter.Acquire)
-//     and keeps it past Run while it reads the output, so the Limiter
+//     and keeps it past RunTool while it reads the output, so the Limiter
 //     bounds the calls that run loom or read its output.
 //   - Condense keeps a bounded number of rows (the rest are counted).
 //   - No error message carries host text: not stderr, not a path, not an

@@ -8,7 +8,7 @@ import (
 
 // Limiter bounds the loom calls in progress. A call takes a slot before its
 // process starts and gives it back once it is done with the process: when
-// Run returns, or, for a caller that reads the Output under the slot too
+// RunTool returns, or, for a caller that reads the Output under the slot too
 // (Options.Limiter), when that reading ends. It is safe for concurrent use;
 // build one with NewLimiter.
 type Limiter struct {

@@ -232,7 +232,7 @@ func benchPath(b *testing.B, tool loom.Tool, payload []byte, interpret bool) {
 		p := payload
 		if interpret {
 			var err error
-			if p, err = loomref.Interpret(tool, false, loom.Output{Stdout: payload}); err != nil {
+			if p, err = loomref.Interpret(tool, false, loomref.Output{Stdout: payload}); err != nil {
 				b.Fatal(err)
 			}
 		}

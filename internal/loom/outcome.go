@@ -44,6 +44,40 @@ func ReadFacts(payload []byte) (Facts, bool) {
 	return f, err == nil
 }
 
+// Outcome is what a call's exit code and the facts of its stdout decide:
+// nil when the call answers its payload (what kept holds, for the
+// measurement to read), else the error the call answers. ended, when not
+// nil, is why the call's stage ended before its output could be measured
+// (its deadline passed, or the call was cancelled). The first that holds
+// answers:
+//
+//  1. kept.Refused: ErrMalformedPayload (one JSON value past what the
+//     reading holds of a piece of it, which is read no further);
+//  2. Decide's error, over the invocation's person lookup, the exit code
+//     and kept's facts;
+//  3. ended;
+//  4. a payload of another shape than its tool's: ErrMalformedPayload.
+//
+// Each answer is one return below: a reason for the host (which rule,
+// which exit) can wrap the error there without changing what it is
+// (errors.Is and errors.As read through a wrap, and the gateway classifies
+// with them).
+func Outcome(inv Invocation, exit int, kept *Condensed, ended error) error {
+	if kept.Refused {
+		return ErrMalformedPayload
+	}
+	if err := Decide(inv.Tool, inv.PersonLookup, kept.Payload != nil, exit, kept.Facts); err != nil {
+		return err
+	}
+	if ended != nil {
+		return ended
+	}
+	if !kept.Shaped {
+		return ErrMalformedPayload
+	}
+	return nil
+}
+
 // Decide is SEMANTICS (b) steps 2 to 5 over what a reading of stdout
 // learned: whether it is one JSON value (valid), the exit code, and the
 // payload's facts.

@@ -81,7 +81,7 @@ func BenchmarkPeakHeap(b *testing.B) {
 							b.Fatal(err)
 						}
 						retained = float64(cap(out.Stdout)) / float64(len(out.Stdout))
-						p, err := loomref.Interpret(c.tool, false, out)
+						p, err := loomref.Interpret(c.tool, false, loomref.Output{Stdout: out.Stdout, ExitCode: out.ExitCode})
 						if err != nil {
 							b.Fatal(err)
 						}

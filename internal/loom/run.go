@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -89,17 +88,17 @@ func New(opts Options) *CLI {
 	return &CLI{opts: opts, slots: NewLimiter(opts.MaxConcurrent, opts.QueueWait)}
 }
 
-// Output is what a command that ran to an exit left: its whole stdout (Run)
-// or what Condense kept of it (RunTool), its exit code (-1 when a signal
-// ended it), and the time from start until it had exited and its stdout
-// had been read. Stderr is never kept.
+// Output is what a command of a tool that ran to an exit left (RunTool):
+// what Condense learned of its stdout, read as it arrived, its exit code
+// (-1 when a signal ended it), and the time from start until it had exited
+// and its stdout had been read. Stderr is never kept, nor is stdout whole:
+// the reading of stdout whole is package loomref's, which the tests hold
+// Condense to.
 type Output struct {
-	Stdout   []byte
 	ExitCode int
 	Duration time.Duration
-	// Condensed, set by RunTool, is what Condense kept of stdout, read as
-	// it arrived; Stdout is then nil. Nil: Stdout is stdout whole.
-	Condensed *Condensed
+	// Condensed is what Condense kept of stdout; on error, nothing.
+	Condensed Condensed
 }
 
 // InFlight returns the number of calls holding a process slot: with
@@ -109,14 +108,18 @@ func (c *CLI) InFlight() int64 { return c.slots.InFlight() }
 // Queued returns the number of calls waiting for a process slot.
 func (c *CLI) Queued() int64 { return c.slots.Queued() }
 
-// Run executes argv with exactly env as the environment and returns its
-// Output, with stdout whole. Any exit, zero or not, is an Output with a nil
-// error; reading it is Condense's and Decide's. argv[0] must be an absolute path;
-// it is executed directly, never through a shell or a PATH lookup, with
-// stdin and stderr on the null device, in a process group of its own. When
-// the process exits, whatever is left of its group is killed.
+// RunTool executes argv, a command of tool, with exactly env as the
+// environment and returns its Output: its stdout is read as it arrives,
+// in one pass, by Condense (CondenseFor with the Measuring ctx carries,
+// WithMeasuring), and Output.Condensed holds what it kept, so a call
+// holds a window of stdout and what Condense keeps, never the whole
+// payload. Any exit, zero or not, is an Output with a nil error; reading
+// it is Outcome's. argv[0] must be an absolute path; it is executed
+// directly, never through a shell or a PATH lookup, with stdin and stderr
+// on the null device, in a process group of its own. When the process
+// exits, whatever is left of its group is killed.
 //
-// With Options.Limiter, Run takes no slot: the caller holds one.
+// With Options.Limiter, RunTool takes no slot: the caller holds one.
 //
 // Errors, each with a fixed message:
 //   - ErrCancelled: ctx was done before the call got a slot or started, or
@@ -130,26 +133,12 @@ func (c *CLI) Queued() int64 { return c.slots.Queued() }
 //
 // All but ErrBusy and ErrCancelled match ErrCommandFailed. On error the
 // Output carries only Duration and ExitCode -1.
-func (c *CLI) Run(ctx context.Context, argv, env []string) (Output, error) {
-	w := capWriter{limit: math.MaxInt64, onLimit: func() {}}
-	out, err := c.run(ctx, argv, env, func(r io.Reader) { _, _ = w.ReadFrom(r) })
-	if err == nil {
-		out.Stdout = w.Bytes()
-	}
-	return out, err
-}
-
-// RunTool is Run for a command of tool: its stdout is read as it arrives,
-// in one pass, by Condense (CondenseFor with the Measuring ctx carries,
-// WithMeasuring), and Output.Condensed holds what it kept, so a call
-// holds a window of stdout and what Condense keeps, never the whole
-// payload. Errors are Run's.
 func (c *CLI) RunTool(ctx context.Context, tool Tool, argv, env []string) (Output, error) {
 	var cond Condensed
 	m, _ := ctx.Value(measuringKey{}).(*Measuring)
 	out, err := c.run(ctx, argv, env, func(r io.Reader) { cond = CondenseFor(tool, r, m) })
 	if err == nil {
-		out.Condensed = &cond
+		out.Condensed = cond
 	}
 	return out, err
 }
@@ -521,105 +510,4 @@ func killGroup(pgid int) error {
 		return os.ErrProcessDone
 	}
 	return err
-}
-
-// capWriter keeps what is written up to limit bytes; the write that would
-// pass it calls onLimit once and fails.
-//
-// It keeps stdout in chunks that double from firstChunk up to maxChunk, so
-// that growing never copies, and Bytes joins them once into a slice of
-// exactly the length read: a 50 MB payload is held in 50 MB, where a
-// doubling buffer would hold up to twice that for as long as the call
-// measures it. It reads the pipe itself (io.ReaderFrom), straight into its
-// chunks.
-type capWriter struct {
-	chunks   [][]byte // full chunks, in order
-	cur      []byte   // the chunk being filled
-	n        int64    // bytes kept
-	limit    int64
-	exceeded bool
-	onLimit  func()
-}
-
-const (
-	firstChunk = 16 << 10
-	maxChunk   = 4 << 20
-)
-
-// room returns the free space of the current chunk, starting a new one when
-// it is full. A chunk is never larger than the bytes that can still be
-// kept, plus the one that passes the limit.
-func (w *capWriter) room() []byte {
-	if len(w.cur) == cap(w.cur) {
-		size := firstChunk
-		if w.cur != nil {
-			w.chunks = append(w.chunks, w.cur)
-			size = min(2*cap(w.cur), maxChunk)
-		}
-		size = int(min(int64(size), max(w.limit-w.n+1, 1)))
-		w.cur = make([]byte, 0, size)
-	}
-	return w.cur[len(w.cur):cap(w.cur)]
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if w.exceeded {
-		return 0, ErrStdoutLimit
-	}
-	if w.n+int64(len(p)) > w.limit {
-		w.exceeded = true
-		w.onLimit()
-		return 0, ErrStdoutLimit
-	}
-	for rest := p; len(rest) > 0; {
-		k := copy(w.room(), rest)
-		w.cur = w.cur[:len(w.cur)+k]
-		w.n += int64(k)
-		rest = rest[k:]
-	}
-	return len(p), nil
-}
-
-// ReadFrom reads r to its end into the chunks, failing as Write does once
-// more than limit bytes have come.
-func (w *capWriter) ReadFrom(r io.Reader) (int64, error) {
-	var total int64
-	for {
-		if w.exceeded {
-			return total, ErrStdoutLimit
-		}
-		k, err := r.Read(w.room())
-		w.cur = w.cur[:len(w.cur)+k]
-		w.n += int64(k)
-		total += int64(k)
-		if w.n > w.limit {
-			w.exceeded = true
-			w.onLimit()
-			return total, ErrStdoutLimit
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
-}
-
-// Bytes returns what was kept, in one slice of exactly that length unless
-// it fits the first chunk.
-func (w *capWriter) Bytes() []byte {
-	if w.n == 0 {
-		return nil
-	}
-	if len(w.chunks) == 0 {
-		return w.cur
-	}
-	out := make([]byte, 0, w.n)
-	for _, c := range w.chunks {
-		out = append(out, c...)
-	}
-	out = append(out, w.cur...)
-	w.chunks, w.cur = nil, nil
-	return out
 }

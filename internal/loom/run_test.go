@@ -341,7 +341,7 @@ func TestRunExitCodes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run = %v; an exit is not an error", err)
 			}
-			want := Output{Stdout: []byte(`{"code":` + strconv.Itoa(code) + `}`), ExitCode: code}
+			want := whole{Stdout: []byte(`{"code":` + strconv.Itoa(code) + `}`), ExitCode: code}
 			if diff := cmp.Diff(want, out, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Duration" }, cmp.Ignore())); diff != "" {
 				t.Errorf("Output mismatch (-want +got):\n%s", diff)
 			}
@@ -497,12 +497,17 @@ func TestRunEscapeeHoldingStdout(t *testing.T) {
 		argv, env := fake(t, "family", pidFile, "escape", "exit")
 		cli := New(Options{Timeout: time.Minute, WaitDelay: 300 * time.Millisecond})
 		start := time.Now()
-		var out Output
+		var got string
+		var exit int
 		var err error
 		if condensed {
+			var out Output
 			out, err = cli.RunTool(context.Background(), Profile, argv, env)
+			got, exit = string(out.Condensed.Payload), out.ExitCode
 		} else {
+			var out whole
 			out, err = cli.Run(context.Background(), argv, env)
+			got, exit = string(out.Stdout), out.ExitCode
 		}
 		elapsed := time.Since(start)
 		_, grand := readPids(t, pidFile)
@@ -510,12 +515,8 @@ func TestRunEscapeeHoldingStdout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("condensed %v: Run = %v", condensed, err)
 		}
-		got := string(out.Stdout)
-		if condensed && out.Condensed != nil {
-			got = string(out.Condensed.Payload)
-		}
-		if got != `{"ok":true}` || out.ExitCode != 0 {
-			t.Errorf("condensed %v: Output = %q, exit %d", condensed, got, out.ExitCode)
+		if got != `{"ok":true}` || exit != 0 {
+			t.Errorf("condensed %v: Output = %q, exit %d", condensed, got, exit)
 		}
 		if elapsed < 300*time.Millisecond || elapsed > 20*time.Second {
 			t.Errorf("condensed %v: Run took %v with a 300ms WaitDelay and stdout held open", condensed, elapsed)

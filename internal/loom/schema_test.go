@@ -165,12 +165,12 @@ var sampleInputs = map[loom.Tool][]string{
 func runSample(t *testing.T, tool loom.Tool, input string) (int, []byte) {
 	t.Helper()
 	cfg := &loom.Config{CLIPath: "/opt/loom/bin/loom", Transport: loom.Transport{Kind: loom.TransportDirect, InstanceDir: "/srv/loom", RunID: "schema"}}
-	argv, err := loom.BuildArgv(cfg, tool, []byte(input))
+	inv, err := loom.BuildArgv(cfg, tool, []byte(input))
 	if err != nil {
 		t.Fatalf("%s %s: %v", tool, input, err)
 	}
 	var out, errb bytes.Buffer
-	code := sampleloom.Main(argv, loom.Env(cfg, "/usr/bin:/bin", true), &out, &errb)
+	code := sampleloom.Main(inv.Argv, loom.Env(cfg, "/usr/bin:/bin", true), &out, &errb)
 	return code, out.Bytes()
 }
 

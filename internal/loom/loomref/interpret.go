@@ -2,6 +2,7 @@ package loomref
 
 import (
 	"bytes"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -17,17 +18,27 @@ var payloadOptions = []jsontext.Options{
 	jsontext.AllowInvalidUTF8(true),
 }
 
+// Output is what a command that ran to an exit left, its stdout whole:
+// the plain reading the tests hold loom.Condense to reads it, and the
+// fakes of package loomtest answer with it. The gateway never holds
+// stdout whole (loom.Output is what Condense learned of it).
+type Output struct {
+	Stdout   []byte
+	ExitCode int
+	Duration time.Duration
+}
+
 // Interpret reads a finished command's Output as SEMANTICS (b) steps 2 to 5
 // do, in that order, and returns the payload: stdout decoded as UTF-8
 // (invalid sequences replaced, one leading BOM dropped) and trimmed of JSON
 // whitespace, exactly one JSON value. personLookup is
-// loom.PersonLookup(tool, input). It reads stdout whole, then decides with
+// the call's loom.Invocation.PersonLookup. It reads stdout whole, then decides with
 // loom.Decide over loom.ReadFacts of the payload.
 //
 // Where a member name repeats, the last occurrence is the one read, as in
 // JavaScript. loom.ErrNotJSON and *loom.ExitError match
 // loom.ErrCommandFailed.
-func Interpret(tool loom.Tool, personLookup bool, out loom.Output) ([]byte, error) {
+func Interpret(tool loom.Tool, personLookup bool, out Output) ([]byte, error) {
 	payload := bytes.Trim(DecodeUTF8(out.Stdout), " \t\r\n")
 	f, valid := loom.ReadFacts(payload)
 	if err := loom.Decide(tool, personLookup, valid, out.ExitCode, f); err != nil {

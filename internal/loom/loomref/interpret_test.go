@@ -116,7 +116,7 @@ func TestInterpret(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Interpret(tt.tool, tt.personLookup, loom.Output{Stdout: []byte(tt.stdout), ExitCode: tt.exit})
+			got, err := Interpret(tt.tool, tt.personLookup, Output{Stdout: []byte(tt.stdout), ExitCode: tt.exit})
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("Interpret = %v, want payload %s", err, tt.want)

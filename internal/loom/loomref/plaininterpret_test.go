@@ -94,7 +94,7 @@ func plainReadEnd(d *jsontext.Decoder) error {
 
 // plainInterpret is the plain form of Interpret, over plainObjectMembers:
 // the reference TestInterpretMatchesPlain holds it to.
-func plainInterpret(tool loom.Tool, personLookup bool, out loom.Output) ([]byte, error) {
+func plainInterpret(tool loom.Tool, personLookup bool, out Output) ([]byte, error) {
 	payload := bytes.Trim(DecodeUTF8(out.Stdout), " \t\r\n")
 	isObject := len(payload) > 0 && payload[0] == '{'
 	var ms []jsjson.Member
@@ -251,9 +251,9 @@ func checkInterpret(t *testing.T, stdout []byte) (ok int) {
 	for _, tool := range interpretTools {
 		for _, code := range []int{0, 1, 2, 3, -1} {
 			for _, lookup := range []bool{false, true} {
-				out := loom.Output{Stdout: stdout, ExitCode: code}
+				out := Output{Stdout: stdout, ExitCode: code}
 				got, err := Interpret(tool, lookup, out)
-				want, perr := plainInterpret(tool, lookup, loom.Output{Stdout: bytes.Clone(stdout), ExitCode: code})
+				want, perr := plainInterpret(tool, lookup, Output{Stdout: bytes.Clone(stdout), ExitCode: code})
 				if !bytes.Equal(got, want) || (got == nil) != (want == nil) || !reflect.DeepEqual(err, perr) {
 					t.Fatalf("Interpret(%s, %v, exit %d, %q) = %q, %#v; plain %q, %#v", tool, lookup, code, stdout, got, err, want, perr)
 				}
@@ -321,7 +321,7 @@ func TestInterpretMatchesPlain(t *testing.T) {
 	for range n {
 		p := GenStdout(rng)
 		ok += checkInterpret(t, p)
-		_, err := Interpret(loom.Search, false, loom.Output{Stdout: p})
+		_, err := Interpret(loom.Search, false, Output{Stdout: p})
 		if _, isRefusal := errors.AsType[*loom.HostRefusedError](err); isRefusal {
 			refused++
 		}
@@ -361,13 +361,13 @@ func BenchmarkInterpret(b *testing.B) {
 		p := searchBenchPayload(hits)
 		for _, c := range []struct {
 			name      string
-			interpret func(loom.Tool, bool, loom.Output) ([]byte, error)
+			interpret func(loom.Tool, bool, Output) ([]byte, error)
 		}{{"scanner", Interpret}, {"plain", plainInterpret}} {
 			b.Run(fmt.Sprintf("hits-%d/%s", hits, c.name), func(b *testing.B) {
 				b.SetBytes(int64(len(p)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := c.interpret(loom.Search, false, loom.Output{Stdout: p}); err != nil {
+					if _, err := c.interpret(loom.Search, false, Output{Stdout: p}); err != nil {
 						b.Fatal(err)
 					}
 				}

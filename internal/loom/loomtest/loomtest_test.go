@@ -13,10 +13,11 @@ import (
 
 func TestFake(t *testing.T) {
 	cfg := &loom.Config{CLIPath: "/opt/loom/bin/loom", Transport: loom.Transport{Kind: loom.TransportBroker, QueuePath: "/q"}}
-	argv, err := loom.BuildArgv(cfg, loom.People, []byte(`{"query":"ada@example.com"}`))
+	inv, err := loom.BuildArgv(cfg, loom.People, []byte(`{"query":"ada@example.com"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	argv := inv.Argv
 	env := loom.Env(cfg, "/bin", true)
 
 	f := &Fake{RunFunc: Sample}

@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
 
 // Block returns a RunFunc that sends on started when a call starts, then
 // waits for the call's context, as loom.CLI does with a process it kills,
 // and answers with afterCancel. A call still waiting after 10s answers
 // loom.ErrTimeout, so that no test hangs on it.
-func Block(started chan<- struct{}, afterCancel func(ctx context.Context, argv, env []string) (loom.Output, error)) func(context.Context, []string, []string) (loom.Output, error) {
-	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
+func Block(started chan<- struct{}, afterCancel func(ctx context.Context, argv, env []string) (loomref.Output, error)) func(context.Context, []string, []string) (loomref.Output, error) {
+	return func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		started <- struct{}{}
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Second):
-			return loom.Output{}, loom.ErrTimeout
+			return loomref.Output{}, loom.ErrTimeout
 		}
 		return afterCancel(ctx, argv, env)
 	}
@@ -27,13 +28,13 @@ func Block(started chan<- struct{}, afterCancel func(ctx context.Context, argv, 
 // Gate returns a RunFunc that sends on started when a call starts, then
 // answers as Sample once release is closed, or loom.ErrCancelled when the
 // call's context ends first.
-func Gate(started chan<- struct{}, release <-chan struct{}) func(context.Context, []string, []string) (loom.Output, error) {
-	return func(ctx context.Context, argv, env []string) (loom.Output, error) {
+func Gate(started chan<- struct{}, release <-chan struct{}) func(context.Context, []string, []string) (loomref.Output, error) {
+	return func(ctx context.Context, argv, env []string) (loomref.Output, error) {
 		started <- struct{}{}
 		select {
 		case <-release:
 		case <-ctx.Done():
-			return loom.Output{ExitCode: -1}, loom.ErrCancelled
+			return loomref.Output{ExitCode: -1}, loom.ErrCancelled
 		}
 		return Sample(ctx, argv, env)
 	}
@@ -42,7 +43,7 @@ func Gate(started chan<- struct{}, release <-chan struct{}) func(context.Context
 // Clauses is a RunFunc that answers a search with one row whose
 // confidentiality is the clauses its query names, comma-separated
 // ("A,B": ["A","B"]).
-func Clauses(_ context.Context, argv, _ []string) (loom.Output, error) {
+func Clauses(_ context.Context, argv, _ []string) (loomref.Output, error) {
 	q := ""
 	for i, a := range argv {
 		if a == "search" && i+1 < len(argv) {
@@ -55,5 +56,5 @@ func Clauses(_ context.Context, argv, _ []string) (loom.Output, error) {
 		clauses = append(clauses, `"`+c+`"`)
 	}
 	row := `{"title":"t","ifc":{"confidentiality":[` + strings.Join(clauses, ",") + `]}}`
-	return loom.Output{Stdout: []byte(`{"hits":[` + row + `]}`)}, nil
+	return loomref.Output{Stdout: []byte(`{"hits":[` + row + `]}`)}, nil
 }

@@ -30,16 +30,17 @@ var (
 // loom and the real outcome reading, as the gateway does.
 func call(t *testing.T, cfg *loom.Config, tool loom.Tool, input string) ([]jsontext.Value, jsontext.Value, error) {
 	t.Helper()
-	argv, err := loom.BuildArgv(cfg, tool, []byte(input))
+	inv, err := loom.BuildArgv(cfg, tool, []byte(input))
 	if err != nil {
 		t.Fatalf("BuildArgv(%s, %s): %v", tool, input, err)
 	}
+	argv := inv.Argv
 	var stdout, stderr bytes.Buffer
 	code := sampleloom.Main(argv, loom.Env(cfg, "/usr/bin:/bin", true), &stdout, &stderr)
 	if stderr.Len() > 0 { // a usage error: the argv shape was not understood
 		t.Fatalf("sample loom %q: exit %d, stderr %q", argv, code, stderr.String())
 	}
-	payload, err := loomref.Interpret(tool, loom.PersonLookup(tool, []byte(input)), loom.Output{Stdout: stdout.Bytes(), ExitCode: code})
+	payload, err := loomref.Interpret(tool, inv.PersonLookup, loomref.Output{Stdout: stdout.Bytes(), ExitCode: code})
 	if err != nil {
 		return nil, nil, err
 	}
