@@ -480,7 +480,7 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 		return nil, err
 	}
 	tokens := r.mint(p)
-	if f.Observed != nil {
+	if f.Observed != nil && !sameConfidentiality(label, r.run.ModelContext) {
 		r.run.ModelContext = store.CloneConfidentiality(label)
 	}
 	h := 0
@@ -571,8 +571,9 @@ type mintPlan struct {
 }
 
 // find returns the index in the table of the referent whose Identity is
-// ident (hash h), and whether there is one. m.mu must be held.
-func (r *memRun) find(h uint64, ident []byte, scratch *[]byte) (int32, bool) {
+// ident (hash h), and whether there is one: ref itself, or one whose
+// Identity is the same bytes. m.mu must be held.
+func (r *memRun) find(h uint64, ref *store.Referent, ident []byte, scratch *[]byte) (int32, bool) {
 	j, ok := r.ids[h]
 	if !ok {
 		return 0, false
@@ -584,11 +585,30 @@ func (r *memRun) find(h uint64, ident []byte, scratch *[]byte) (int32, bool) {
 			}
 			j = r.more[h][k]
 		}
+		// The same fields make the same Identity; other fields may too
+		// (it is a text), so they are compared as that text.
+		if sameReferent(&r.handles[j], ref) {
+			return j, true
+		}
 		*scratch = store.AppendIdentity((*scratch)[:0], r.handles[j])
 		if bytes.Equal(*scratch, ident) {
 			return j, true
 		}
 	}
+}
+
+// sameConfidentiality reports whether a and b are the same clauses in the
+// same order (a run's label most often is once its first calls are made).
+func sameConfidentiality(a, b ifc.Confidentiality) bool {
+	return (a == nil) == (b == nil) && slices.EqualFunc(a, b, func(x, y ifc.Clause) bool { return bytes.Equal(x, y) })
+}
+
+// sameReferent reports whether a and b have the same fields, Token aside.
+func sameReferent(a, b *store.Referent) bool {
+	return a.Kind == b.Kind && a.Source == b.Source && a.LabelSource == b.LabelSource &&
+		bytes.Equal(a.Value, b.Value) &&
+		slices.EqualFunc(a.Label.Confidentiality, b.Label.Confidentiality, func(x, y ifc.Clause) bool { return bytes.Equal(x, y) }) &&
+		slices.EqualFunc(a.Label.Integrity, b.Label.Integrity, func(x, y ifc.Atom) bool { return bytes.Equal(x, y) })
 }
 
 // planMint resolves every ref to a held referent or a new token, and
@@ -604,7 +624,7 @@ func (r *memRun) planMint(id string, refs []store.Referent, keys *mintKeys, lim 
 		missing   bool
 	)
 	for i := range refs {
-		if j, ok := r.find(keys.hashes[i], keys.idents[i], &scratch); ok {
+		if j, ok := r.find(keys.hashes[i], &refs[i], keys.idents[i], &scratch); ok {
 			p.idx[i] = j
 			continue
 		}
