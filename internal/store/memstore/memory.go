@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"slices"
@@ -447,7 +446,7 @@ func (m *Store) plan(id string, now time.Time, refs []store.Referent, keys *mint
 			return r, p, err
 		}
 		m.mu.Unlock()
-		keys.digest(id, p.fresh)
+		keys.digest(id, refs, p.fresh)
 		m.mu.Lock()
 	}
 }
@@ -497,58 +496,39 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 }
 
 // mintKeys is what a mint knows of its referents before it takes the
-// lock: each one's Identity and its hash, and, once plan has asked for
-// them, the SHA-256 of run ID "\x00" Identity (the first-attempt token
+// lock: the hash of each one's Identity and, once plan has asked for them,
+// the SHA-256 of run ID "\x00" Identity (the first-attempt token
 // preimage) of those new to the table.
 type mintKeys struct {
-	idents  [][]byte // slices of one buffer
 	hashes  []uint64
 	digests [][sha256.Size]byte
 	have    []bool // digests[i] is computed
 }
 
-// mintKeys encodes and hashes refs (outside the lock).
+// mintKeys hashes refs' identities (outside the lock).
 func (m *Store) mintKeys(refs []store.Referent) mintKeys {
-	k := mintKeys{idents: make([][]byte, len(refs)), hashes: make([]uint64, len(refs))}
-	n := 0
+	k := mintKeys{hashes: make([]uint64, len(refs))}
+	var buf []byte
 	for i := range refs {
-		n += identityLen(refs[i])
-	}
-	buf := make([]byte, 0, n)
-	for i := range refs {
-		start := len(buf)
-		buf = store.AppendIdentity(buf, refs[i])
-		k.idents[i] = buf[start:len(buf):len(buf)]
-		k.hashes[i] = maphash.Bytes(m.seed, k.idents[i])
+		buf = store.AppendIdentity(buf[:0], refs[i])
+		k.hashes[i] = maphash.Bytes(m.seed, buf)
 	}
 	return k
 }
 
-// identityLen bounds len(store.Identity(r)).
-func identityLen(r store.Referent) int {
-	n := len(r.Kind) + len(r.Source) + len(r.Value) + len(r.LabelSource) + 5*binary.MaxVarintLen64 + 2*len(`{"confidentiality":[],"integrity":[]}`)
-	for _, c := range r.Label.Confidentiality {
-		n += len(c) + 1
-	}
-	for _, a := range r.Label.Integrity {
-		n += len(a) + 1
-	}
-	return n
-}
-
 // digest computes the SHA-256 of run ID "\x00" Identity of the referents
-// at indices (outside the lock).
-func (k *mintKeys) digest(id string, indices []int) {
+// of refs at indices (outside the lock).
+func (k *mintKeys) digest(id string, refs []store.Referent, indices []int) {
 	if k.digests == nil {
-		k.digests = make([][sha256.Size]byte, len(k.idents))
-		k.have = make([]bool, len(k.idents))
+		k.digests = make([][sha256.Size]byte, len(k.hashes))
+		k.have = make([]bool, len(k.hashes))
 	}
 	var buf []byte
 	for _, i := range indices {
 		if k.have[i] {
 			continue
 		}
-		buf = append(append(append(buf[:0], id...), 0), k.idents[i]...)
+		buf = store.AppendIdentity(append(append(buf[:0], id...), 0), refs[i])
 		k.digests[i] = sha256.Sum256(buf)
 		k.have[i] = true
 	}
@@ -571,9 +551,8 @@ type mintPlan struct {
 }
 
 // find returns the index in the table of the referent whose Identity is
-// ident (hash h), and whether there is one: ref itself, or one whose
-// Identity is the same bytes. m.mu must be held.
-func (r *memRun) find(h uint64, ref *store.Referent, ident []byte, scratch *[]byte) (int32, bool) {
+// ref's (hash h), and whether there is one. m.mu must be held.
+func (r *memRun) find(h uint64, ref *store.Referent, sc *scratch) (int32, bool) {
 	j, ok := r.ids[h]
 	if !ok {
 		return 0, false
@@ -585,16 +564,25 @@ func (r *memRun) find(h uint64, ref *store.Referent, ident []byte, scratch *[]by
 			}
 			j = r.more[h][k]
 		}
-		// The same fields make the same Identity; other fields may too
-		// (it is a text), so they are compared as that text.
-		if sameReferent(&r.handles[j], ref) {
-			return j, true
-		}
-		*scratch = store.AppendIdentity((*scratch)[:0], r.handles[j])
-		if bytes.Equal(*scratch, ident) {
+		if sc.sameIdentity(&r.handles[j], ref) {
 			return j, true
 		}
 	}
+}
+
+// scratch is the room sameIdentity encodes identities in.
+type scratch struct{ a, b []byte }
+
+// sameIdentity reports whether a and b have the same Identity: the same
+// fields (Token aside) have; other fields may too (it is a text), so
+// they are then compared as that text.
+func (sc *scratch) sameIdentity(a, b *store.Referent) bool {
+	if sameReferent(a, b) {
+		return true
+	}
+	sc.a = store.AppendIdentity(sc.a[:0], *a)
+	sc.b = store.AppendIdentity(sc.b[:0], *b)
+	return bytes.Equal(sc.a, sc.b)
 }
 
 // sameConfidentiality reports whether a and b are the same clauses in the
@@ -611,6 +599,26 @@ func sameReferent(a, b *store.Referent) bool {
 		slices.EqualFunc(a.Label.Integrity, b.Label.Integrity, func(x, y ifc.Atom) bool { return bytes.Equal(x, y) })
 }
 
+// freshOf returns the position in p.fresh of a referent of the same
+// identity as refs[i], found by its hash (then in turn, when one of another
+// identity has the hash), and whether there is one.
+func (p *mintPlan) freshOf(freshKeys map[uint64]int, i int, sc *scratch) (int, bool) {
+	h := p.keys.hashes[i]
+	f, ok := freshKeys[h]
+	if !ok {
+		return 0, false
+	}
+	if sc.sameIdentity(&p.refs[p.fresh[f]], &p.refs[i]) {
+		return f, true
+	}
+	for f, k := range p.fresh {
+		if p.keys.hashes[k] == h && sc.sameIdentity(&p.refs[k], &p.refs[i]) {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
 // planMint resolves every ref to a held referent or a new token, and
 // refuses (ErrHandleLimit) what would pass lim. It returns errNeedDigests,
 // with the plan's fresh set, when keys lacks the digest of a fresh
@@ -618,39 +626,45 @@ func sameReferent(a, b *store.Referent) bool {
 func (r *memRun) planMint(id string, refs []store.Referent, keys *mintKeys, lim store.MintLimits) (mintPlan, error) {
 	p := mintPlan{refs: refs, keys: keys, idx: make([]int32, len(refs))}
 	var (
-		freshKeys map[string]int                      // identity -> position in fresh
+		freshKeys map[uint64]int                      // identity hash -> position in fresh of the first with it
 		freshToks map[[store.TokenWidth]byte]struct{} // tokens taken by fresh
-		scratch   []byte
+		sc        scratch
 		missing   bool
 	)
 	for i := range refs {
-		if j, ok := r.find(keys.hashes[i], &refs[i], keys.idents[i], &scratch); ok {
+		if j, ok := r.find(keys.hashes[i], &refs[i], &sc); ok {
 			p.idx[i] = j
 			continue
 		}
-		if f, ok := freshKeys[string(keys.idents[i])]; ok {
+		if f, ok := p.freshOf(freshKeys, i, &sc); ok {
 			p.idx[i] = -1 - int32(f)
 			continue
 		}
 		if freshKeys == nil {
-			freshKeys = make(map[string]int)
+			freshKeys = make(map[uint64]int)
 			freshToks = make(map[[store.TokenWidth]byte]struct{})
 		}
 		p.idx[i] = -1 - int32(len(p.fresh))
-		freshKeys[string(keys.idents[i])] = len(p.fresh)
+		if _, ok := freshKeys[keys.hashes[i]]; !ok {
+			freshKeys[keys.hashes[i]] = len(p.fresh)
+		}
 		p.fresh = append(p.fresh, i)
 		if keys.have == nil || !keys.have[i] {
 			missing = true
 			continue
 		}
 		tok := store.SuffixOf(&keys.digests[i])
+		var identity []byte
 		for attempt := 1; ; attempt++ {
 			_, held := r.tokens[tok]
 			_, taken := freshToks[tok]
 			if !held && !taken {
 				break
 			}
-			tok = store.TokenSuffix(id, keys.idents[i], attempt)
+			if identity == nil {
+				identity = store.Identity(refs[i])
+			}
+			tok = store.TokenSuffix(id, identity, attempt)
 		}
 		freshToks[tok] = struct{}{}
 		p.freshToken = append(p.freshToken, tok)
