@@ -54,20 +54,21 @@ func serveBare(loomPath string) error {
 }
 
 // startBare starts this program again as a bare server for loomPath and
-// returns its base URL and a function that stops it.
-func startBare(ctx context.Context, loomPath string) (string, func(), error) {
+// returns its base URL, its pid (for its CPU, /proc/<pid>/stat) and a
+// function that stops it.
+func startBare(ctx context.Context, loomPath string) (string, int, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(self, "--serve-bare", loomPath)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop := func() {
 		_ = cmd.Process.Kill()
@@ -83,15 +84,15 @@ func startBare(ctx context.Context, loomPath string) (string, func(), error) {
 		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
 		if !ok {
 			stop()
-			return "", nil, errors.New("bare server: no address")
+			return "", 0, nil, errors.New("bare server: no address")
 		}
-		return "http://" + addr, stop, nil
+		return "http://" + addr, cmd.Process.Pid, stop, nil
 	case <-time.After(30 * time.Second):
 		stop()
-		return "", nil, errors.New("bare server: no address within 30s")
+		return "", 0, nil, errors.New("bare server: no address within 30s")
 	case <-ctx.Done():
 		stop()
-		return "", nil, ctx.Err()
+		return "", 0, nil, ctx.Err()
 	}
 }
 

@@ -265,8 +265,10 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 	sides := []*side{{name: "direct os/exec:", f: func(ctx context.Context, _ int) error { return direct(ctx) }}}
 	var bare *side
+	barePid := 0
 	if c.bare {
-		bareURL, stopBare, err := startBare(ctx, loomPath)
+		bareURL, pid, stopBare, err := startBare(ctx, loomPath)
+		barePid = pid
 		if err != nil {
 			return err
 		}
@@ -399,7 +401,7 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 
 	if c.rounds <= 0 {
-		fmt.Fprintf(w, "\nsummary: p50 gateway/%s %.3f (target <= %.2f: %v); throughput not measured (--rounds 0)\n", against, p50ratio, p50Max, p50ratio <= p50Max)
+		fmt.Fprintf(w, "\nsummary: p50 gateway/%s %.3f (target <= %.2f: %v); throughput not measured (--rounds 0); direct exec p50 %s\n", against, p50ratio, p50Max, p50ratio <= p50Max, d.p50)
 		if c.ownCost {
 			if err := ownCost(ctx, c, dir, loomPath, d.p50, 0, w); err != nil {
 				return fmt.Errorf("own cost: %w", err)
@@ -412,13 +414,14 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	fmt.Fprintf(w, "\nthroughput, %d concurrent, %d rounds of %s per side:\n", c.clients, c.rounds, c.duration)
 	var directCPU, gatewayCPU cpuTimes // spent during the direct and the gateway phases
 	var besideCPU time.Duration        // the beside gateway's process, in its phases
+	var bareCPU cpuTimes               // the bare server's process and its looms, in its phases (gateway, gatewayChildren)
 	for r := range c.rounds {
 		fmt.Fprintf(w, "  round %d:", r+1)
 		for _, s := range sides {
 			if s == floor {
 				continue
 			}
-			before, beforeB := readCPU(tg.pid), readCPU(besidePid)
+			before, beforeB, beforeBare := readCPU(tg.pid), readCPU(besidePid), readCPU(barePid)
 			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
 			if err != nil {
 				return err
@@ -430,6 +433,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 				gatewayCPU = gatewayCPU.plus(spent)
 			case beside:
 				besideCPU += readCPU(besidePid).minus(beforeB).gateway
+			case bare:
+				bareCPU = bareCPU.plus(readCPU(barePid).minus(beforeBare))
 			}
 			s.n, s.t = s.n+n, s.t+t
 			fmt.Fprintf(w, "  %s %7.1f/s", strings.Fields(s.name)[0], rate(n, t))
@@ -455,6 +460,20 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			float64(per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n))/float64(per(directCPU.children+directCPU.self, dSide.n)))
 	}
 
+	// The bare server's own process against the gateway's: what the
+	// gateway's process costs a call beyond the least HTTP front of loom
+	// (issue 39: at most 1.5x at 10 KB).
+	cpuRatio := 0.0
+	if tg.pid > 0 && bare != nil && bare.n > 0 && gwSide.n > 0 {
+		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(bareCPU.gateway, bare.n)
+		if bp > 0 {
+			cpuRatio = float64(gp) / float64(bp)
+		}
+		fmt.Fprintf(w, "  CPU per call (8-client phases): bare: loom %s + bare process %s;  gateway process %s against the bare process %s: %.2fx (target <= 1.5: %v)\n",
+			per(bareCPU.gatewayChildren, bare.n), bp, gp, bp, cpuRatio, cpuRatio > 0 && cpuRatio <= 1.5)
+	}
+
 	if beside != nil && beside.n > 0 && gwSide.n > 0 {
 		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(besideCPU, beside.n)
@@ -462,8 +481,14 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			besideWhat, float64(stats(beside.lat).p50)/float64(g.p50), rate(beside.n, beside.t)/gRate, bp, gp, float64(bp)/float64(gp))
 	}
 
-	fmt.Fprintf(w, "\nsummary: against %s: p50 ratio %.3f (target <= %.2f: %v), throughput ratio %.3f (target >= %.2f: %v)\n",
+	fmt.Fprintf(w, "\nsummary: against %s: p50 ratio %.3f (target <= %.2f: %v), throughput ratio %.3f (target >= %.2f: %v)",
 		against, p50ratio, p50Max, p50ratio <= p50Max, tput, tputMin, tput >= tputMin)
+	if cpuRatio > 0 {
+		fmt.Fprintf(w, ", gateway/bare process CPU %.2f (target <= 1.5: %v)", cpuRatio, cpuRatio <= 1.5)
+	}
+	// The direct exec's p50 says how fast this machine starts loom in
+	// this sitting: a slow start hides the gateway's fixed cost.
+	fmt.Fprintf(w, "; direct exec p50 %s\n", d.p50)
 	if c.ownCost {
 		if err := ownCost(ctx, c, dir, loomPath, d.p50, dRate, w); err != nil {
 			return fmt.Errorf("own cost: %w", err)

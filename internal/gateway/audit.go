@@ -11,6 +11,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/reqid/reqctx"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 )
 
 // audit writes the "audit" log record of one tool call and counts it. It
@@ -54,7 +55,7 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 		attrs = append(attrs, slog.String("traceId", rec.TraceID))
 	}
 	traceOutcome(ctx, c, rec)
-	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	telemetry.LogAttrs(ctx, s.log, slog.LevelInfo, "audit", attrs...)
 }
 
 // Millis is d in milliseconds, to the microsecond, as the logs write

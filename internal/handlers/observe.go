@@ -11,6 +11,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/reqid"
+	"github.com/loom-gateway/gateway/internal/telemetry"
 )
 
 // What the request log and the audit record carry is chosen field by
@@ -65,7 +66,7 @@ func (d *Deps) logRequests(listener string) func(http.Handler) http.Handler {
 				attrs = append(attrs,
 					slog.Int("bytes", ww.BytesWritten()),
 					slog.Float64("durationMs", gateway.Millis(elapsed)))
-				d.logger().LogAttrs(r.Context(), requestLevel(listener, r, status), "request", attrs...)
+				telemetry.LogAttrs(r.Context(), d.logger(), requestLevel(listener, r, status), "request", attrs...)
 			}()
 			next.ServeHTTP(ww, r)
 		})

@@ -303,3 +303,36 @@ func TestUTF16LenBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestUTF16LenBytesAnyBytes holds UTF16LenBytes's counting of eight and
+// thirty-two bytes at a time to the byte-at-a-time count it states, on
+// every byte value at every offset, valid UTF-8 or not.
+func TestUTF16LenBytesAnyBytes(t *testing.T) {
+	count := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c&0xC0 != 0x80 {
+				n++
+			}
+			if c >= 0xF0 {
+				n++
+			}
+		}
+		return n
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	for range 20000 {
+		b := make([]byte, rng.IntN(100))
+		for i := range b {
+			switch rng.IntN(3) {
+			case 0:
+				b[i] = byte(rng.IntN(256))
+			default:
+				b[i] = 'a' + byte(rng.IntN(26))
+			}
+		}
+		if got, want := jsjson.UTF16LenBytes(b), count(b); got != want {
+			t.Fatalf("% x: %d, want %d", b, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package jsjson
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -49,18 +50,38 @@ func CutString(s string, limit int) (string, bool) {
 }
 
 // UTF16LenBytes counts the UTF-16 units of b, which must be valid UTF-8 (as
-// everything the writer produces is).
+// everything the writer produces is): a unit for each byte that does not
+// continue a sequence, and one more for each that begins a four-byte one.
+// ASCII runs are passed 32 bytes at a time where the machine allows
+// (asciiPrefix), every other eight bytes counted at once.
 func UTF16LenBytes(b []byte) int {
 	n := 0
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b)&hiBits == 0 { // ASCII: a unit a byte
-			n += 8
-		} else {
-			n += utf16LenTail(b[:8])
+	if fastContainers {
+		for len(b) >= 32 {
+			k := asciiPrefix(b)
+			n, b = n+k, b[k:]
+			if len(b) < 32 {
+				break
+			}
+			n, b = n+utf16Word(binary.LittleEndian.Uint64(b)), b[8:]
 		}
-		b = b[8:]
+	}
+	for len(b) >= 8 {
+		n, b = n+utf16Word(binary.LittleEndian.Uint64(b)), b[8:]
 	}
 	return n + utf16LenTail(b)
+}
+
+// utf16Word is utf16LenTail of the eight bytes of v: 8, less the bytes
+// that continue a sequence (10xxxxxx: bit 7 set, bit 6 clear), plus those
+// that begin a four-byte one (11110xxx and above: bits 7 to 4 set).
+func utf16Word(v uint64) int {
+	if v&hiBits == 0 {
+		return 8
+	}
+	cont := v &^ (v << 1) & hiBits
+	four := v & (v << 1) & (v << 2) & (v << 3) & hiBits
+	return 8 - bits.OnesCount64(cont) + bits.OnesCount64(four)
 }
 
 func utf16LenTail(b []byte) int {

@@ -2,8 +2,8 @@ package memstore
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
+	"hash/maphash"
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
@@ -34,11 +34,11 @@ func preInsert(t *testing.T, m *Store, id, tok string, r store.Referent) {
 	defer m.mu.Unlock()
 	mr := m.runs[id]
 	if mr.ids == nil {
-		mr.ids = map[[sha256.Size]byte]int32{}
+		mr.ids = map[uint64]int32{}
 		mr.tokens = map[[store.TokenWidth]byte]int32{}
 	}
 	r.Token = tok
-	mr.ids[sha256.Sum256(append([]byte(id+"\x00"), store.Identity(r)...))] = int32(len(mr.handles))
+	mr.ids[maphash.Bytes(m.seed, store.Identity(r))] = int32(len(mr.handles))
 	mr.tokens[k] = int32(len(mr.handles))
 	mr.handles = append(mr.handles, r)
 	mr.run.Handles = len(mr.handles)
@@ -162,5 +162,42 @@ func TestMintHandleLimitWithCollision(t *testing.T) {
 	}
 	if want := store.MintToken(id, store.Identity(b), 0); toks[0] != want {
 		t.Errorf("Mint(b) after refusal = %q, want attempt 0 %q", toks[0], want)
+	}
+}
+
+// TestMintIdentityHashCollision holds the table's lookup to identities,
+// not to their hashes: a referent whose identity hash (Store.seed) is
+// taken by a different referent is minted a token of its own, and found
+// again by its identity afterwards.
+func TestMintIdentityHashCollision(t *testing.T) {
+	ctx := context.Background()
+	const id = "run-hash"
+	m := newTestRun(t, id)
+	a, b := testRef(1), testRef(2)
+	toks, err := m.Mint(ctx, id, []store.Referent{a}, store.MintLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make a's entry answer to b's hash, as a collision of the two would.
+	m.mu.Lock()
+	mr := m.runs[id]
+	ha, hb := maphash.Bytes(m.seed, store.Identity(a)), maphash.Bytes(m.seed, store.Identity(b))
+	mr.ids[hb] = mr.ids[ha]
+	delete(mr.ids, ha)
+	m.mu.Unlock()
+	for range 2 {
+		got, err := m.Mint(ctx, id, []store.Referent{b}, store.MintLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := store.MintToken(id, store.Identity(b), 0); got[0] != want || got[0] == toks[0] {
+			t.Fatalf("Mint(b) = %q, want its own %q (a holds %q)", got[0], want, toks[0])
+		}
+	}
+	if hs, _ := m.Handles(ctx, id); len(hs) != 2 {
+		t.Errorf("Handles = %d, want 2", len(hs))
+	}
+	if len(mr.more[hb]) != 1 {
+		t.Errorf("more[hash of b] = %v, want b's index", mr.more[hb])
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +44,9 @@ type Store struct {
 	// maxClauses is Options.MaxLabelClauses.
 	maxClauses int
 
+	// seed hashes referents' identities for the handle tables.
+	seed maphash.Seed
+
 	mu      sync.Mutex
 	runs    map[string]*memRun
 	byToken map[store.TokenHash]*memRun
@@ -53,10 +58,14 @@ type memRun struct {
 	run     store.Run
 	calls   []store.Call
 	handles []store.Referent
-	// ids maps the SHA-256 of run ID "\x00" Identity (the first-attempt
-	// token preimage) to the referent's index in handles; tokens maps a
-	// token suffix to the same.
-	ids    map[[sha256.Size]byte]int32
+	// ids maps the hash (Store.seed) of a referent's Identity to its
+	// index in handles, more to the indices of further referents whose
+	// identities share that hash (almost never any); tokens maps a token
+	// suffix to the same. A referent is found by its hash and then its
+	// identity compared, so a call that shows a run what it already holds
+	// costs no SHA-256.
+	ids    map[uint64]int32
+	more   map[uint64][]int32
 	tokens map[[store.TokenWidth]byte]int32
 	result *store.Result
 	// bucket is the run's rate bucket (Begin).
@@ -75,6 +84,7 @@ func New(opts Options) *Store {
 		now:        now,
 		maxRuns:    opts.MaxRuns,
 		maxClauses: opts.MaxLabelClauses,
+		seed:       maphash.MakeSeed(),
 		runs:       make(map[string]*memRun),
 		byToken:    make(map[store.TokenHash]*memRun),
 	}
@@ -403,23 +413,42 @@ func (m *Store) CallsPage(_ context.Context, id string, after, limit int) ([]sto
 }
 
 // Mint registers refs in the run's handle table and returns their tokens in
-// order (see Store.Mint). Identities are compared by the SHA-256 of the
-// run id and Identity. It returns ErrRunNotFound, or ErrHandleLimit with nothing
+// order (see Store.Mint). Identities are compared whole (found by a hash
+// of Identity). It returns ErrRunNotFound, or ErrHandleLimit with nothing
 // registered.
 func (m *Store) Mint(_ context.Context, id string, refs []store.Referent, lim store.MintLimits) ([]string, error) {
-	keys := mintKeys(id, refs)
+	keys := m.mintKeys(refs)
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, err := m.live(id, now)
-	if err != nil {
-		return nil, err
-	}
-	p, err := r.planMint(id, refs, keys, lim)
+	r, p, err := m.plan(id, now, refs, &keys, lim)
 	if err != nil {
 		return nil, err
 	}
 	return r.mint(p), nil
+}
+
+// plan finds the live run id and plans the minting of refs into its
+// table (planMint). The SHA-256 digests of the referents new to the table
+// are computed outside the lock: when the plan needs digests that keys
+// lacks, plan gives the lock back, computes them and plans again (the
+// table may have changed meanwhile), so a call whose referents are all
+// held computes none. It returns the run (nil when it is not live) with
+// planMint's error. m.mu must be held; it is held on return.
+func (m *Store) plan(id string, now time.Time, refs []store.Referent, keys *mintKeys, lim store.MintLimits) (*memRun, mintPlan, error) {
+	for {
+		r, err := m.live(id, now)
+		if err != nil {
+			return nil, mintPlan{}, err
+		}
+		p, err := r.planMint(id, refs, keys, lim)
+		if err != errNeedDigests {
+			return r, p, err
+		}
+		m.mu.Unlock()
+		keys.digest(id, refs, p.fresh)
+		m.mu.Lock()
+	}
 }
 
 // Finish mints f.Refs, joins f.Observed into the run's label, appends a
@@ -430,13 +459,13 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	if store.Admitted(f.Call) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
-	keys := mintKeys(id, f.Refs)
+	keys := m.mintKeys(f.Refs)
 	c := cloneCall(f.Call) // before the lock: the copy may be large
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, err := m.live(id, now)
-	if err != nil {
+	r, p, err := m.plan(id, now, f.Refs, &keys, f.Limits)
+	if r == nil {
 		return nil, err
 	}
 	var label ifc.Confidentiality
@@ -446,12 +475,11 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 			return nil, store.ErrLabelLimit
 		}
 	}
-	p, err := r.planMint(id, f.Refs, keys, f.Limits)
 	if err != nil {
 		return nil, err
 	}
 	tokens := r.mint(p)
-	if f.Observed != nil {
+	if f.Observed != nil && !sameConfidentiality(label, r.run.ModelContext) {
 		r.run.ModelContext = store.CloneConfidentiality(label)
 	}
 	h := 0
@@ -467,27 +495,54 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	return tokens, nil
 }
 
-// mintKeys hashes refs outside the lock; under it only the table is
-// consulted. The preimage of a first-attempt token, runID "\x00"
-// Identity, also identifies the referent within the run, so its digest is
-// both the dedupe key and the source of the first token.
-func mintKeys(id string, refs []store.Referent) [][sha256.Size]byte {
-	keys := make([][sha256.Size]byte, len(refs))
+// mintKeys is what a mint knows of its referents before it takes the
+// lock: the hash of each one's Identity and, once plan has asked for them,
+// the SHA-256 of run ID "\x00" Identity (the first-attempt token
+// preimage) of those new to the table.
+type mintKeys struct {
+	hashes  []uint64
+	digests [][sha256.Size]byte
+	have    []bool // digests[i] is computed
+}
+
+// mintKeys hashes refs' identities (outside the lock).
+func (m *Store) mintKeys(refs []store.Referent) mintKeys {
+	k := mintKeys{hashes: make([]uint64, len(refs))}
 	var buf []byte
 	for i := range refs {
-		buf = append(buf[:0], id...)
-		buf = append(buf, 0)
-		buf = store.AppendIdentity(buf, refs[i])
-		keys[i] = sha256.Sum256(buf)
+		buf = store.AppendIdentity(buf[:0], refs[i])
+		k.hashes[i] = maphash.Bytes(m.seed, buf)
 	}
-	return keys
+	return k
 }
+
+// digest computes the SHA-256 of run ID "\x00" Identity of the referents
+// of refs at indices (outside the lock).
+func (k *mintKeys) digest(id string, refs []store.Referent, indices []int) {
+	if k.digests == nil {
+		k.digests = make([][sha256.Size]byte, len(k.hashes))
+		k.have = make([]bool, len(k.hashes))
+	}
+	var buf []byte
+	for _, i := range indices {
+		if k.have[i] {
+			continue
+		}
+		buf = store.AppendIdentity(append(append(buf[:0], id...), 0), refs[i])
+		k.digests[i] = sha256.Sum256(buf)
+		k.have[i] = true
+	}
+}
+
+// errNeedDigests is planMint's word that it needs the digests of
+// mintPlan.fresh first.
+var errNeedDigests = errors.New("memstore: digests needed")
 
 // mintPlan is what a Mint will write, resolved without touching the
 // table, so that a refusal leaves it as it was.
 type mintPlan struct {
 	refs []store.Referent
-	keys [][sha256.Size]byte
+	keys *mintKeys
 	// idx is each ref's index in the table (>= 0) or -1 - its position in
 	// fresh.
 	idx        []int32
@@ -495,25 +550,110 @@ type mintPlan struct {
 	freshToken [][store.TokenWidth]byte
 }
 
+// find returns the index in the table of the referent whose Identity is
+// ref's (hash h), and whether there is one. m.mu must be held.
+func (r *memRun) find(h uint64, ref *store.Referent, sc *scratch) (int32, bool) {
+	j, ok := r.ids[h]
+	if !ok {
+		return 0, false
+	}
+	for k := -1; ; k++ {
+		if k >= 0 {
+			if k >= len(r.more[h]) {
+				return 0, false
+			}
+			j = r.more[h][k]
+		}
+		if sc.sameIdentity(&r.handles[j], ref) {
+			return j, true
+		}
+	}
+}
+
+// scratch is the room sameIdentity encodes identities in.
+type scratch struct{ a, b []byte }
+
+// sameIdentity reports whether a and b have the same Identity: the same
+// fields (Token aside) have; other fields may too (it is a text), so
+// they are then compared as that text.
+func (sc *scratch) sameIdentity(a, b *store.Referent) bool {
+	if sameReferent(a, b) {
+		return true
+	}
+	sc.a = store.AppendIdentity(sc.a[:0], *a)
+	sc.b = store.AppendIdentity(sc.b[:0], *b)
+	return bytes.Equal(sc.a, sc.b)
+}
+
+// sameConfidentiality reports whether a and b are the same clauses in the
+// same order (a run's label most often is once its first calls are made).
+func sameConfidentiality(a, b ifc.Confidentiality) bool {
+	return (a == nil) == (b == nil) && slices.EqualFunc(a, b, func(x, y ifc.Clause) bool { return bytes.Equal(x, y) })
+}
+
+// sameReferent reports whether a and b have the same fields, Token aside.
+func sameReferent(a, b *store.Referent) bool {
+	return a.Kind == b.Kind && a.Source == b.Source && a.LabelSource == b.LabelSource &&
+		bytes.Equal(a.Value, b.Value) &&
+		slices.EqualFunc(a.Label.Confidentiality, b.Label.Confidentiality, func(x, y ifc.Clause) bool { return bytes.Equal(x, y) }) &&
+		slices.EqualFunc(a.Label.Integrity, b.Label.Integrity, func(x, y ifc.Atom) bool { return bytes.Equal(x, y) })
+}
+
+// freshOf returns the position in p.fresh of a referent of the same
+// identity as refs[i], found by its hash (then in turn, when one of another
+// identity has the hash), and whether there is one.
+func (p *mintPlan) freshOf(freshKeys map[uint64]int, i int, sc *scratch) (int, bool) {
+	h := p.keys.hashes[i]
+	f, ok := freshKeys[h]
+	if !ok {
+		return 0, false
+	}
+	if sc.sameIdentity(&p.refs[p.fresh[f]], &p.refs[i]) {
+		return f, true
+	}
+	for f, k := range p.fresh {
+		if p.keys.hashes[k] == h && sc.sameIdentity(&p.refs[k], &p.refs[i]) {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
 // planMint resolves every ref to a held referent or a new token, and
-// refuses (ErrHandleLimit) what would pass lim. m.mu must be held.
-func (r *memRun) planMint(id string, refs []store.Referent, keys [][sha256.Size]byte, lim store.MintLimits) (mintPlan, error) {
-	p := mintPlan{refs: refs, keys: keys, idx: make([]int32, len(refs)), freshToken: make([][store.TokenWidth]byte, 0, len(refs))}
+// refuses (ErrHandleLimit) what would pass lim. It returns errNeedDigests,
+// with the plan's fresh set, when keys lacks the digest of a fresh
+// referent. m.mu must be held.
+func (r *memRun) planMint(id string, refs []store.Referent, keys *mintKeys, lim store.MintLimits) (mintPlan, error) {
+	p := mintPlan{refs: refs, keys: keys, idx: make([]int32, len(refs))}
 	var (
-		freshKeys map[[sha256.Size]byte]int           // identity -> position in fresh
+		freshKeys map[uint64]int                      // identity hash -> position in fresh of the first with it
 		freshToks map[[store.TokenWidth]byte]struct{} // tokens taken by fresh
+		sc        scratch
+		missing   bool
 	)
 	for i := range refs {
-		key := &keys[i]
-		if j, ok := r.ids[*key]; ok {
+		if j, ok := r.find(keys.hashes[i], &refs[i], &sc); ok {
 			p.idx[i] = j
 			continue
 		}
-		if f, ok := freshKeys[*key]; ok {
+		if f, ok := p.freshOf(freshKeys, i, &sc); ok {
 			p.idx[i] = -1 - int32(f)
 			continue
 		}
-		tok := store.SuffixOf(key)
+		if freshKeys == nil {
+			freshKeys = make(map[uint64]int)
+			freshToks = make(map[[store.TokenWidth]byte]struct{})
+		}
+		p.idx[i] = -1 - int32(len(p.fresh))
+		if _, ok := freshKeys[keys.hashes[i]]; !ok {
+			freshKeys[keys.hashes[i]] = len(p.fresh)
+		}
+		p.fresh = append(p.fresh, i)
+		if keys.have == nil || !keys.have[i] {
+			missing = true
+			continue
+		}
+		tok := store.SuffixOf(&keys.digests[i])
 		var identity []byte
 		for attempt := 1; ; attempt++ {
 			_, held := r.tokens[tok]
@@ -526,15 +666,11 @@ func (r *memRun) planMint(id string, refs []store.Referent, keys [][sha256.Size]
 			}
 			tok = store.TokenSuffix(id, identity, attempt)
 		}
-		if freshKeys == nil {
-			freshKeys = make(map[[sha256.Size]byte]int)
-			freshToks = make(map[[store.TokenWidth]byte]struct{})
-		}
-		p.idx[i] = -1 - int32(len(p.fresh))
-		freshKeys[*key] = len(p.fresh)
 		freshToks[tok] = struct{}{}
-		p.fresh = append(p.fresh, i)
 		p.freshToken = append(p.freshToken, tok)
+	}
+	if missing {
+		return mintPlan{fresh: p.fresh}, errNeedDigests
 	}
 	if len(p.fresh) > 0 {
 		if lim.Handles > 0 && len(r.handles)+len(p.fresh) > lim.Handles {
@@ -558,7 +694,7 @@ func (r *memRun) planMint(id string, refs []store.Referent, keys [][sha256.Size]
 // order. m.mu must be held.
 func (r *memRun) mint(p mintPlan) []string {
 	if len(p.fresh) > 0 && r.ids == nil {
-		r.ids = make(map[[sha256.Size]byte]int32, len(p.fresh))
+		r.ids = make(map[uint64]int32, len(p.fresh))
 		r.tokens = make(map[[store.TokenWidth]byte]int32, len(p.fresh))
 	}
 	base := int32(len(r.handles))
@@ -567,7 +703,14 @@ func (r *memRun) mint(p mintPlan) []string {
 		ref.Token = store.ValueTokenPrefix + string(p.freshToken[f][:])
 		j := base + int32(f)
 		r.handles = append(r.handles, ref)
-		r.ids[p.keys[i]] = j
+		if h := p.keys.hashes[i]; r.hasHash(h) {
+			if r.more == nil {
+				r.more = make(map[uint64][]int32)
+			}
+			r.more[h] = append(r.more[h], j)
+		} else {
+			r.ids[h] = j
+		}
 		r.tokens[p.freshToken[f]] = j
 		r.run.HandleBytes += store.ReferentBytes(ref)
 	}
@@ -581,6 +724,12 @@ func (r *memRun) mint(p mintPlan) []string {
 		tokens[i] = r.handles[j].Token
 	}
 	return tokens
+}
+
+// hasHash reports whether a referent of the table has identity hash h.
+func (r *memRun) hasHash(h uint64) bool {
+	_, ok := r.ids[h]
+	return ok
 }
 
 // Handles returns copies of the run's referents in minting order, or
@@ -760,18 +909,6 @@ func cloneReferent(r store.Referent) store.Referent {
 	return r
 }
 
-func cloneDisclosed(d ifc.Disclosed) ifc.Disclosed {
-	if d.Confidentiality != nil {
-		out := make([][]string, len(d.Confidentiality))
-		for i, c := range d.Confidentiality {
-			out[i] = slices.Clone(c)
-		}
-		d.Confidentiality = out
-	}
-	d.Integrity = slices.Clone(d.Integrity)
-	return d
-}
-
 func cloneCall(c store.Call) store.Call {
 	c.Observed = store.CloneConfidentiality(c.Observed)
 	if c.ExitCode != nil {
@@ -779,14 +916,49 @@ func cloneCall(c store.Call) store.Call {
 		c.ExitCode = &code
 	}
 	if c.Entries != nil {
-		out := make([]store.CallEntry, len(c.Entries))
-		for i, e := range c.Entries {
-			e.Label = cloneDisclosed(e.Label)
-			out[i] = e
-		}
-		c.Entries = out
+		c.Entries = cloneEntries(c.Entries)
 	}
 	return c
+}
+
+// cloneEntries copies entries and their labels' lists, the lists packed
+// into one array of strings and one of lists for the whole call rather
+// than one of each per entry (a nil list stays nil, an empty one empty).
+// Each list is capped at its length, so an append to one never writes
+// over the next.
+func cloneEntries(entries []store.CallEntry) []store.CallEntry {
+	out := slices.Clone(entries)
+	nStr, nList := 0, 0
+	for i := range out {
+		d := &out[i].Label
+		nList += len(d.Confidentiality)
+		for _, c := range d.Confidentiality {
+			nStr += len(c)
+		}
+		nStr += len(d.Integrity)
+	}
+	strs := make([]string, 0, nStr)
+	lists := make([][]string, 0, nList)
+	clone := func(s []string) []string {
+		if s == nil {
+			return nil
+		}
+		start := len(strs)
+		strs = append(strs, s...)
+		return strs[start:len(strs):len(strs)]
+	}
+	for i := range out {
+		d := &out[i].Label
+		if d.Confidentiality != nil {
+			start := len(lists)
+			for _, c := range d.Confidentiality {
+				lists = append(lists, clone(c))
+			}
+			d.Confidentiality = lists[start:len(lists):len(lists)]
+		}
+		d.Integrity = clone(d.Integrity)
+	}
+	return out
 }
 
 func cloneResult(r store.Result) store.Result {
