@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 
 	"github.com/loom-gateway/gateway/internal/loom/sampleloom"
@@ -18,6 +19,11 @@ import (
 )
 
 func main() {
+	// The gateway serves no heap profile, and the runtime would sample
+	// allocations for one on every call (runtime/pprof is linked, through
+	// chi's middleware): about 15,000 instructions a 10 KB call
+	// (BENCHMARKS.md section 11).
+	runtime.MemProfileRate = 0
 	// Under the name "loom" the binary is the demo's sample loom: --demo
 	// links itself as .../loom so the demo runs through the real runner.
 	if filepath.Base(os.Args[0]) == "loom" {
