@@ -774,6 +774,11 @@ func cloneDisclosed(d ifc.Disclosed) ifc.Disclosed {
 
 func cloneCall(c store.Call) store.Call {
 	c.Observed = store.CloneConfidentiality(c.Observed)
+	if c.Failure != nil {
+		f := *c.Failure
+		f.Argv = slices.Clone(f.Argv)
+		c.Failure = &f
+	}
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		c.ExitCode = &code
