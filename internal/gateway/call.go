@@ -293,7 +293,10 @@ func (s *Service) failureOf(ctx context.Context, c *call, err error, code proble
 	default:
 		return nil
 	}
-	f := loom.Explain(loom.Tool(c.tool), err, c.out)
+	var f *loom.Failure
+	if _, ok := errors.AsType[*loom.Failure](err); ok || !errors.Is(err, loom.ErrTimeout) {
+		f = loom.Explain(loom.Tool(c.tool), err, c.out)
+	}
 	switch {
 	case f != nil:
 	case code == problem.Cancelled && deleted(ctx):
@@ -302,8 +305,11 @@ func (s *Service) failureOf(ctx context.Context, c *call, err error, code proble
 		f = &loom.Failure{Reason: loom.ReasonCancelled, Detail: "the client went away"}
 	case code == problem.Cancelled:
 		f = &loom.Failure{Reason: loom.ReasonCancelled, Detail: "the run ended or the gateway stopped"}
-	case errors.Is(err, loom.ErrTimeout) && !c.exited:
-		f = &loom.Failure{Reason: loom.ReasonTimeout, Detail: loom.TimeoutDetail(s.cfg.CommandTimeout)}
+	case errors.Is(err, loom.ErrTimeout) && !c.exited: // the stage's deadline (stageEnded)
+		f = &loom.Failure{Reason: loom.ReasonTimeout}
+		if s.cfg.CommandTimeout > 0 {
+			f.Detail = loom.TimeoutDetail(s.cfg.CommandTimeout)
+		}
 	case errors.Is(err, loom.ErrTimeout):
 		f = &loom.Failure{Reason: loom.ReasonStageDeadline,
 			Detail: "loom had exited; reading its output passed the command timeout (" + s.cfg.CommandTimeout.String() + ")"}
