@@ -23,7 +23,7 @@ func wantFailure(t *testing.T, g *gateway, c client.CallRecord, reason, detail, 
 		t.Errorf("call record failure %s %q, want %s %q", f.Reason, str(f.Detail), reason, detail)
 	}
 	tail := str(f.StderrTail)
-	if len(tail) > 3*stderrTailBytes+3 || !strings.HasSuffix(tail, stderr) || stderr == "" && tail != "" {
+	if len(tail) > stderrTailBytes+3 || !strings.HasSuffix(tail, stderr) || stderr == "" && tail != "" {
 		t.Errorf("call record stderr tail %.200q (%d bytes), want one ending %.200q", tail, len(tail), stderr)
 	}
 	if f.Argv == nil || !slices.Equal(*f.Argv, argv) {

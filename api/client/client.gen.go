@@ -714,7 +714,7 @@ type CallFailure struct {
 	// Reason One of a closed set, also the `reason` label of `loom_gateway_call_failures_total`.
 	Reason CallFailureReason `json:"reason"`
 
-	// StderrTail The last 2,048 bytes loom wrote to stderr, "…" first when it wrote more; invalid UTF-8, control characters but newline and tab, and bidirectional overrides each replaced with U+FFFD. Absent when loom wrote nothing.
+	// StderrTail The end of what loom wrote to stderr, at most 2,048 bytes after a leading "…" when it wrote more; invalid UTF-8, control characters but newline and tab, and bidirectional overrides each replaced with U+FFFD. Absent when loom wrote nothing.
 	StderrTail *string `json:"stderrTail,omitempty"`
 }
 

@@ -250,9 +250,10 @@ func (t *tail) bytes() ([]byte, bool) {
 	return t.buf, t.cut
 }
 
-// StderrText is out's stderr tail as text for the host: "" when loom wrote
-// nothing; a leading "…" when what it wrote was longer; a rune cut by the
-// tail's start dropped; invalid UTF-8, and every control character but
+// StderrText is out's stderr tail as text for the host, at most
+// MaxStderrTail bytes after a leading "…": "" when loom wrote nothing; the
+// "…" when what it wrote was longer; a rune cut by the tail's start
+// dropped; invalid UTF-8, and every control character but
 // newline and tab (C0, DEL, C1) and the bidirectional overrides and
 // isolates, each replaced with U+FFFD, so the text can neither forge a
 // log line nor reorder what a console shows. Nothing else is redacted:
@@ -281,5 +282,14 @@ func StderrText(out Output) string {
 		}
 		s.WriteRune(r)
 	}
-	return s.String()
+	text := s.String()
+	if len(text) > MaxStderrTail+len("…") {
+		// Replacements grew it: keep its last MaxStderrTail bytes.
+		cut := len(text) - MaxStderrTail
+		for cut < len(text) && !utf8.RuneStart(text[cut]) {
+			cut++
+		}
+		text = "…" + text[cut:]
+	}
+	return text
 }

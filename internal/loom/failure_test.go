@@ -94,6 +94,13 @@ func TestStderrText(t *testing.T) {
 			t.Errorf("StderrText(%q, %v) = %q, want %q", tt.stderr, tt.cut, got, tt.want)
 		}
 	}
+	// A tail of control characters, each three bytes once replaced, is
+	// cut back to MaxStderrTail bytes after the "…".
+	ctl := bytes.Repeat([]byte{0x01}, MaxStderrTail-1)
+	got := StderrText(Output{Stderr: append(ctl, 'z'), StderrCut: true})
+	if !strings.HasPrefix(got, "…\ufffd") || !strings.HasSuffix(got, "\ufffdz") || len(got) > MaxStderrTail+len("…") {
+		t.Errorf("a tail of control characters: %d bytes, %q…%q", len(got), got[:9], got[len(got)-4:])
+	}
 }
 
 // TestTail: the tail keeps the last MaxStderrTail bytes, whatever the
