@@ -173,3 +173,31 @@ func TestDemoWithAllowedHosts(t *testing.T) {
 		t.Errorf("by address, the agent listener answers %d, want 421 (--allowed-hosts is in force)", got)
 	}
 }
+
+// TestDemoOverUnixSocket: --demo with a unix-socket host listener starts
+// (its own first calls go through the socket), and the host lines it
+// prints reach the socket as printed and answer; the console line says
+// how to reach the console from a browser.
+func TestDemoOverUnixSocket(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(newScenarioDir(t), "host.sock")
+	out := demoBanner(t, "--host-listen", "unix:"+sock)
+	for _, want := range []string{"the demo made one loom_search itself", "--unix-socket " + sock, "ssh -L 8081:" + sock, "--host-listen 127.0.0.1:8081"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, out)
+		}
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "curl ") && strings.HasSuffix(l, "/host/v1/runs/demo/calls") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if line == "" {
+		t.Fatalf("no host calls line in the banner:\n%s", out)
+	}
+	got, err := exec.Command("bash", "-c", line+" -w '\\n%{http_code}'").CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(got)), "200") || !strings.Contains(string(got), `"outputId":"demo:loom_search:1"`) {
+		t.Errorf("%s: %v\n%s", line, err, got)
+	}
+}

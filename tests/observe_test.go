@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,7 +37,8 @@ func (g *gateway) waitLogRecords(t testing.TB, msg string, n int) []map[string]a
 // listener serves the metrics (Go and process collectors included) behind
 // the host token while the agent listener does not. The fake loom's stderr
 // and stdout, the withheld row and the argument values are planted with
-// markers and reach neither the log nor /metrics.
+// markers and reach neither the log nor /metrics, but for the stderr
+// tail of the failed call's audit record, which is the host's.
 func TestObservability(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOptions{Flags: []string{"--log-format", "json", "--audit-arg-shape"}})
@@ -135,7 +137,19 @@ func TestObservability(t *testing.T) {
 		t.Errorf("%d request records of the loom_search route, want 2", agentCalls)
 	}
 
-	logs := g.output.String()
+	// The failed call's audit record holds loom's stderr, for the host,
+	// in its failure's stderrTail and nowhere else.
+	f, _ := audits[1]["failure"].(map[string]any)
+	if tail, _ := f["stderrTail"].(string); f["reason"] != "not_json" || f["detail"] != "stdout is not JSON at byte 0; exit status 2" || !strings.Contains(tail, markerStderr) {
+		t.Errorf("audit 1: failure %.300v, want not_json with loom's stderr", f)
+	}
+	if audits[0]["failure"] != nil {
+		t.Errorf("audit 0: a call that succeeded has a failure: %v", audits[0]["failure"])
+	}
+	if !strings.Contains(metrics, `loom_gateway_call_failures_total{reason="not_json",tool="loom_search"} 1`) {
+		t.Errorf("/metrics lacks the failure's reason")
+	}
+	logs := withoutStderrTails(t, g.output.String())
 	for _, m := range append(markers, r.Token, g.HostToken, "Traceback", "ADMITTED-ROW-TEXT", atomHealth) {
 		if strings.Contains(logs, m) {
 			t.Errorf("the gateway's log holds %q", m)
@@ -144,4 +158,26 @@ func TestObservability(t *testing.T) {
 			t.Errorf("/metrics holds %q", m)
 		}
 	}
+}
+
+// withoutStderrTails is a JSON log less the stderrTail of each audit
+// record's failure: what must hold no host text.
+func withoutStderrTails(t *testing.T, logs string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.Split(logs, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "audit" {
+			if f, ok := rec["failure"].(map[string]any); ok {
+				delete(f, "stderrTail")
+				out, err := json.Marshal(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				line = string(out)
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }

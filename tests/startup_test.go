@@ -128,8 +128,11 @@ func TestStartupRefusals(t *testing.T) {
 	}
 }
 
-// TestStartupWarnings: a gateway that starts but cannot serve a tool call
-// says so in its log at startup, at warn level, naming what to fix.
+// TestStartupWarnings: a gateway that starts but cannot serve a tool call,
+// or whose read ceiling cannot do what it seems to (none at all, an atom
+// no row label is likely to use), says so in its log at startup, at warn
+// level, naming what to fix; one with a ceiling of the labels' form says
+// nothing.
 func TestStartupWarnings(t *testing.T) {
 	t.Parallel()
 	notExec := filepath.Join(newScenarioDir(t), "loom")
@@ -143,6 +146,13 @@ func TestStartupWarnings(t *testing.T) {
 		{"cliPath missing", gwOptions{Config: map[string]any{"cliPath": "/nonexistent/loom"}}, []string{"level=WARN", "cliPath does not exist", "cliPath=/nonexistent/loom", "/readyz answers 503"}},
 		{"cliPath not executable", gwOptions{Config: map[string]any{"cliPath": notExec}}, []string{"level=WARN", "is not executable (mode 0600)", "cliPath=" + notExec}},
 		{"cliPath a directory", gwOptions{Config: map[string]any{"cliPath": "/tmp"}}, []string{"level=WARN", "cliPath is a directory"}},
+		{"no ceiling", gwOptions{}, []string{"level=WARN", "no read ceiling can apply to a run created without maxConfidentiality", "--max-confidentiality"}},
+		{"ceiling atom a bare word", gwOptions{Flags: []string{"--max-confidentiality", `["work"]`}},
+			[]string{"level=WARN", "a ceiling atom of --max-confidentiality is not a URI (such as https://loom.example/facet/work) nor a typed object", "atom=work"}},
+		{"ceiling atom of an unlisted facet", gwOptions{Config: map[string]any{"facets": []string{"work"}}, Flags: []string{"--max-confidentiality", `[{"anyOf":["https://loom.example/facet/work","https://loom.example/facet/home"]}]`}},
+			[]string{"level=WARN", "a ceiling atom of --max-confidentiality is a facet the host config's facets do not list", "facet/home"}},
+		{"record atom a bare word", gwOptions{Config: map[string]any{"facets": []string{"work"}, "readCeilingFile": writeRecord(t, `{"loomReadCeiling":["personal"],"facets":["work"],"facetSource":"test"}`)}, Flags: []string{"--max-confidentiality", `["work"]`}},
+			[]string{"level=WARN", "a ceiling atom of the read-ceiling record is not a URI", "atom=personal"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,13 +168,21 @@ func TestStartupWarnings(t *testing.T) {
 	}
 	t.Run("configured", func(t *testing.T) {
 		t.Parallel()
-		g := startGateway(t, gwOptions{})
+		g := startGateway(t, gwOptions{Flags: []string{"--max-confidentiality", `["` + atomWork + `"]`}})
 		out := waitOutput(t, g, "gateway listening")
 		time.Sleep(200 * time.Millisecond)
 		if out = g.output.String(); strings.Contains(out, "level=WARN") {
 			t.Errorf("a gateway with a working host config warns at startup:\n%s", out)
 		}
 	})
+}
+
+// writeRecord writes a read-ceiling record and returns its path.
+func writeRecord(t *testing.T, record string) string {
+	t.Helper()
+	path := filepath.Join(newScenarioDir(t), "ceiling.json")
+	writeFile(t, path, []byte(record))
+	return path
 }
 
 // waitOutput waits (5 s at most) until the gateway's output holds s and

@@ -35,6 +35,63 @@ func (e CallEntryStatus) Valid() bool {
 	}
 }
 
+// Defines values for CallFailureReason.
+const (
+	CallFailureReasonCancelled             CallFailureReason = "cancelled"
+	CallFailureReasonExitStatus            CallFailureReason = "exit_status"
+	CallFailureReasonNoExitStatus          CallFailureReason = "no_exit_status"
+	CallFailureReasonNotJson               CallFailureReason = "not_json"
+	CallFailureReasonPayloadBound          CallFailureReason = "payload_bound"
+	CallFailureReasonSchemaVersion         CallFailureReason = "schema_version"
+	CallFailureReasonShape                 CallFailureReason = "shape"
+	CallFailureReasonSignal                CallFailureReason = "signal"
+	CallFailureReasonStageDeadline         CallFailureReason = "stage_deadline"
+	CallFailureReasonStartExecFormat       CallFailureReason = "start_exec_format"
+	CallFailureReasonStartNotFound         CallFailureReason = "start_not_found"
+	CallFailureReasonStartOther            CallFailureReason = "start_other"
+	CallFailureReasonStartPermissionDenied CallFailureReason = "start_permission_denied"
+	CallFailureReasonStdoutLimit           CallFailureReason = "stdout_limit"
+	CallFailureReasonTimeout               CallFailureReason = "timeout"
+)
+
+// Valid indicates whether the value is a known member of the CallFailureReason enum.
+func (e CallFailureReason) Valid() bool {
+	switch e {
+	case CallFailureReasonCancelled:
+		return true
+	case CallFailureReasonExitStatus:
+		return true
+	case CallFailureReasonNoExitStatus:
+		return true
+	case CallFailureReasonNotJson:
+		return true
+	case CallFailureReasonPayloadBound:
+		return true
+	case CallFailureReasonSchemaVersion:
+		return true
+	case CallFailureReasonShape:
+		return true
+	case CallFailureReasonSignal:
+		return true
+	case CallFailureReasonStageDeadline:
+		return true
+	case CallFailureReasonStartExecFormat:
+		return true
+	case CallFailureReasonStartNotFound:
+		return true
+	case CallFailureReasonStartOther:
+		return true
+	case CallFailureReasonStartPermissionDenied:
+		return true
+	case CallFailureReasonStdoutLimit:
+		return true
+	case CallFailureReasonTimeout:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CallRecordCfcVersion.
 const (
 	N1 CallRecordCfcVersion = 1
@@ -193,70 +250,70 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for InputFaultReason.
 const (
-	ConflictingFields InputFaultReason = "conflicting_fields"
-	ControlCharacter  InputFaultReason = "control_character"
-	DuplicateKey      InputFaultReason = "duplicate_key"
-	EmptyBody         InputFaultReason = "empty_body"
-	InvalidUtf8       InputFaultReason = "invalid_utf8"
-	LeadingDash       InputFaultReason = "leading_dash"
-	NotADate          InputFaultReason = "not_a_date"
-	NotALookup        InputFaultReason = "not_a_lookup"
-	NotInChoices      InputFaultReason = "not_in_choices"
-	NotJson           InputFaultReason = "not_json"
-	NullNotAllowed    InputFaultReason = "null_not_allowed"
-	OneOfRequired     InputFaultReason = "one_of_required"
-	OutOfRange        InputFaultReason = "out_of_range"
-	PatternMismatch   InputFaultReason = "pattern_mismatch"
-	Required          InputFaultReason = "required"
-	TooDeep           InputFaultReason = "too_deep"
-	TooLong           InputFaultReason = "too_long"
-	TooShort          InputFaultReason = "too_short"
-	UnknownField      InputFaultReason = "unknown_field"
-	WrongType         InputFaultReason = "wrong_type"
+	InputFaultReasonConflictingFields InputFaultReason = "conflicting_fields"
+	InputFaultReasonControlCharacter  InputFaultReason = "control_character"
+	InputFaultReasonDuplicateKey      InputFaultReason = "duplicate_key"
+	InputFaultReasonEmptyBody         InputFaultReason = "empty_body"
+	InputFaultReasonInvalidUtf8       InputFaultReason = "invalid_utf8"
+	InputFaultReasonLeadingDash       InputFaultReason = "leading_dash"
+	InputFaultReasonNotADate          InputFaultReason = "not_a_date"
+	InputFaultReasonNotALookup        InputFaultReason = "not_a_lookup"
+	InputFaultReasonNotInChoices      InputFaultReason = "not_in_choices"
+	InputFaultReasonNotJson           InputFaultReason = "not_json"
+	InputFaultReasonNullNotAllowed    InputFaultReason = "null_not_allowed"
+	InputFaultReasonOneOfRequired     InputFaultReason = "one_of_required"
+	InputFaultReasonOutOfRange        InputFaultReason = "out_of_range"
+	InputFaultReasonPatternMismatch   InputFaultReason = "pattern_mismatch"
+	InputFaultReasonRequired          InputFaultReason = "required"
+	InputFaultReasonTooDeep           InputFaultReason = "too_deep"
+	InputFaultReasonTooLong           InputFaultReason = "too_long"
+	InputFaultReasonTooShort          InputFaultReason = "too_short"
+	InputFaultReasonUnknownField      InputFaultReason = "unknown_field"
+	InputFaultReasonWrongType         InputFaultReason = "wrong_type"
 )
 
 // Valid indicates whether the value is a known member of the InputFaultReason enum.
 func (e InputFaultReason) Valid() bool {
 	switch e {
-	case ConflictingFields:
+	case InputFaultReasonConflictingFields:
 		return true
-	case ControlCharacter:
+	case InputFaultReasonControlCharacter:
 		return true
-	case DuplicateKey:
+	case InputFaultReasonDuplicateKey:
 		return true
-	case EmptyBody:
+	case InputFaultReasonEmptyBody:
 		return true
-	case InvalidUtf8:
+	case InputFaultReasonInvalidUtf8:
 		return true
-	case LeadingDash:
+	case InputFaultReasonLeadingDash:
 		return true
-	case NotADate:
+	case InputFaultReasonNotADate:
 		return true
-	case NotALookup:
+	case InputFaultReasonNotALookup:
 		return true
-	case NotInChoices:
+	case InputFaultReasonNotInChoices:
 		return true
-	case NotJson:
+	case InputFaultReasonNotJson:
 		return true
-	case NullNotAllowed:
+	case InputFaultReasonNullNotAllowed:
 		return true
-	case OneOfRequired:
+	case InputFaultReasonOneOfRequired:
 		return true
-	case OutOfRange:
+	case InputFaultReasonOutOfRange:
 		return true
-	case PatternMismatch:
+	case InputFaultReasonPatternMismatch:
 		return true
-	case Required:
+	case InputFaultReasonRequired:
 		return true
-	case TooDeep:
+	case InputFaultReasonTooDeep:
 		return true
-	case TooLong:
+	case InputFaultReasonTooLong:
 		return true
-	case TooShort:
+	case InputFaultReasonTooShort:
 		return true
-	case UnknownField:
+	case InputFaultReasonUnknownField:
 		return true
-	case WrongType:
+	case InputFaultReasonWrongType:
 		return true
 	default:
 		return false
@@ -310,106 +367,106 @@ func (e PeopleInputShape) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	Busy                  ProblemCode = "busy"
-	CallLimitReached      ProblemCode = "call_limit_reached"
-	Cancelled             ProblemCode = "cancelled"
-	CeilingUnavailable    ProblemCode = "ceiling_unavailable"
-	CommandFailed         ProblemCode = "command_failed"
-	Contested             ProblemCode = "contested"
-	HandleLimitReached    ProblemCode = "handle_limit_reached"
-	HostNotAllowed        ProblemCode = "host_not_allowed"
-	HostRefused           ProblemCode = "host_refused"
-	InternalError         ProblemCode = "internal_error"
-	InvalidInput          ProblemCode = "invalid_input"
-	LabelLimitReached     ProblemCode = "label_limit_reached"
-	MalformedPayload      ProblemCode = "malformed_payload"
-	MethodNotAllowed      ProblemCode = "method_not_allowed"
-	NotConfigured         ProblemCode = "not_configured"
-	NotFound              ProblemCode = "not_found"
-	OriginNotAllowed      ProblemCode = "origin_not_allowed"
-	RateLimited           ProblemCode = "rate_limited"
-	RequestTimeout        ProblemCode = "request_timeout"
-	RequestTooLarge       ProblemCode = "request_too_large"
-	ResultExists          ProblemCode = "result_exists"
-	ResultNotFound        ProblemCode = "result_not_found"
-	RouteNotFound         ProblemCode = "route_not_found"
-	RunEnded              ProblemCode = "run_ended"
-	RunExists             ProblemCode = "run_exists"
-	RunLimitReached       ProblemCode = "run_limit_reached"
-	RunNotFound           ProblemCode = "run_not_found"
-	SchemaVersionMismatch ProblemCode = "schema_version_mismatch"
-	StoreUnavailable      ProblemCode = "store_unavailable"
-	Unauthorized          ProblemCode = "unauthorized"
-	UnheldHandle          ProblemCode = "unheld_handle"
-	UnsupportedMediaType  ProblemCode = "unsupported_media_type"
+	ProblemCodeBusy                  ProblemCode = "busy"
+	ProblemCodeCallLimitReached      ProblemCode = "call_limit_reached"
+	ProblemCodeCancelled             ProblemCode = "cancelled"
+	ProblemCodeCeilingUnavailable    ProblemCode = "ceiling_unavailable"
+	ProblemCodeCommandFailed         ProblemCode = "command_failed"
+	ProblemCodeContested             ProblemCode = "contested"
+	ProblemCodeHandleLimitReached    ProblemCode = "handle_limit_reached"
+	ProblemCodeHostNotAllowed        ProblemCode = "host_not_allowed"
+	ProblemCodeHostRefused           ProblemCode = "host_refused"
+	ProblemCodeInternalError         ProblemCode = "internal_error"
+	ProblemCodeInvalidInput          ProblemCode = "invalid_input"
+	ProblemCodeLabelLimitReached     ProblemCode = "label_limit_reached"
+	ProblemCodeMalformedPayload      ProblemCode = "malformed_payload"
+	ProblemCodeMethodNotAllowed      ProblemCode = "method_not_allowed"
+	ProblemCodeNotConfigured         ProblemCode = "not_configured"
+	ProblemCodeNotFound              ProblemCode = "not_found"
+	ProblemCodeOriginNotAllowed      ProblemCode = "origin_not_allowed"
+	ProblemCodeRateLimited           ProblemCode = "rate_limited"
+	ProblemCodeRequestTimeout        ProblemCode = "request_timeout"
+	ProblemCodeRequestTooLarge       ProblemCode = "request_too_large"
+	ProblemCodeResultExists          ProblemCode = "result_exists"
+	ProblemCodeResultNotFound        ProblemCode = "result_not_found"
+	ProblemCodeRouteNotFound         ProblemCode = "route_not_found"
+	ProblemCodeRunEnded              ProblemCode = "run_ended"
+	ProblemCodeRunExists             ProblemCode = "run_exists"
+	ProblemCodeRunLimitReached       ProblemCode = "run_limit_reached"
+	ProblemCodeRunNotFound           ProblemCode = "run_not_found"
+	ProblemCodeSchemaVersionMismatch ProblemCode = "schema_version_mismatch"
+	ProblemCodeStoreUnavailable      ProblemCode = "store_unavailable"
+	ProblemCodeUnauthorized          ProblemCode = "unauthorized"
+	ProblemCodeUnheldHandle          ProblemCode = "unheld_handle"
+	ProblemCodeUnsupportedMediaType  ProblemCode = "unsupported_media_type"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
-	case Busy:
+	case ProblemCodeBusy:
 		return true
-	case CallLimitReached:
+	case ProblemCodeCallLimitReached:
 		return true
-	case Cancelled:
+	case ProblemCodeCancelled:
 		return true
-	case CeilingUnavailable:
+	case ProblemCodeCeilingUnavailable:
 		return true
-	case CommandFailed:
+	case ProblemCodeCommandFailed:
 		return true
-	case Contested:
+	case ProblemCodeContested:
 		return true
-	case HandleLimitReached:
+	case ProblemCodeHandleLimitReached:
 		return true
-	case HostNotAllowed:
+	case ProblemCodeHostNotAllowed:
 		return true
-	case HostRefused:
+	case ProblemCodeHostRefused:
 		return true
-	case InternalError:
+	case ProblemCodeInternalError:
 		return true
-	case InvalidInput:
+	case ProblemCodeInvalidInput:
 		return true
-	case LabelLimitReached:
+	case ProblemCodeLabelLimitReached:
 		return true
-	case MalformedPayload:
+	case ProblemCodeMalformedPayload:
 		return true
-	case MethodNotAllowed:
+	case ProblemCodeMethodNotAllowed:
 		return true
-	case NotConfigured:
+	case ProblemCodeNotConfigured:
 		return true
-	case NotFound:
+	case ProblemCodeNotFound:
 		return true
-	case OriginNotAllowed:
+	case ProblemCodeOriginNotAllowed:
 		return true
-	case RateLimited:
+	case ProblemCodeRateLimited:
 		return true
-	case RequestTimeout:
+	case ProblemCodeRequestTimeout:
 		return true
-	case RequestTooLarge:
+	case ProblemCodeRequestTooLarge:
 		return true
-	case ResultExists:
+	case ProblemCodeResultExists:
 		return true
-	case ResultNotFound:
+	case ProblemCodeResultNotFound:
 		return true
-	case RouteNotFound:
+	case ProblemCodeRouteNotFound:
 		return true
-	case RunEnded:
+	case ProblemCodeRunEnded:
 		return true
-	case RunExists:
+	case ProblemCodeRunExists:
 		return true
-	case RunLimitReached:
+	case ProblemCodeRunLimitReached:
 		return true
-	case RunNotFound:
+	case ProblemCodeRunNotFound:
 		return true
-	case SchemaVersionMismatch:
+	case ProblemCodeSchemaVersionMismatch:
 		return true
-	case StoreUnavailable:
+	case ProblemCodeStoreUnavailable:
 		return true
-	case Unauthorized:
+	case ProblemCodeUnauthorized:
 		return true
-	case UnheldHandle:
+	case ProblemCodeUnheldHandle:
 		return true
-	case UnsupportedMediaType:
+	case ProblemCodeUnsupportedMediaType:
 		return true
 	default:
 		return false
@@ -646,6 +703,24 @@ type CallEntry struct {
 // CallEntryStatus defines model for CallEntry.Status.
 type CallEntryStatus string
 
+// CallFailure Why a call failed, for the host only: present when it ended command_failed, malformed_payload, schema_version_mismatch or cancelled. No answer to an agent carries any of it (docs/operators.md, "Why a call failed").
+type CallFailure struct {
+	// Argv The argv loom was given, argv[0] the configured cliPath; absent when the call failed before one was built.
+	Argv *[]string `json:"argv,omitempty"`
+
+	// Detail What the gateway saw, in its own words: the errno's text, the exit status, the signal, the byte where stdout stops being JSON, the shape rule broken ("hits is not an array"), the schemaVersion stated (a number, else its JSON kind). Never text loom wrote.
+	Detail *string `json:"detail,omitempty"`
+
+	// Reason One of a closed set, also the `reason` label of `loom_gateway_call_failures_total`.
+	Reason CallFailureReason `json:"reason"`
+
+	// StderrTail The end of what loom wrote to stderr, at most 2,048 bytes after a leading "…" when it wrote more; invalid UTF-8, control characters but newline and tab, and bidirectional overrides each replaced with U+FFFD. Absent when loom wrote nothing.
+	StderrTail *string `json:"stderrTail,omitempty"`
+}
+
+// CallFailureReason One of a closed set, also the `reason` label of `loom_gateway_call_failures_total`.
+type CallFailureReason string
+
 // CallList defines model for CallList.
 type CallList struct {
 	Calls []CallRecord `json:"calls"`
@@ -670,6 +745,9 @@ type CallRecord struct {
 	// Entries Each entry's status, reason code, disclosed label and handle; never the value.
 	Entries  *[]CallEntry `json:"entries,omitempty"`
 	ExitCode *int         `json:"exitCode,omitempty"`
+
+	// Failure Why a call failed, for the host only: present when it ended command_failed, malformed_payload, schema_version_mismatch or cancelled. No answer to an agent carries any of it (docs/operators.md, "Why a call failed").
+	Failure *CallFailure `json:"failure,omitempty"`
 
 	// HostCode loom's own code of a host_refused answer, passed on only when it is a short code (1 to 64 letters, digits or "_.:-"); any other code is dropped.
 	HostCode *string `json:"hostCode,omitempty"`

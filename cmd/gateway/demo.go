@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,15 +82,26 @@ func setUpDemo(o *options) (*demoSetup, error) {
 
 func (s *demoSetup) cleanup() { _ = os.RemoveAll(s.dir) }
 
-// start creates the demo run through the host API and prints the lines to
-// try it.
-func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr string, w io.Writer) error {
-	hostURL := "http://" + hostAddr
+// start creates the demo run through the host API, at hostAddr (a TCP
+// address or a unix socket), and prints the lines to try it.
+func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr string, hostAddr net.Addr, w io.Writer) error {
+	hostURL, client, socket := "http://"+hostAddr.String(), http.DefaultClient, ""
+	if hostAddr.Network() == "unix" {
+		// The host's own requests, and the lines printed, go through the
+		// socket: curl's --unix-socket, a Host of localhost.
+		socket = hostAddr.String()
+		hostURL = "http://localhost"
+		client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dialer net.Dialer
+			return dialer.DialContext(ctx, "unix", socket)
+		}}}
+		defer client.CloseIdleConnections()
+	}
 	body := `{"runId":"demo","maxConfidentiality":` + demoCeiling + `,"ttlSeconds":86400}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostURL+"/host/v1/runs", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+d.HostToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("demo: create run: %w", err)
 	}
@@ -122,6 +134,9 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 	if s.host != "" {
 		fmt.Fprintf(&out, "The agent listener answers the Host %s only (--allowed-hosts): the agent lines below send it, and the README's need -H 'Host: %s' too.\n\n", s.host, s.host)
 	}
+	if socket != "" {
+		fmt.Fprintf(&out, "The host listener is the unix socket %s (--host-listen): the host lines below reach it with curl --unix-socket, and the README's host lines need --unix-socket %s too.\n\n", socket, shellWord(socket))
+	}
 	fmt.Fprintf(&out, "For the README's lines, in another shell:\n")
 	fmt.Fprintf(&out, "  export AGENT_URL=http://%s HOST_URL=%s TOKEN=%s HOST_TOKEN=%s\n\n", agentAddr, hostURL, created.Token, d.HostToken)
 	fmt.Fprintf(&out, "Agent API (run token):\n")
@@ -149,10 +164,17 @@ func (s *demoSetup) start(ctx context.Context, d *deps, agentAddr, hostAddr stri
 	}
 	fmt.Fprintf(&out, "\nHost API (host token):\n")
 	hostAuth := `-H "Authorization: Bearer ` + d.HostToken + `"`
+	if socket != "" {
+		hostAuth = "--unix-socket " + shellWord(socket) + " " + hostAuth
+	}
 	for _, p := range []string{"calls", "handles", "result"} {
 		fmt.Fprintf(&out, "  curl -s %s %s/host/v1/runs/%s/%s\n", hostAuth, hostURL, created.RunID, p)
 	}
-	fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n", hostURL, d.HostToken)
+	if socket != "" {
+		fmt.Fprintf(&out, "\nConsole: a browser cannot open the unix socket %s; forward it (ssh -L 8081:%s HOST, then http://localhost:8081/console/) or start with --host-listen 127.0.0.1:8081\nHost token (the console asks for it): %s\n", socket, socket, d.HostToken)
+	} else {
+		fmt.Fprintf(&out, "\nConsole: %s/console/\nHost token (the console asks for it): %s\n", hostURL, d.HostToken)
+	}
 	fmt.Fprintf(&out, "Run token of %q (the console's \"Try a tool\" asks for it): %s\n", created.RunID, created.Token)
 	if s.quietLog {
 		fmt.Fprintf(&out, "Logs: warnings and errors only (--log-level info shows every request)\n")
@@ -195,4 +217,15 @@ func demoHandle(ctx context.Context, agentURL, token, host string) (string, erro
 		}
 	}
 	return "", fmt.Errorf("demo: first search admitted nothing")
+}
+
+// shellWord is s as one POSIX shell word: as is when it is plain, else
+// in single quotes.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:,@%=", c)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

@@ -255,7 +255,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	warnMisconfigured(log, o, d)
 
 	if demo != nil {
-		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr().String(), stdout); err != nil {
+		if err := demo.start(ctx, d, agentLn.Addr().String(), hostLn.Addr(), stdout); err != nil {
 			return err
 		}
 	}

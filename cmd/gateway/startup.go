@@ -1,21 +1,28 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/loom"
 )
 
 // warnMisconfigured logs, at warn level, each setting the gateway starts
 // with but that leaves it unable to serve a tool call: no host config (the
 // eight tools answer not_configured), or a cliPath that is missing, not a
-// regular file or not executable (/readyz answers 503 until it is). Neither
+// regular file or not executable (/readyz answers 503 until it is); and
+// the read ceilings that cannot do what they seem to (warnCeilings). None
 // stops startup: the gateway serves its other routes, and a loom installed
 // later is found at the next call.
 func warnMisconfigured(log *slog.Logger, o *options, d *deps) {
@@ -26,6 +33,102 @@ func warnMisconfigured(log *slog.Logger, o *options, d *deps) {
 	if problem := cliPathProblem(d.LoomPath); problem != "" {
 		log.Warn("the host config's cliPath "+problem+": every tool call fails and /readyz answers 503 until it is fixed", "cliPath", d.LoomPath, "config", o.configPath)
 	}
+	warnCeilings(log, o, d)
+}
+
+// warnCeilings logs, at warn level, a read ceiling that cannot do what it
+// seems to: none at all (no --max-confidentiality, no readCeilingFile in
+// the host config: a run created without maxConfidentiality reads every
+// row loom returns), or an atom of --max-confidentiality or of the
+// read-ceiling record that no row label is likely to use (unknownAtoms).
+// The demo, whose own run has a ceiling, is spared the first.
+func warnCeilings(log *slog.Logger, o *options, d *deps) {
+	if d.Loom == nil {
+		return
+	}
+	if !d.MaxConfidentiality.Defined() && d.Loom.ReadCeilingFile == "" && !o.demo {
+		log.Warn("no read ceiling can apply to a run created without maxConfidentiality: it reads every row loom returns; set --max-confidentiality (a process-wide ceiling every run's is met with), or readCeilingFile in the host config, or give every run a maxConfidentiality")
+	}
+	for _, a := range unknownAtoms(d.MaxConfidentiality.Clauses(), d.Loom.Facets) {
+		log.Warn("a ceiling atom of --max-confidentiality is "+a.why+": a row labeled with other atoms is withheld under it", "atom", a.atom)
+	}
+	if d.Loom.ReadCeilingFile == "" {
+		return
+	}
+	record, err := loom.ReadCeiling(d.Loom)
+	if err != nil {
+		log.Warn("the read-ceiling record cannot be used: every tool call answers ceiling_unavailable until it is fixed", "readCeilingFile", d.Loom.ReadCeilingFile, "reason", err.Error())
+		return
+	}
+	for _, a := range unknownAtoms(record.Clauses(), d.Loom.Facets) {
+		log.Warn("a ceiling atom of the read-ceiling record is "+a.why+": a row labeled with other atoms is withheld under it", "atom", a.atom, "readCeilingFile", d.Loom.ReadCeilingFile)
+	}
+}
+
+// unknownAtom is an atom of a ceiling that no row label is likely to use,
+// and why.
+type unknownAtom struct{ atom, why string }
+
+// unknownAtoms returns the atoms of clauses (a clause's own atom, or each
+// of its anyOf) that neither a known atom form nor a configured facet
+// uses. What the gateway can know at startup is the atoms' form and the
+// host config's facets, not the labels loom will print; so an atom is
+// taken as used when it is
+//
+//   - an object with a string type (a typed atom: its fields are loom's);
+//   - a string that is a configured facet id;
+//   - a string that is an absolute URI (scheme and host, as
+//     https://loom.example/facet/work), unless its path names a facet
+//     (".../facet/ID") and the host config lists facets without ID.
+//
+// Anything else, a bare word such as "work" with no facet of that name,
+// a relative path, an object without a string type, is returned.
+func unknownAtoms(clauses ifc.Confidentiality, facets []string) []unknownAtom {
+	var out []unknownAtom
+	check := func(raw json.RawMessage) {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return
+		}
+		switch a := v.(type) {
+		case map[string]any:
+			if _, ok := a["type"].(string); !ok {
+				out = append(out, unknownAtom{string(raw), "an object without a string type (an atom is a URI or a typed object)"})
+			}
+		case string:
+			if slices.Contains(facets, a) {
+				return
+			}
+			u, err := url.Parse(a)
+			if err != nil || u.Scheme == "" || u.Host == "" {
+				why := "not a URI (such as https://loom.example/facet/work) nor a typed object"
+				if facets != nil {
+					why += ", nor one of the host config's facets"
+				}
+				out = append(out, unknownAtom{a, why})
+				return
+			}
+			if _, id, ok := strings.Cut(u.Path, "/facet/"); ok && facets != nil && !slices.Contains(facets, strings.Trim(id, "/")) {
+				out = append(out, unknownAtom{a, "a facet the host config's facets do not list"})
+			}
+		default:
+			out = append(out, unknownAtom{string(raw), "neither a string nor an object"})
+		}
+	}
+	for _, c := range clauses {
+		var alts struct {
+			AnyOf []json.RawMessage `json:"anyOf"`
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(c, &members) == nil && len(members) == 1 && json.Unmarshal(c, &alts) == nil && alts.AnyOf != nil {
+			for _, a := range alts.AnyOf {
+				check(a)
+			}
+			continue
+		}
+		check(json.RawMessage(c))
+	}
+	return out
 }
 
 // cliPathProblem says what keeps path from being run as loom, "" when

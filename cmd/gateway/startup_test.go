@@ -6,10 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/ifc"
 )
 
 func TestCliPathProblem(t *testing.T) {
@@ -206,5 +209,42 @@ func TestPortHint(t *testing.T) {
 	}
 	if got := portHint(errors.New("other")); got != "" {
 		t.Errorf("another error: hint %q, want none", got)
+	}
+}
+
+// TestUnknownAtoms: the ceiling atoms startup warns of are those neither a
+// known atom form nor a configured facet uses.
+func TestUnknownAtoms(t *testing.T) {
+	t.Parallel()
+	const work, home = "https://loom.example/facet/work", "https://loom.example/facet/home"
+	tests := []struct {
+		ceiling string
+		facets  []string
+		want    []string // the atoms warned of
+	}{
+		{`["` + work + `"]`, nil, nil},
+		{`["` + work + `"]`, []string{"work"}, nil},
+		{`["` + home + `"]`, []string{"work"}, []string{home}},
+		{`[{"anyOf":["` + work + `","` + home + `"]}]`, []string{"work"}, []string{home}},
+		{`["https://loom.example/people/ada"]`, []string{"work"}, nil},
+		{`["work"]`, nil, []string{"work"}},
+		{`["work"]`, []string{"work"}, nil},
+		{`["facet/work","urn:x"]`, nil, []string{"facet/work", "urn:x"}},
+		{`[{"type":"person","id":"ada"}]`, nil, nil},
+		{`[{"anyOf":["work",{"type":"t"}]}]`, nil, []string{"work"}},
+		{`[]`, nil, nil},
+	}
+	for _, tt := range tests {
+		conf, err := ifc.ParseCeiling([]byte(tt.ceiling))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.ceiling, err)
+		}
+		var got []string
+		for _, a := range unknownAtoms(conf, tt.facets) {
+			got = append(got, a.atom)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("unknownAtoms(%s, %v) = %q, want %q", tt.ceiling, tt.facets, got, tt.want)
+		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // audit writes the "audit" log record of one tool call and counts it. It
-// carries counts and codes only: no row, label, argument value, stderr or
-// argv.
+// carries counts and codes, and for a failed call its failure without
+// argv: no row, label or argument value.
 func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.Call(c.tool, rec, c.loomTime)
@@ -53,6 +53,9 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	}
 	if rec.TraceID != "" {
 		attrs = append(attrs, slog.String("traceId", rec.TraceID))
+	}
+	if f := rec.Failure; f != nil {
+		attrs = append(attrs, failureAttr(f))
 	}
 	traceOutcome(ctx, c, rec)
 	telemetry.LogAttrs(ctx, s.log, slog.LevelInfo, "audit", attrs...)
@@ -102,4 +105,18 @@ func plainName(s string) bool {
 		}
 	}
 	return true
+}
+
+// failureAttr is the failure of an audit record: its reason, detail and
+// stderr tail, never argv (an argument value would be in it).
+func failureAttr(f *store.Failure) slog.Attr {
+	attrs := make([]any, 1, 3)
+	attrs[0] = slog.String("reason", f.Reason)
+	if f.Detail != "" {
+		attrs = append(attrs, slog.String("detail", f.Detail))
+	}
+	if f.StderrTail != "" {
+		attrs = append(attrs, slog.String("stderrTail", f.StderrTail))
+	}
+	return slog.Group("failure", attrs...)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/telemetry"
 )
@@ -28,6 +29,12 @@ type call struct {
 	// released is set once the store has no in-flight mark of the call
 	// left (run.Marked): a Finish gave it back, or the run is gone.
 	released bool
+	// argv is what loom was given, out what it left (its exit, stderr
+	// tail and stdout as read) and exited that it ran to an exit: what
+	// a failure of the call is read from (failureOf).
+	argv   []string
+	out    loom.Output
+	exited bool
 }
 
 // Call runs one of the eight tools for run (as Authenticate opened it)
@@ -88,6 +95,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	if err != nil {
 		return nil, s.fail(ctx, c, err)
 	}
+	c.argv = inv.Argv
 	// The query label is the model-context label at invocation, as
 	// Begin read it.
 	fresh := c.run
@@ -106,6 +114,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 	lctx = loom.WithMeasuring(lctx, loom.Measuring{Ceiling: ceiling, Unlabeled: unlabeled})
 	env := loom.WithTraceparent(s.cfg.Env, telemetry.Traceparent(lctx))
 	out, err := s.cfg.Runner.RunTool(lctx, tool, inv.Argv, env)
+	c.out, c.exited = out, err == nil
 	endLoom(lspan, &out, err)
 	mspan := startMeasure(stage, tool)
 	defer mspan.End()
@@ -257,8 +266,48 @@ func (s *Service) fail(ctx context.Context, c *call, err error) error {
 		ExitCode:  c.exitCode,
 		Duration:  s.now().Sub(c.started),
 		StartedAt: c.started,
+		Failure:   s.failureOf(ctx, c, err, e.Code),
 	})
 	return e
+}
+
+// failureOf is why call c failed with err, classified as code, for the
+// host (the call record, the audit record, the failures metric): nil
+// but for command_failed, malformed_payload, schema_version_mismatch and
+// cancelled. The reason is loom's (loom.Explain) when loom's error or
+// verdict carries one; the gateway's own are cancelled and the command
+// timeout reached by the call's loom stage: timeout while loom ran,
+// stage_deadline once it had exited and its output was being read.
+func (s *Service) failureOf(ctx context.Context, c *call, err error, code problem.Code) *store.Failure {
+	switch code {
+	case problem.CommandFailed, problem.MalformedPayload, problem.SchemaVersionMismatch, problem.Cancelled:
+	default:
+		return nil
+	}
+	var f *loom.Failure
+	if _, ok := errors.AsType[*loom.Failure](err); ok || !errors.Is(err, loom.ErrTimeout) {
+		f = loom.Explain(loom.Tool(c.tool), err, c.out)
+	}
+	switch {
+	case f != nil:
+	case code == problem.Cancelled && deleted(ctx):
+		f = &loom.Failure{Reason: loom.ReasonCancelled, Detail: "the run was deleted"}
+	case code == problem.Cancelled && ctx.Err() != nil:
+		f = &loom.Failure{Reason: loom.ReasonCancelled, Detail: "the client went away"}
+	case code == problem.Cancelled:
+		f = &loom.Failure{Reason: loom.ReasonCancelled, Detail: "the run ended or the gateway stopped"}
+	case errors.Is(err, loom.ErrTimeout) && !c.exited: // the stage's deadline (stageEnded)
+		f = &loom.Failure{Reason: loom.ReasonTimeout}
+		if s.cfg.CommandTimeout > 0 {
+			f.Detail = loom.TimeoutDetail(s.cfg.CommandTimeout)
+		}
+	case errors.Is(err, loom.ErrTimeout):
+		f = &loom.Failure{Reason: loom.ReasonStageDeadline,
+			Detail: "loom had exited; reading its output passed the command timeout (" + s.cfg.CommandTimeout.String() + ")"}
+	default:
+		f = &loom.Failure{Reason: loom.ReasonNoExitStatus}
+	}
+	return &store.Failure{Reason: string(f.Reason), Detail: f.Detail, StderrTail: loom.StderrText(c.out), Argv: c.argv}
 }
 
 // record audits the call and appends it to the call log even when the

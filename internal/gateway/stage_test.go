@@ -104,6 +104,11 @@ func TestMeasurePastDeadline(t *testing.T) {
 		_, err := c.call(ctx, "r", tok, "loom_search", `{"query":"atlas"}`)
 		wantError(t, err, "command_failed", "r:loom_search:1")
 		noSlotLeft(t, slots)
+		// Loom had exited: the deadline passed while its output was read.
+		if f := c.callLog(t, "r")[0].Failure; f == nil || f.Reason != "stage_deadline" ||
+			f.Detail != "loom had exited; reading its output passed the command timeout (30ms)" {
+			t.Errorf("failure %+v, want stage_deadline", f)
+		}
 		// The slot is free again for the next call, which has time.
 		c.setBeforeMeasure(nil)
 		if _, err := c.call(ctx, "r", tok, "loom_search", `{"query":"atlas"}`); err != nil {
@@ -124,5 +129,10 @@ func TestMeasurePastDeadline(t *testing.T) {
 		_, err := c.call(ctx, "r", tok, "loom_search", `{"query":"atlas"}`)
 		wantError(t, err, "cancelled", "r:loom_search:1")
 		noSlotLeft(t, slots)
+		// The run's call log went with it: the audit record says why.
+		audits := c.logRecords(t, "audit")
+		if f, _ := audits[len(audits)-1]["failure"].(map[string]any); f["reason"] != "cancelled" || f["detail"] != "the run was deleted" {
+			t.Errorf("audit failure %v, want cancelled: the run was deleted", f)
+		}
 	})
 }

@@ -220,6 +220,18 @@ func callOut(c store.Call) host.CallRecord {
 	if c.TraceID != "" {
 		out.TraceId = &c.TraceID
 	}
+	if f := c.Failure; f != nil {
+		out.Failure = &host.CallFailure{Reason: host.CallFailureReason(f.Reason)}
+		if f.Detail != "" {
+			out.Failure.Detail = &f.Detail
+		}
+		if f.StderrTail != "" {
+			out.Failure.StderrTail = &f.StderrTail
+		}
+		if f.Argv != nil {
+			out.Failure.Argv = &f.Argv
+		}
+	}
 	if c.Entries != nil {
 		entries := make([]host.CallEntry, 0, len(c.Entries))
 		for _, e := range c.Entries {

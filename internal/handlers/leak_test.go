@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/loom-gateway/gateway/api"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
@@ -49,7 +53,8 @@ func TestNoHostTextInProblems(t *testing.T) {
 						t.Errorf("header %s contains %q", k, leak)
 					}
 				}
-				// The host's call log carries the code, not the text.
+				// The host's call log carries the code and the gateway's
+				// own words of why, not loom's text (no stderr here).
 				if calls := g.hostDo(http.MethodGet, "/host/v1/runs/r/calls", ""); strings.Contains(calls.Body.String(), leak) {
 					t.Errorf("call log contains %q: %s", leak, calls.Body)
 				}
@@ -111,5 +116,78 @@ func TestWithheldRowsDoNotLeak(t *testing.T) {
 	// Nothing above the ceiling reached the model-context label.
 	if got := compactJSON(t, g.summary(t, "r").ModelContextLabel); strings.Contains(got, health) {
 		t.Errorf("modelContextLabel %s holds a withheld row's label", got)
+	}
+}
+
+// TestStderrOnlyForTheHost: loom's stderr reaches the host's call log and
+// audit record (the failure's stderrTail) and nothing an agent reads,
+// for a loom that exits 2, one that prints no JSON and one that times
+// out. (tests/failure_test.go holds every reason over the binary, on
+// REST, MCP and the console's proxy.)
+func TestStderrOnlyForTheHost(t *testing.T) {
+	t.Parallel()
+	const marker = "STDERR-MARKER-/secret/path"
+	loud := func(stdout string, code int, err error) func(context.Context, []string, []string) (loomref.Output, error) {
+		return func(context.Context, []string, []string) (loomref.Output, error) {
+			return loomref.Output{Stdout: []byte(stdout), ExitCode: code, Stderr: []byte("warning: " + marker + "\n")}, err
+		}
+	}
+	tests := []struct {
+		name   string
+		run    func(context.Context, []string, []string) (loomref.Output, error)
+		reason string
+	}{
+		{"exit 2", loud(`{"hits":[]}`, 2, nil), "exit_status"},
+		{"not json", loud("Traceback "+marker, 0, nil), "not_json"},
+		{"timeout", loud("", -1, loom.ErrTimeout), "timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newTestGateway(t, gatewayOptions{RunFunc: tt.run})
+			_, tok := g.createRun(t, `{"runId":"r"}`)
+			rec := g.call("r", tok, "loom_search", `{"query":"atlas"}`)
+			wantProblem(t, rec, 502, "command_failed")
+			if strings.Contains(rec.Body.String(), "MARKER") || strings.Contains(fmt.Sprint(rec.Header()), "MARKER") {
+				t.Errorf("the agent's answer holds stderr: %s", rec.Body)
+			}
+			calls := g.calls(t, "r")
+			if len(calls) != 1 || calls[0].Failure == nil || string(calls[0].Failure.Reason) != tt.reason ||
+				calls[0].Failure.StderrTail == nil || *calls[0].Failure.StderrTail != "warning: "+marker+"\n" {
+				t.Fatalf("call log %+v, want the %s failure with loom's stderr", calls, tt.reason)
+			}
+			if f := calls[0].Failure; f.Detail != nil && strings.Contains(*f.Detail, "MARKER") {
+				t.Errorf("the failure's detail quotes loom: %q", *f.Detail)
+			}
+			audits := logRecords(t, g, "audit")
+			if len(audits) != 1 {
+				t.Fatalf("%d audit records, want 1", len(audits))
+			}
+			if f, _ := audits[0]["failure"].(map[string]any); f["stderrTail"] != "warning: "+marker+"\n" {
+				t.Errorf("audit failure %v, want loom's stderr", audits[0]["failure"])
+			}
+		})
+	}
+}
+
+// TestFailureReasonsInContract: the contract's failure reasons are
+// loom.Reasons, the closed set the gateway gives (and labels its metric
+// with), in the same order.
+func TestFailureReasonsInContract(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range doc.Components.Schemas["CallFailure"].Value.Properties["reason"].Value.Enum {
+		got = append(got, v.(string))
+	}
+	var want []string
+	for _, r := range loom.Reasons {
+		want = append(want, string(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the contract's failure reasons %v, want loom.Reasons %v", got, want)
 	}
 }

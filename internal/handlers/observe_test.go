@@ -172,17 +172,18 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 		exitCode *int
 		loomRan  bool
 		storeOp  string // a store failure counted under this op
+		reason   string // the failure's reason, "" for none
 	}{
 		{name: "ok", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, run: `{"runId":"r","maxConfidentiality":["` + work + `"]}`, tool: loom.Search, body: `{"query":"a"}`, exitCode: ptr(0), loomRan: true},
 		{name: "busy", opts: gatewayOptions{RunFunc: loomtest.Fail(loom.ErrBusy)}, tool: loom.Search, body: `{"query":"a"}`, code: "busy"},
-		{name: "cancelled", opts: gatewayOptions{RunFunc: loomtest.Fail(loom.ErrCancelled)}, tool: loom.Search, body: `{"query":"a"}`, code: "cancelled"},
-		{name: "timeout", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Fail(loom.ErrTimeout))}, tool: loom.PageRead, body: `{"target":"x"}`, code: "command_failed", loomRan: true},
-		{name: "exit 2", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply("", 2))}, tool: loom.Search, body: `{"query":"a"}`, code: "command_failed", exitCode: ptr(2), loomRan: true},
+		{name: "cancelled", opts: gatewayOptions{RunFunc: loomtest.Fail(loom.ErrCancelled)}, tool: loom.Search, body: `{"query":"a"}`, code: "cancelled", reason: "cancelled"},
+		{name: "timeout", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Fail(loom.ErrTimeout))}, tool: loom.PageRead, body: `{"target":"x"}`, code: "command_failed", loomRan: true, reason: "timeout"},
+		{name: "exit 2", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply("", 2))}, tool: loom.Search, body: `{"query":"a"}`, code: "command_failed", exitCode: ptr(2), loomRan: true, reason: "not_json"},
 		{name: "host refused", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"ok":false,"code":"rate_limited","message":"slow down"}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "host_refused", hostCode: "rate_limited", exitCode: ptr(0), loomRan: true},
 		{name: "not found", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, tool: loom.People, body: `{"query":"nobody@example.com"}`, code: "not_found", exitCode: ptr(1), loomRan: true},
 		{name: "contested", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Sample)}, tool: loom.People, body: `{"query":"team@example.com"}`, code: "contested", exitCode: ptr(3), loomRan: true},
-		{name: "schema version", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"schemaVersion":2,"hits":[]}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "schema_version_mismatch", exitCode: ptr(0), loomRan: true},
-		{name: "malformed payload", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"hits":{}}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "malformed_payload", exitCode: ptr(0), loomRan: true},
+		{name: "schema version", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"schemaVersion":2,"hits":[]}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "schema_version_mismatch", exitCode: ptr(0), loomRan: true, reason: "schema_version"},
+		{name: "malformed payload", opts: gatewayOptions{RunFunc: timed(loomTime, loomtest.Reply(`{"hits":{}}`, 0))}, tool: loom.Search, body: `{"query":"a"}`, code: "malformed_payload", exitCode: ptr(0), loomRan: true, reason: "shape"},
 		{name: "unclassified", opts: gatewayOptions{RunFunc: loomtest.Fail(errors.New("handlers test: unclassified"))}, tool: loom.Search, body: `{"query":"a"}`, code: "internal_error"},
 		{name: "not configured", run: `{"runId":"r","tools":["loom_profile"]}`, tool: loom.Search, body: `{"query":"a"}`, code: "not_configured"},
 		{name: "invalid input", tool: loom.Search, body: `{"query":"-x"}`, code: "invalid_input"},
@@ -241,6 +242,12 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 				}
 				wantKeys = append(wantKeys, "loomMs")
 			}
+			if tt.reason != "" {
+				wantKeys = append(wantKeys, "failure")
+				if f, _ := a["failure"].(map[string]any); f["reason"] != tt.reason {
+					t.Errorf("audit failure %v, want reason %s", a["failure"], tt.reason)
+				}
+			}
 			slices.Sort(wantKeys)
 			if diff := cmp.Diff(wantKeys, keys(a)); diff != "" {
 				t.Errorf("audit record keys (-want +got):\n%s\nrecord: %v", diff, a)
@@ -259,6 +266,20 @@ func TestAuditAndMetricsPerCode(t *testing.T) {
 			c := calls[0]
 			if a["admitted"] != float64(c.Admitted) || a["withheld"] != float64(c.Withheld) || a["omitted"] != float64(c.Omitted) || a["truncated"] != c.Truncated {
 				t.Errorf("audit counts %v/%v/%v/%v, call log %d/%d/%d/%v", a["admitted"], a["withheld"], a["omitted"], a["truncated"], c.Admitted, c.Withheld, c.Omitted, c.Truncated)
+			}
+
+			if tt.reason == "" && c.Failure != nil || tt.reason != "" && (c.Failure == nil || string(c.Failure.Reason) != tt.reason) {
+				t.Errorf("call log failure %+v, want reason %q", c.Failure, tt.reason)
+			}
+			wantFailures := 0.0
+			if tt.reason != "" {
+				wantFailures = 1
+				if got := testkit.MetricValue(t, reg, "loom_gateway_call_failures_total", "tool", string(tt.tool), "reason", tt.reason); got != 1 {
+					t.Errorf("call_failures_total{tool=%s,reason=%s} = %v, want 1", tt.tool, tt.reason, got)
+				}
+			}
+			if got := testkit.MetricSum(t, reg, "loom_gateway_call_failures_total"); got != wantFailures {
+				t.Errorf("call_failures_total over all labels = %v, want %v", got, wantFailures)
 			}
 
 			outcome := tt.code

@@ -258,7 +258,13 @@ type wireCall struct {
 	ExitCode   *int      `json:"exitCode"`
 	DurationMs int64     `json:"durationMs"`
 	StartedAt  time.Time `json:"startedAt"`
-	Entries    []struct {
+	Failure    *struct {
+		Reason     string   `json:"reason"`
+		Detail     *string  `json:"detail"`
+		StderrTail *string  `json:"stderrTail"`
+		Argv       []string `json:"argv"`
+	} `json:"failure"`
+	Entries []struct {
 		Status      string          `json:"status"`
 		ReasonCode  string          `json:"reasonCode"`
 		LabelSource string          `json:"labelSource"`

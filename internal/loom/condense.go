@@ -56,6 +56,11 @@ type Condensed struct {
 	Refused bool
 	// Read is how many bytes of stdout were read.
 	Read int64
+	// BadAt, when Payload is nil and not Refused, is the offset in stdout
+	// as decoded (UTF-8, a leading BOM dropped) where it stops being one
+	// JSON value; Empty, that stdout had no byte at all.
+	BadAt int64
+	Empty bool
 
 	// keep is the pooled memory Payload, Rows and RowBytes are in, as
 	// Condense took it (its generation then in gen); nil when none is
@@ -175,7 +180,7 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 	if c.refused {
 		return Condensed{Refused: true, Read: c.offset()}
 	}
-	out := Condensed{Payload: c.payload, More: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset()}
+	out := Condensed{Payload: c.payload, More: c.dropped, RowBytes: c.rowBytes, Facts: c.facts, Shaped: c.shaped, Read: c.offset(), BadAt: c.badAt, Empty: c.empty}
 	k := c.keep
 	if k == nil { // not one JSON value: nothing is held
 		return out
@@ -282,7 +287,11 @@ type condenser struct {
 	started bool // the BOM has been looked for
 	eof     bool
 
-	bad     bool // stdout is not one JSON value
+	bad bool // stdout is not one JSON value
+	// badAt is where stdout stops being one JSON value (its decoded
+	// offset), empty that it has no byte at all (when bad).
+	badAt   int64
+	empty   bool
 	refused bool // a bound of what the pass holds was passed
 
 	// The members read so far of the objects open, and the bytes of their
@@ -387,7 +396,8 @@ func (c *condenser) run() {
 	}
 	c.out = nil
 	if !ok || !c.atEnd() {
-		c.bad = true
+		c.bad, c.badAt = true, c.offset()
+		c.empty = c.badAt == 0 && c.atEnd()
 	}
 	c.drain()
 	c.judge.Release()
@@ -417,7 +427,7 @@ func (c *condenser) run() {
 		k.put()
 	}
 	if c.bad {
-		*c = condenser{}
+		*c = condenser{badAt: c.badAt, empty: c.empty}
 	}
 }
 

@@ -57,8 +57,10 @@
 //   - The environment is exactly what Env returns: PATH and the transport's
 //     routing variables. exec.Cmd.Env is never nil, so nothing of the
 //     gateway's own environment leaks into the command.
-//   - stdin and stderr are the null device: nothing is written to the
-//     command, and nothing it writes to stderr is read, kept or relayed.
+//   - stdin is the null device: nothing is written to the command. stderr
+//     is a pipe read as it comes, of which only the last MaxStderrTail
+//     bytes are kept (Output.Stderr), for the host's record of a failed
+//     call (StderrText); no error of this package carries it.
 //   - The command runs in a process group of its own, and with
 //     Options.Contain in a PID namespace of its own under an init (package
 //     nsinit) that leads the group. A timeout, a stdout over the cap, or

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -90,13 +91,20 @@ func New(opts Options) *CLI {
 
 // Output is what a command of a tool that ran to an exit left (RunTool):
 // what Condense learned of its stdout, read as it arrived, its exit code
-// (-1 when a signal ended it), and the time from start until it had exited
-// and its stdout had been read. Stderr is never kept, nor is stdout whole:
-// the reading of stdout whole is package loomref's, which the tests hold
-// Condense to.
+// (-1 when a signal ended it), the time from start until it had exited
+// and its stdout had been read, and the tail of its stderr. Stdout is
+// never kept whole: the reading of stdout whole is package loomref's,
+// which the tests hold Condense to.
 type Output struct {
 	ExitCode int
 	Duration time.Duration
+	// Signal is the signal that ended the command, 0 when none did.
+	Signal int
+	// Stderr is the last MaxStderrTail bytes the command wrote to
+	// stderr, StderrCut that it wrote more; set on error too. It is host
+	// text: for the host's call record and log only (StderrText).
+	Stderr    []byte
+	StderrCut bool
 	// Condensed is what Condense kept of stdout; on error, nothing.
 	Condensed Condensed
 }
@@ -164,7 +172,7 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		return failed, ErrCancelled
 	}
 	if len(argv) == 0 || !isAbs(argv[0]) {
-		return failed, &StartError{Err: errors.New("loom: argv[0] is not an absolute path")}
+		return failed, relativeArgv()
 	}
 	if !c.held {
 		if err := c.slots.acquire(ctx); err != nil {
@@ -187,9 +195,45 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		failed.Duration = time.Since(start)
-		return failed, &StartError{Err: err}
+		return failed, startFailure(err)
 	}
 	defer pr.Close()
+	// Stderr is a pipe too, read on a goroutine of its own into its tail.
+	er, ew, err := os.Pipe()
+	if err != nil {
+		pw.Close()
+		failed.Duration = time.Since(start)
+		return failed, startFailure(err)
+	}
+	defer er.Close()
+	var stderr tail
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		buf := make([]byte, 16<<10)
+		for {
+			n, err := er.Read(buf)
+			_, _ = stderr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// withStderr is out with the tail of stderr, once the command has
+	// ended: whatever still holds stderr gets WaitDelay to close it.
+	withStderr := func(out Output) Output {
+		ew.Close()
+		t := time.NewTimer(c.opts.WaitDelay)
+		defer t.Stop()
+		select {
+		case <-stderrDone:
+		case <-t.C:
+			_ = er.SetReadDeadline(time.Now())
+			<-stderrDone
+		}
+		out.Stderr, out.StderrCut = stderr.bytes()
+		return out
+	}
 	growPipe(pw, pipeSize)
 	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 
@@ -197,13 +241,13 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	started, waited := make(chan error, 1), make(chan error, 1)
 	var exit exitStatus // set before waited is sent on
 	if c.opts.Contain.Inline {
-		go c.startAndWaitInline(runCtx, argv, env, pw, &killed, &exit, started, waited)
+		go c.startAndWaitInline(runCtx, argv, env, pw, ew, &killed, &exit, started, waited)
 	} else {
-		cmd, status, err := c.command(runCtx, argv, env, pw, &killed)
+		cmd, status, err := c.command(runCtx, argv, env, pw, ew, &killed)
 		if err != nil {
 			pw.Close()
 			failed.Duration = time.Since(start)
-			return failed, &StartError{Err: err}
+			return withStderr(failed), startFailure(err)
 		}
 		if status != nil {
 			defer status.Close()
@@ -215,9 +259,9 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	if startErr != nil {
 		failed.Duration = time.Since(start)
 		if ctx.Err() != nil {
-			return failed, ErrCancelled
+			return withStderr(failed), ErrCancelled
 		}
-		return failed, &StartError{Err: startErr}
+		return withStderr(failed), startFailure(startErr)
 	}
 	readDone := make(chan struct{})
 	werrc := make(chan error, 1)
@@ -252,34 +296,42 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	read(stdout)
 	close(readDone)
 	werr := <-werrc
+	failed = withStderr(failed)
 	failed.Duration = time.Since(start)
 
 	switch {
 	case stdout.exceeded:
-		return failed, ErrStdoutLimit
+		return failed, &Failure{Reason: ReasonStdoutLimit, Err: ErrStdoutLimit,
+			Detail: "stdout passed the cap of " + strconv.FormatInt(c.opts.MaxStdout, 10) + " bytes; killed"}
 	case killed.Load() && context.Cause(runCtx) == ErrTimeout: // the first cause wins
-		return failed, ErrTimeout
+		return failed, &Failure{Reason: ReasonTimeout, Detail: TimeoutDetail(c.opts.Timeout), Err: ErrTimeout}
 	case killed.Load():
 		return failed, ErrCancelled
 	case exit.startErr != nil && ctx.Err() != nil:
 		return failed, ErrCancelled
 	case exit.startErr != nil:
-		return failed, &StartError{Err: exit.startErr}
+		return failed, startFailure(exit.startErr)
 	case !exit.known:
-		return failed, ErrCommandFailed
+		return failed, noExitStatus()
 	}
 	var exitErr *exec.ExitError
 	if werr != nil && !errors.As(werr, &exitErr) && !errors.Is(werr, exec.ErrWaitDelay) {
-		return failed, ErrCommandFailed
+		return failed, noExitStatus()
 	}
-	return Output{ExitCode: exit.code, Duration: failed.Duration}, nil
+	failed.ExitCode, failed.Signal = exit.code, exit.signal
+	return failed, nil
+}
+
+// noExitStatus is the error of a command whose end could not be read.
+func noExitStatus() error {
+	return &Failure{Reason: ReasonNoExitStatus, Detail: "how the command ended could not be read", Err: ErrCommandFailed}
 }
 
 // command returns the exec.Cmd that runs argv with env and stdout, with
 // Options.Contain's init in front of it when there is one (and the read
 // end of the pipe the init reports on), killed (and killed set) when
 // runCtx is done.
-func (c *CLI) command(runCtx context.Context, argv, env []string, stdout *os.File, killed *atomic.Bool) (*exec.Cmd, *os.File, error) {
+func (c *CLI) command(runCtx context.Context, argv, env []string, stdout, stderr *os.File, killed *atomic.Bool) (*exec.Cmd, *os.File, error) {
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr(c.opts.Contain)
@@ -298,9 +350,9 @@ func (c *CLI) command(runCtx context.Context, argv, env []string, stdout *os.Fil
 	}
 	cmd.WaitDelay = c.opts.WaitDelay
 	if null := devNull(); null != nil {
-		cmd.Stdin, cmd.Stderr = null, null
+		cmd.Stdin = null
 	}
-	cmd.Stdout = stdout
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	return cmd, status, nil
 }
 
@@ -336,8 +388,9 @@ func (l *limitReader) Read(p []byte) (int, error) {
 // report when it ran in a namespace (unknown when the init was killed or
 // failed before it reported).
 type exitStatus struct {
-	code  int
-	known bool
+	code   int
+	signal int // the signal that ended it, 0 when none did
+	known  bool
 	// startErr is why loom could not be started, when the init found out
 	// only once the command was under way (the inline init).
 	startErr error
@@ -384,10 +437,12 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 	case cmd.ProcessState == nil:
 	case status == nil:
 		*exit = exitStatus{code: cmd.ProcessState.ExitCode(), known: true}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			exit.signal = int(ws.Signal())
+		}
 	case status != nil:
 		if r, err := nsinit.ReadReport(status); err == nil && r.State == nsinit.Exited {
-			ws := syscall.WaitStatus(r.Value)
-			*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
+			*exit = waitExit(syscall.WaitStatus(r.Value))
 		}
 	}
 	waited <- werr
@@ -400,7 +455,7 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 // killing it (killed set) when runCtx is done first; then it sets exit and
 // sends nil on waited. It runs locked to its OS thread until the init has
 // been reaped, for the init's parent-death signal (see startAndWait).
-func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, stdout *os.File, killed *atomic.Bool, exit *exitStatus, started, waited chan<- error) {
+func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, stdout, stderr *os.File, killed *atomic.Bool, exit *exitStatus, started, waited chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	null := devNull()
@@ -408,7 +463,7 @@ func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, std
 		started <- errors.New("loom: no null device")
 		return
 	}
-	p, err := nsinit.StartInlineProc(argv, env, null, stdout, null, c.opts.Contain.UserNS, c.opts.Contain.Proc)
+	p, err := nsinit.StartInlineProc(argv, env, null, stdout, stderr, c.opts.Contain.UserNS, c.opts.Contain.Proc)
 	if err != nil {
 		started <- err
 		return
@@ -428,10 +483,18 @@ func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, std
 	case r.State == nsinit.StartFailed:
 		exit.startErr = &os.PathError{Op: "fork/exec", Path: argv[0], Err: syscall.Errno(r.Value)}
 	case r.State == nsinit.Exited:
-		ws := syscall.WaitStatus(r.Value)
-		*exit = exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
+		*exit = waitExit(syscall.WaitStatus(r.Value))
 	}
 	waited <- nil
+}
+
+// waitExit is the exit status ws reports.
+func waitExit(ws syscall.WaitStatus) exitStatus {
+	e := exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
+	if ws.Signaled() {
+		e.signal = int(ws.Signal())
+	}
+	return e
 }
 
 // loomStarted reads the init's first report from status: nil when loom

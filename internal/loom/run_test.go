@@ -341,9 +341,9 @@ func TestRunExitCodes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run = %v; an exit is not an error", err)
 			}
-			want := whole{Stdout: []byte(`{"code":` + strconv.Itoa(code) + `}`), ExitCode: code}
-			if diff := cmp.Diff(want, out, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Duration" }, cmp.Ignore())); diff != "" {
-				t.Errorf("Output mismatch (-want +got):\n%s", diff)
+			want := `{"code":` + strconv.Itoa(code) + `}`
+			if string(out.Stdout) != want || out.ExitCode != code || out.Signal != 0 {
+				t.Errorf("Run = stdout %q, exit %d, signal %d; want %q, %d, 0", out.Stdout, out.ExitCode, out.Signal, want, code)
 			}
 			if out.Duration <= 0 {
 				t.Errorf("Duration = %v", out.Duration)
@@ -359,8 +359,12 @@ func TestRunSignalDeath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run = %v; a signal death is an exit", err)
 	}
-	if out.ExitCode != -1 {
-		t.Errorf("ExitCode = %d, want -1", out.ExitCode)
+	if out.ExitCode != -1 || out.Signal != int(syscall.SIGKILL) {
+		t.Errorf("ExitCode = %d, Signal = %d, want -1 and SIGKILL", out.ExitCode, out.Signal)
+	}
+	f := Explain(Search, Decide(Search, false, true, out.ExitCode, Facts{Object: true}), out.Output)
+	if f == nil || f.Reason != ReasonSignal || f.Detail != "signal 9 (killed)" {
+		t.Errorf("Explain = %+v, want signal 9", f)
 	}
 }
 
@@ -371,16 +375,28 @@ func TestRunStart(t *testing.T) {
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	garbage := filepath.Join(dir, "loom-garbage")
+	if err := os.WriteFile(garbage, []byte("\x00\x01\x02\x03 no format"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(dir, "loom-loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		name string
-		argv []string
+		name   string
+		argv   []string
+		reason Reason
+		detail string
 	}{
-		{"missing", []string{filepath.Join(dir, "secret-dir", "loom")}},
-		{"not executable", []string{notExec}},
-		{"directory", []string{dir}},
-		{"relative", []string{"loom"}},
-		{"relative with slash", []string{"bin/loom"}},
-		{"empty argv", nil},
+		{"missing", []string{filepath.Join(dir, "secret-dir", "loom")}, ReasonStartNotFound, "no such file or directory"},
+		{"not executable", []string{notExec}, ReasonStartPermission, "permission denied"},
+		{"directory", []string{dir}, ReasonStartPermission, "permission denied"},
+		{"no format", []string{garbage}, ReasonStartExecFormat, "exec format error"},
+		{"symlink loop", []string{loop}, ReasonStartOther, "too many levels of symbolic links"},
+		{"relative", []string{"loom"}, ReasonStartOther, "the path is not absolute"},
+		{"relative with slash", []string{"bin/loom"}, ReasonStartOther, "the path is not absolute"},
+		{"empty argv", nil, ReasonStartOther, "the path is not absolute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,6 +410,10 @@ func TestRunStart(t *testing.T) {
 			}
 			if out.ExitCode != -1 || out.Stdout != nil {
 				t.Errorf("Output = %+v on a start failure", out)
+			}
+			f, ok := errors.AsType[*Failure](err)
+			if !ok || f.Reason != tt.reason || f.Detail != tt.detail || strings.Contains(f.Detail, dir) {
+				t.Errorf("failure %+v, want %s %q", f, tt.reason, tt.detail)
 			}
 		})
 	}
@@ -554,7 +574,10 @@ func TestRunStdoutLimit(t *testing.T) {
 	}
 }
 
-func TestRunStderrDiscarded(t *testing.T) {
+// TestRunStderrTail: megabytes of stderr neither block the command nor
+// reach an error's text; Output keeps their last MaxStderrTail bytes, on
+// an exit and on a timeout alike.
+func TestRunStderrTail(t *testing.T) {
 	t.Parallel()
 	const marker = "STDERR-MARKER-/private/secret"
 	for _, code := range []string{"0", "1"} {
@@ -565,6 +588,9 @@ func TestRunStderrDiscarded(t *testing.T) {
 		}
 		if string(out.Stdout) != `{"ok":true}` {
 			t.Errorf("stdout = %.100q", out.Stdout)
+		}
+		if len(out.Stderr) != MaxStderrTail || !out.StderrCut || !strings.Contains(string(out.Stderr), marker) {
+			t.Errorf("stderr tail of %d bytes (cut %v) ending %q, want %d ending with the marker", len(out.Stderr), out.StderrCut, out.Stderr[max(0, len(out.Stderr)-40):], MaxStderrTail)
 		}
 		kept := Condense(PageRead, bytes.NewReader(out.Stdout))
 		ierr := Decide(PageRead, false, kept.Payload != nil, out.ExitCode, kept.Facts)
@@ -577,9 +603,15 @@ func TestRunStderrDiscarded(t *testing.T) {
 	}
 	// stderr, then a timeout.
 	argv, env := fake(t, "stderr", "1", marker, "sleep")
-	_, err := New(Options{Timeout: time.Second}).Run(context.Background(), argv, env)
+	out, err := New(Options{Timeout: time.Second}).Run(context.Background(), argv, env)
 	if !errors.Is(err, ErrTimeout) || strings.Contains(err.Error(), "MARKER") {
 		t.Errorf("Run = %v, want ErrTimeout without stderr", err)
+	}
+	if f, ok := errors.AsType[*Failure](err); !ok || f.Reason != ReasonTimeout || f.Detail != TimeoutDetail(time.Second) {
+		t.Errorf("failure %+v, want a timeout", f)
+	}
+	if !strings.Contains(string(out.Stderr), marker) {
+		t.Errorf("no stderr tail after a timeout: %d bytes", len(out.Stderr))
 	}
 }
 

@@ -9,15 +9,14 @@ import (
 	"context"
 	"io"
 	"math"
-	"time"
 )
 
-// whole is what Run leaves: a command's stdout whole, its exit code and
-// its duration, as RunTool's Output has them.
+// whole is what Run leaves: a command's stdout whole, and what RunTool's
+// Output has (its exit code, signal, duration and stderr tail; Condensed
+// empty).
 type whole struct {
-	Stdout   []byte
-	ExitCode int
-	Duration time.Duration
+	Output
+	Stdout []byte
 }
 
 // Run is RunTool with stdout kept whole, for the runner's tests: the same
@@ -25,7 +24,7 @@ type whole struct {
 func (c *CLI) Run(ctx context.Context, argv, env []string) (whole, error) {
 	w := capWriter{limit: math.MaxInt64, onLimit: func() {}}
 	out, err := c.run(ctx, argv, env, func(r io.Reader) { _, _ = w.ReadFrom(r) })
-	o := whole{ExitCode: out.ExitCode, Duration: out.Duration}
+	o := whole{Output: out}
 	if err == nil {
 		o.Stdout = w.Bytes()
 	}

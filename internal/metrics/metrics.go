@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,13 +35,14 @@ import (
 )
 
 // Metrics are the gateway's Prometheus metrics. Every label value comes
-// from a fixed set: a tool name, a problem code, a withheld reason code, a
+// from a fixed set: a tool name, a problem code, a failure reason, a withheld reason code, a
 // route pattern, a listener, an HTTP status or a store operation. Nothing
 // from a row, an argument, a run id, a token or loom's output is ever a
 // label. A nil *Metrics records nothing. Metrics is safe for concurrent
 // use.
 type Metrics struct {
 	calls           *prometheus.CounterVec
+	failures        *prometheus.CounterVec
 	callDuration    *prometheus.HistogramVec
 	loomDuration    *prometheus.HistogramVec
 	rowsAdmitted    *prometheus.CounterVec
@@ -85,6 +87,10 @@ func New(reg prometheus.Registerer, runner any, st RunCounter) (*Metrics, error)
 			Namespace: ns, Name: "tool_calls_total",
 			Help: "Tool calls (describe_handle included) by tool and outcome: ok or the problem code.",
 		}, []string{"tool", "code"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "call_failures_total",
+			Help: "Failed tool calls by tool and reason (the call record's failure.reason, a closed set): why the command_failed, malformed_payload, schema_version_mismatch and cancelled of tool_calls_total failed.",
+		}, []string{"tool", "reason"}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Name: "tool_call_duration_seconds",
 			Help:    "Tool call duration, from the output number to the call log record.",
@@ -131,7 +137,7 @@ func New(reg prometheus.Registerer, runner any, st RunCounter) (*Metrics, error)
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f)
 	}
 	cs := []prometheus.Collector{
-		m.calls, m.callDuration, m.loomDuration, m.rowsAdmitted, m.rowsWithheld, m.rowsOmitted,
+		m.calls, m.failures, m.callDuration, m.loomDuration, m.rowsAdmitted, m.rowsWithheld, m.rowsOmitted,
 		m.handlesMinted, m.storeErrors, m.requests, m.requestDuration,
 		gauge("loom_processes_in_flight", "Calls holding a loom slot: a loom process alive, or its output being measured.", func() float64 {
 			if load == nil {
@@ -198,6 +204,9 @@ func (m *Metrics) Call(tool string, rec store.Call, loomTime *time.Duration) {
 		code = rec.Code
 	}
 	m.calls.WithLabelValues(tool, code).Inc()
+	if f := rec.Failure; f != nil && slices.Contains(loom.Reasons, loom.Reason(f.Reason)) {
+		m.failures.WithLabelValues(tool, f.Reason).Inc()
+	}
 	m.callDuration.WithLabelValues(tool).Observe(rec.Duration.Seconds())
 	if loomTime != nil {
 		m.loomDuration.WithLabelValues(tool).Observe(loomTime.Seconds())

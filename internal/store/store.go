@@ -148,6 +148,23 @@ type Call struct {
 	// TraceID is the W3C trace id of the call's trace, "" when tracing is
 	// off.
 	TraceID string
+
+	// Failure is why the call failed, for the host only; nil unless it
+	// ended command_failed, malformed_payload, schema_version_mismatch
+	// or cancelled.
+	Failure *Failure
+}
+
+// Failure is why a call failed, for the host only: no answer to an agent
+// ever carries it (DESIGN.md). Reason is one of loom.Reasons; Detail a
+// phrase the gateway built of what it saw; StderrTail the last bytes of
+// loom's stderr as loom.StderrText gives them; Argv the argv loom was
+// given (nil when none was built).
+type Failure struct {
+	Reason     string
+	Detail     string
+	StderrTail string
+	Argv       []string
 }
 
 // CallEntry is the shape of one entry of a call, without its value: what an

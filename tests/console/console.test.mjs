@@ -356,6 +356,40 @@ test('operator console on a --demo gateway', { timeout: 180_000 }, async (t) => 
     expected.length = 0;
   });
 
+  await step('a failed call shows why, as text', async () => {
+    // A failure the host's call log would hold, served to the page for
+    // this step: the reason beside the code, and once opened the detail,
+    // argv and stderr tail, each as text (markup in loom's stderr or in
+    // an argument stays text).
+    const stderrTail = '…loom: index locked\n<img src=x onerror="window.__pwned=1"><b>bold</b>\n';
+    const argv = ['/opt/loom/bin/loom', 'search', "it's <b>atlas</b>", '--json'];
+    const rec = {
+      outputId: `${RUN}:loom_search:1`, tool: 'loom_search', status: 'error', code: 'command_failed',
+      admitted: 0, withheld: 0, omitted: 0, truncated: false, cfc: { version: 1 }, exitCode: 3, durationMs: 12,
+      startedAt: new Date().toISOString(),
+      failure: { reason: 'exit_status', detail: 'exit status 3', stderrTail, argv },
+    };
+    await page.route(`**/host/v1/runs/${RUN}/calls*`, (route) => route.fulfill({
+      status: 200, contentType: 'application/json', body: JSON.stringify({ calls: [rec], total: 1 }),
+    }));
+    try {
+      const row = page.locator(`#calls-table tr.call[data-output="${rec.outputId}"]`);
+      await row.waitFor();
+      assert.equal((await row.locator('[data-failure-reason]').textContent()).trim(), 'exit_status', 'the reason beside the code');
+      await row.locator('button.toggle').click();
+      const detail = page.locator(`#calls-table tr[data-output-detail="${rec.outputId}"] .failure`);
+      await detail.waitFor();
+      assert.match(await detail.textContent(), /reason: exit_status — exit status 3/);
+      assert.equal(await detail.locator('pre.stderr').textContent(), stderrTail, 'the stderr tail, as text');
+      assert.equal(await detail.locator('pre.argv').textContent(), "/opt/loom/bin/loom search 'it'\\''s <b>atlas</b>' --json", 'argv as shell words');
+      assert.equal(await detail.locator('img, b').count(), 0, 'no markup from the record');
+      assert.equal(await page.evaluate(() => window.__pwned), undefined);
+      await page.screenshot({ path: `${OUT}failure-1280x800.png` });
+    } finally {
+      await page.unroute(`**/host/v1/runs/${RUN}/calls*`);
+    }
+  });
+
   await step('delete the run', async () => {
     page.once('dialog', (d) => d.accept());
     await page.click('#delete-run');

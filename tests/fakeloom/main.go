@@ -212,6 +212,9 @@ func act(dir, pidName string, b Behaviour) int {
 			return code
 		}
 	}
+	if b.Stderr != "" {
+		_, _ = os.Stderr.WriteString(b.Stderr)
+	}
 	if b.StderrBytes > 0 || b.StderrMarker != "" {
 		writeStderr(b.StderrBytes, b.StderrMarker)
 	}

@@ -529,7 +529,8 @@ function callRow(c, n) {
   }, '▸');
   const status = c.status === 'ok'
     ? badge('ok')
-    : el('span', {}, badge('error'), ' ', el('code', { className: 'code' }, c.code || ''), c.hostCode ? el('span', { className: 'muted' }, ` host ${c.hostCode}`) : null);
+    : el('span', {}, badge('error'), ' ', el('code', { className: 'code' }, c.code || ''), c.hostCode ? el('span', { className: 'muted' }, ` host ${c.hostCode}`) : null,
+      c.failure ? el('span', { className: 'muted failure-reason', 'data-failure-reason': c.failure.reason, title: 'why it failed (host only)' }, ` ${c.failure.reason}`) : null);
   return el('tr', { className: `call ${c.status}`, 'data-output': c.outputId },
     el('td', {}, toggle),
     el('td', { className: 'num' }, String(n)),
@@ -552,7 +553,8 @@ function callDetail(c) {
     c.status !== 'ok' ? el('div', { className: 'problem-box' },
       el('p', {}, el('code', { className: 'code' }, c.code || 'error'), state.codes[c.code] ? el('strong', {}, ` ${state.codes[c.code].title}`) : null),
       codeDetail(c.code) ? el('p', { className: 'detail' }, codeDetail(c.code)) : null,
-      c.hostCode ? el('p', {}, 'host code: ', el('code', {}, c.hostCode)) : null) : null,
+      c.hostCode ? el('p', {}, 'host code: ', el('code', {}, c.hostCode)) : null,
+      c.failure ? failureDetail(c.failure) : null) : null,
     el('div', {}, el('h4', {}, 'Observed label (cfc join)'),
       clauses(c.cfc && c.cfc.observedLabel ? c.cfc.observedLabel.confidentiality : null, 'none recorded')),
     entries.length === 0 ? el('p', { className: 'muted' }, 'No entries.') : el('div', { className: 'table-wrap' },
@@ -565,6 +567,22 @@ function callDetail(c) {
           el('td', {}, e.labelSource || '—'),
           el('td', {}, e.label ? labelTypes(e.label) : '—'),
           el('td', {}, e.handle ? el('code', {}, e.handle) : '—')))))));
+}
+
+// failureDetail shows why a call failed, for the host only: the reason,
+// the gateway's detail, loom's argv and the tail of its stderr, all as
+// text (never markup).
+function failureDetail(f) {
+  return el('div', { className: 'failure', 'data-failure': f.reason },
+    el('p', {}, 'reason: ', el('code', {}, f.reason), f.detail ? el('span', {}, ` — ${f.detail}`) : null),
+    f.argv ? el('div', {}, el('h4', {}, 'argv'), pre(f.argv.map(shellWord).join(' '), 'argv')) : null,
+    f.stderrTail ? el('div', {}, el('h4', {}, 'stderr (tail)'), pre(f.stderrTail, 'stderr')) : el('p', { className: 'muted' }, 'loom wrote nothing to stderr.'));
+}
+
+// shellWord quotes an argv element as a POSIX shell word, for reading
+// (and pasting) the command line.
+function shellWord(a) {
+  return /^[A-Za-z0-9_@%+=:,.\/-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`;
 }
 
 function renderHandles(handles) {

@@ -26,6 +26,10 @@ type Output struct {
 	Stdout   []byte
 	ExitCode int
 	Duration time.Duration
+	// Stderr is what the command wrote to stderr. Interpret never reads
+	// it; the test fakes (package loomtest) pass it on as the runner's
+	// tail of it (loom.Output.Stderr).
+	Stderr []byte
 }
 
 // Interpret reads a finished command's Output as SEMANTICS (b) steps 2 to 5

@@ -52,7 +52,7 @@ func (f *Fake) Run(ctx context.Context, argv, env []string) (loomref.Output, err
 func (f *Fake) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) (loom.Output, error) {
 	out, err := f.Run(ctx, argv, env)
 	if err != nil {
-		return loom.Output{ExitCode: out.ExitCode, Duration: out.Duration}, err
+		return loom.Output{ExitCode: out.ExitCode, Duration: out.Duration, Stderr: out.Stderr}, err
 	}
 	return Condensed(tool, out), nil
 }
@@ -61,7 +61,7 @@ func (f *Fake) RunTool(ctx context.Context, tool loom.Tool, argv, env []string) 
 // its stdout read by loom.Condense.
 func Condensed(tool loom.Tool, out loomref.Output) loom.Output {
 	k := loom.Condense(tool, bytes.NewReader(out.Stdout))
-	return loom.Output{ExitCode: out.ExitCode, Duration: out.Duration, Condensed: k}
+	return loom.Output{ExitCode: out.ExitCode, Duration: out.Duration, Stderr: out.Stderr, Condensed: k}
 }
 
 // Calls returns a copy of the calls recorded so far, in order.

@@ -911,6 +911,11 @@ func cloneReferent(r store.Referent) store.Referent {
 
 func cloneCall(c store.Call) store.Call {
 	c.Observed = store.CloneConfidentiality(c.Observed)
+	if c.Failure != nil {
+		f := *c.Failure
+		f.Argv = slices.Clone(f.Argv)
+		c.Failure = &f
+	}
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		c.ExitCode = &code

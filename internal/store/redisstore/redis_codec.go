@@ -354,8 +354,14 @@ func encodeCallCut(c store.Call, cut bool) ([]byte, []int) {
 		}
 		e.bool(x.Truncated)
 	}
-	if c.TraceID != "" { // a record without it reads as before
+	if c.TraceID != "" || c.Failure != nil { // a record without it reads as before
 		e.str(c.TraceID)
+	}
+	if f := c.Failure; f != nil { // after the trace id, which it needs
+		e.str(f.Reason)
+		e.str(f.Detail)
+		e.str(f.StderrTail)
+		e.strs(f.Argv)
 	}
 	return e.b, cuts
 }
@@ -399,6 +405,9 @@ func decodeCall(rec []byte) (store.Call, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		c.TraceID = d.str()
+	}
+	if d.err == nil && len(d.b) > 0 {
+		c.Failure = &store.Failure{Reason: d.str(), Detail: d.str(), StderrTail: d.str(), Argv: d.strs()}
 	}
 	return c, d.done()
 }

@@ -950,7 +950,13 @@ func testCalls(t *testing.T, h *harness) {
 	}
 	failed := store.Call{OutputID: "run-1:loom_people:3", Tool: "loom_people", Status: "error",
 		Code: "command_failed", HostCode: "exit_status"}
-	want := []store.Call{sampleCall(1), sampleCall(2), failed}
+	// A failure, without a trace id and with one, with and without argv.
+	why := store.Call{OutputID: "run-1:loom_search:4", Tool: "loom_search", Status: "error",
+		Code: "command_failed", Failure: &store.Failure{Reason: "exit_status", Detail: "exit status 3",
+			StderrTail: "…locked\n", Argv: []string{"/opt/loom", "search", "q"}}}
+	whyTraced := store.Call{OutputID: "run-1:loom_search:5", Tool: "loom_search", Status: "error",
+		Code: "cancelled", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Failure: &store.Failure{Reason: "cancelled"}}
+	want := []store.Call{sampleCall(1), sampleCall(2), failed, why, whyTraced}
 	for _, c := range want {
 		if err := s.AppendCall(ctx, "run-1", c); err != nil {
 			t.Fatalf("AppendCall = %v", err)
@@ -963,8 +969,8 @@ func testCalls(t *testing.T, h *harness) {
 	if diff := cmp.Diff(want, got, cmpOpts); diff != "" {
 		t.Errorf("Calls (-want +got):\n%s", diff)
 	}
-	if n := getRun(t, s, "run-1").Calls; n != 3 {
-		t.Errorf("Run.Calls = %d, want 3", n)
+	if n := getRun(t, s, "run-1").Calls; n != 5 {
+		t.Errorf("Run.Calls = %d, want 5", n)
 	}
 }
 
@@ -972,11 +978,19 @@ func testCallsCopies(t *testing.T, h *harness) {
 	ctx := context.Background()
 	s := h.store(t, 0)
 	create(t, s, h.run("run-1"))
-	in := sampleCall(1)
-	if err := s.AppendCall(ctx, "run-1", in); err != nil {
-		t.Fatal(err)
+	failed := func() store.Call {
+		return store.Call{OutputID: "run-1:loom_search:2", Tool: "loom_search", Status: "error", Code: "command_failed",
+			Failure: &store.Failure{Reason: "signal", Argv: []string{"/opt/loom", "search"}}}
 	}
-	want := []store.Call{sampleCall(1)}
+	in, inFailed := sampleCall(1), failed()
+	for _, c := range []store.Call{in, inFailed} {
+		if err := s.AppendCall(ctx, "run-1", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []store.Call{sampleCall(1), failed()}
+	inFailed.Failure.Argv[0] = "Z"
+	inFailed.Failure.Reason = "Z"
 	// Mutate what was passed in.
 	in.Entries[0].Status = "withheld"
 	in.Entries[0].Label.Confidentiality[0][0] = "Z"
@@ -992,6 +1006,8 @@ func testCallsCopies(t *testing.T, h *harness) {
 	got[0].Entries = append(got[0].Entries[:0], store.CallEntry{Status: "bogus"})
 	got[0].Observed[0][1] = 'Y'
 	*got[0].ExitCode = 98
+	got[1].Failure.Argv[1] = "Y"
+	got[1].Failure.Detail = "Y"
 	again, err := allCalls(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)

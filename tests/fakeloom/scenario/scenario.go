@@ -16,6 +16,8 @@ type Behaviour struct {
 	// the start, every 64 KiB and at the end.
 	StderrBytes  int64  `json:"stderrBytes,omitempty"`
 	StderrMarker string `json:"stderrMarker,omitempty"`
+	// Stderr is written to stderr verbatim, before StderrBytes.
+	Stderr string `json:"stderr,omitempty"`
 	// Grandchild starts a grandchild that inherits stdout and holds it
 	// open for this duration; its pid is written to
 	// DIR/grandchild-NAME.pid (NAME the case, else the command key).
