@@ -53,6 +53,7 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	if rec.TraceID != "" {
 		attrs = append(attrs, slog.String("traceId", rec.TraceID))
 	}
+	attrs = chainAttrs(attrs, c.chain)
 	traceOutcome(ctx, c, rec)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }
