@@ -75,6 +75,7 @@ type options struct {
 	logFormat, logLevel               string
 	auditArgShape                     bool
 	version                           bool
+	receipt                           receiptOptions
 }
 
 type multiFlag []string
@@ -119,6 +120,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.auditArgShape, "audit-arg-shape", false, "add to each tool call's audit record the sorted names of the input fields present (never their values)")
 	fs.BoolVar(&o.version, "version", false, "print the gateway's version and exit")
+	receiptFlags(fs, &o.receipt)
 	// The flag list is printed for --help only; a bad flag gets one line.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -155,6 +157,9 @@ func isSet(fs *flag.FlagSet, name string) bool {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "check-loom" {
 		return checkLoom(ctx, args[2:], getenv, stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "verify-receipt" {
+		return verifyReceipt(ctx, args[2:], os.Stdin, stdout, stderr)
 	}
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
@@ -194,6 +199,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	st, closeStore := openStore(o, log)
 	defer closeStore()
 	d.Store = st
+	chainsOf(d.Receipts, st)
 	mountMetrics, err := instrument(d, log, map[string]*connLimit{"agent": agentConns, "host": hostConns})
 	if err != nil {
 		return err
@@ -406,6 +412,11 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 		return nil, usagef("the host token is %d bytes; it must be at least %d (make one with: head -c 32 /dev/urandom | base64 > host-token)", len(token), minHostToken)
 	}
 	d.HostToken = token
+	receipts, err := receiptConfig(o.receipt, getenv("CREDENTIALS_DIRECTORY"))
+	if err != nil {
+		return nil, err
+	}
+	d.Receipts = receipts
 	for name, v := range map[string]int64{"--max-stdout-bytes": o.maxStdoutBytes, "--max-request-bytes": o.maxRequestBytes, "--max-concurrent-loom": int64(o.maxConcurrentLoom), "--max-runs": int64(o.maxRuns)} {
 		if v <= 0 {
 			return nil, usagef("%s must be positive", name)

@@ -237,3 +237,7 @@ func (s *Service) logReceipt(ctx context.Context, d receipt.Document, reason str
 		slog.String("payload", base64.StdEncoding.EncodeToString(d.Receipt.Payload)),
 		slog.String("signature", base64.StdEncoding.EncodeToString(d.Receipt.Signature)))
 }
+
+// ReceiptSigning reports whether the gateway signs receipts: then the
+// first of ReceiptKeys is the signing key's.
+func (s *Service) ReceiptSigning() bool { return s.chained() && s.cfg.Receipts.Signer != nil }
