@@ -263,7 +263,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	go func() { errc <- serve(agentSrv, agentConns.listener(agentLn)) }()
 	go func() { errc <- serve(hostSrv, hostConns.listener(hostLn)) }()
 	if mem, ok := st.(*memstore.Store); ok {
-		go sweep(ctx, mem)
+		go sweep(ctx, mem, core)
 	}
 	log.Info("gateway listening", "version", version.String(), "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
 	warnMisconfigured(log, o, d)
@@ -537,8 +537,9 @@ func serve(srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// sweep drops expired runs from the memory store once a minute.
-func sweep(ctx context.Context, m *memstore.Store) {
+// sweep drops expired runs from the memory store once a minute, each
+// run's receipt signed as it goes (core.Expired).
+func sweep(ctx context.Context, m *memstore.Store, core *gateway.Service) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -546,7 +547,7 @@ func sweep(ctx context.Context, m *memstore.Store) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.Sweep()
+			m.SweepEnded(core.Expired)
 		}
 	}
 }

@@ -241,3 +241,20 @@ func (s *Service) logReceipt(ctx context.Context, d receipt.Document, reason str
 // ReceiptSigning reports whether the gateway signs receipts: then the
 // first of ReceiptKeys is the signing key's.
 func (s *Service) ReceiptSigning() bool { return s.chained() && s.cfg.Receipts.Signer != nil }
+
+// Expired signs the receipt of a run that ended by expiring, given as
+// the store removed it with its chain and result (memstore.SweepEnded),
+// and writes it to the log as Receipt's "receipt" record. Nothing
+// without a signing key.
+func (s *Service) Expired(run store.Run, chain [][]byte, res *store.Result) {
+	if !s.ReceiptSigning() {
+		return
+	}
+	ctx := context.Background()
+	d, err := receipt.Sign(s.cfg.Receipts.Signer, receipt.Facts{Run: run, Result: res, Reason: receipt.ReasonExpired, SignedAt: s.now(), Version: s.cfg.Receipts.Version}, chain)
+	if err != nil {
+		s.log.WarnContext(ctx, "receipt not signed", "runId", run.ID, "reason", receipt.ReasonExpired, "code", CodeOf(err))
+		return
+	}
+	s.logReceipt(ctx, d, receipt.ReasonExpired)
+}

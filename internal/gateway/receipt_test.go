@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/loom-gateway/gateway/internal/receipt"
 )
@@ -105,5 +107,39 @@ func TestReceiptOff(t *testing.T) {
 	}
 	if _, err := c.Receipt(ctx, "r", receipt.ReasonRequested); err != ErrNoChain {
 		t.Fatalf("Receipt = %v", err)
+	}
+}
+
+// TestReceiptExpired: a run that ends by expiring gets its receipt signed
+// by the sweep on its chain as it ended.
+func TestReceiptExpired(t *testing.T) {
+	signer := testSigner(t)
+	c := newTestCore(t, coreOptions{Receipts: &Receipts{Signer: signer, Version: "test"}})
+	ctx := context.Background()
+	id, ttl := "short", 200*time.Millisecond
+	created, err := c.CreateRun(ctx, RunSpec{ID: &id, TTL: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.call(ctx, id, created.Token, "loom_search", `{"query":"atlas"}`); err != nil {
+		t.Fatal(err)
+	}
+	want, err := c.Receipt(ctx, id, receipt.ReasonRequested)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl)
+	if n := c.store.SweepEnded(c.Expired); n != 1 {
+		t.Fatalf("SweepEnded removed %d runs", n)
+	}
+	recs := c.logRecords(t, "receipt")
+	if len(recs) != 1 || recs[0]["reason"] != receipt.ReasonExpired || recs[0]["chainTip"] != hex.EncodeToString(mustTip(t, want)) {
+		t.Fatalf("receipt log records = %v", recs)
+	}
+	payload, _ := base64.StdEncoding.DecodeString(recs[0]["payload"].(string))
+	sig, _ := base64.StdEncoding.DecodeString(recs[0]["signature"].(string))
+	d := receipt.Document{RunID: id, Chain: want.Chain, Receipt: &receipt.Signed{Payload: payload, Signature: sig, KeyID: signer.KeyID()}}
+	if _, err := receipt.Verify(d, receipt.NewKeyring(signer.Public()), nil); err != nil {
+		t.Fatalf("the expired run's receipt: %v", err)
 	}
 }

@@ -70,3 +70,24 @@ func (m *Store) Chain(_ context.Context, id string) ([][]byte, error) {
 	}
 	return append([][]byte(nil), r.chain.records...), nil
 }
+
+// SweepEnded is Sweep that hands each run it removes, with its chain and
+// its result (nil when none), to ended, after the lock is given back: so
+// that a run that ends by expiring gets its receipt signed on the chain
+// as it ended (no call can extend the chain of an expired run).
+func (m *Store) SweepEnded(ended func(r store.Run, chain [][]byte, res *store.Result)) int {
+	now := m.now()
+	m.mu.Lock()
+	var gone []*memRun
+	for _, r := range m.runs {
+		if expired(&r.run, now) {
+			m.remove(r)
+			gone = append(gone, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range gone {
+		ended(r.run, r.chain.records, r.result)
+	}
+	return len(gone)
+}
