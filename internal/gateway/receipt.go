@@ -56,20 +56,11 @@ func (s *Service) sealCall(c *call, rec store.Call, res *ifc.Result) store.Seal 
 	}
 	event, at := newEventID(), s.now()
 	return func(tokens []string, tip store.Tip) (store.Sealed, error) {
-		r := rec
-		r.Entries = slices.Clone(rec.Entries)
-		h := 0
-		for i := range r.Entries {
-			if r.Entries[i].Status == "admitted" && h < len(tokens) {
-				r.Entries[i].Handle = tokens[h]
-				h++
-			}
-		}
 		var body []byte
 		if res != nil {
 			body = res.AppendJSON(make([]byte, 0, 4096), tokens)
 		}
-		b, err := receipt.CallRecord(receipt.Meta{RunID: c.run.ID, Seq: tip.Seq + 1, EventID: event, Prev: tip.Hash, At: at}, r, body)
+		b, err := receipt.CallRecord(receipt.Meta{RunID: c.run.ID, Seq: tip.Seq + 1, EventID: event, Prev: tip.Hash, At: at}, rec, tokens, body)
 		if err != nil {
 			return store.Sealed{}, err
 		}

@@ -42,7 +42,7 @@ func chainOf(t *testing.T, run string, n int) ([][]byte, map[int64][]byte) {
 					{Status: "admitted", LabelSource: "row", Label: ifc.Disclosed{Confidentiality: [][]string{{"secret"}}}, Handle: "cfh:v:x"},
 					{Status: "withheld", ReasonCode: "above_ceiling"},
 				},
-			}, body)
+			}, nil, body)
 		} else {
 			rec, err = ResultRecord(m, store.Result{Value: jsontext.Value(`{"a":1}`)})
 		}
@@ -206,5 +206,33 @@ func TestKeysPEM(t *testing.T) {
 	}
 	if _, err := ParsePrivateKey(PublicKeyPEM(s.Public())); err == nil {
 		t.Fatal("a public key read as a private one")
+	}
+}
+
+// TestCallRecordCanonical: a call record with every optional member, and
+// strings that need escaping, is its own canonical form (the record is
+// written member by member, in the order the canonical form sorts them).
+func TestCallRecordCanonical(t *testing.T) {
+	code := 3
+	for _, c := range []store.Call{
+		{Tool: "loom_search", Status: "error", Code: "command_failed", HostCode: "exit_status", ExitCode: &code, StartedAt: t0},
+		{OutputID: "r:loom_search:9", Tool: "t\"o\\ol\u2028é\x01", Status: "ok", Admitted: 1, Withheld: 2, Omitted: 3, Truncated: true,
+			Observed: ifc.Confidentiality{ifc.Clause(`{"type":"b","z":1.50,"a":"é"}`), ifc.Clause(`"x"`)}, ExitCode: &code, Duration: time.Second, StartedAt: t0,
+			Entries: []store.CallEntry{
+				{Status: "admitted", LabelSource: "query", Label: ifc.Disclosed{Confidentiality: [][]string{{"a", "b\n"}, {}}, Integrity: []string{"i"}}, Handle: "cfh:v:abcde", Truncated: true},
+				{Status: "withheld", ReasonCode: "cfc_ceiling_exceeded"},
+				{Status: "admitted"},
+			}},
+	} {
+		rec, err := CallRecord(Meta{RunID: "r\u00e9", Seq: 7, EventID: "e", At: t0}, c, nil, []byte("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, err := Canonical(rec); err != nil || !bytes.Equal(rec, want) {
+			t.Fatalf("record not canonical (%v):\n got %s\nwant %s", err, rec, want)
+		}
+		if _, err := ParseRecord(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
@@ -57,59 +60,148 @@ func (m Meta) object(kind string) *object {
 }
 
 // stamp writes a time in UTC, RFC 3339 with microseconds.
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+func stamp(t time.Time) string { return string(appendStamp(nil, t)) }
+
+func appendStamp(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000000Z")
+}
 
 // CallRecord is the canonical record of call c, whose answer to the agent
 // was response (nil: the call answered an error, and the record has no
-// responseDigest).
-func CallRecord(m Meta, c store.Call, response []byte) ([]byte, error) {
-	o := m.object(KindCall)
-	o.str("tool", c.Tool)
-	o.strOpt("outputId", c.OutputID)
-	o.str("status", c.Status)
-	o.strOpt("code", c.Code)
-	o.strOpt("hostCode", c.HostCode)
-	o.int("admitted", int64(c.Admitted))
-	o.int("withheld", int64(c.Withheld))
-	o.int("omitted", int64(c.Omitted))
-	o.bool("truncated", c.Truncated)
-	if c.Observed != nil {
-		b, _ := c.Observed.MarshalJSON()
-		if err := o.json("observedLabel", b); err != nil {
-			return nil, err
-		}
-	}
-	if c.ExitCode != nil {
-		o.int("exitCode", int64(*c.ExitCode))
-	}
-	o.str("startedAt", stamp(c.StartedAt))
-	o.int("durationUs", c.Duration.Microseconds())
-	if response != nil {
-		o.str("responseDigest", Digest(response))
-	}
+// responseDigest). handles, when not nil, are the handles of c's admitted
+// entries in order, in place of theirs. It is written member by member in the canonical order
+// (a call's record is made on every call: no sorting, one buffer);
+// TestRecordVector and the verifier's IsCanonical hold the order.
+func CallRecord(m Meta, c store.Call, handles []string, response []byte) ([]byte, error) {
+	w := seqWriter{buf: make([]byte, 0, 512+128*len(c.Entries))}
+	w.buf = append(w.buf, '{')
+	w.int("admitted", int64(c.Admitted))
+	w.name("at")
+	w.buf = append(appendStamp(append(w.buf, '"'), m.At), '"')
+	w.strOpt("code", c.Code)
+	w.int("durationUs", c.Duration.Microseconds())
 	if len(c.Entries) > 0 {
-		es := []byte{'['}
+		w.name("entries")
+		w.buf = append(w.buf, '[')
+		h := 0
 		for i, e := range c.Entries {
 			if i > 0 {
-				es = append(es, ',')
+				w.buf = append(w.buf, ',')
 			}
-			eo := &object{}
-			eo.str("status", e.Status)
-			eo.strOpt("reasonCode", e.ReasonCode)
-			eo.strOpt("labelSource", e.LabelSource)
-			eo.strOpt("handle", e.Handle)
-			if e.Status == "admitted" {
-				b, _ := e.Label.MarshalJSON()
-				if err := eo.json("label", b); err != nil {
-					return nil, err
+			if e.Status == "admitted" && handles != nil {
+				if h >= len(handles) {
+					return nil, errors.New("receipt: fewer handles than admitted entries")
 				}
-				eo.bool("truncated", e.Truncated)
+				e.Handle = handles[h]
+				h++
 			}
-			es = append(es, eo.bytes()...)
+			ew := seqWriter{buf: append(w.buf, '{')}
+			ew.strOpt("handle", e.Handle)
+			if e.Status == "admitted" {
+				ew.name("label")
+				ew.buf = appendDisclosed(ew.buf, e.Label)
+			}
+			ew.strOpt("labelSource", e.LabelSource)
+			ew.strOpt("reasonCode", e.ReasonCode)
+			ew.str("status", e.Status)
+			if e.Status == "admitted" {
+				ew.bool("truncated", e.Truncated)
+			}
+			w.buf = append(ew.buf, '}')
 		}
-		o.raw("entries", append(es, ']'))
+		w.buf = append(w.buf, ']')
 	}
-	return o.bytes(), nil
+	w.str("eventId", m.EventID)
+	if c.ExitCode != nil {
+		w.int("exitCode", int64(*c.ExitCode))
+	}
+	w.strOpt("hostCode", c.HostCode)
+	w.str("kind", KindCall)
+	if c.Observed != nil {
+		b, _ := c.Observed.MarshalJSON()
+		cb, err := Canonical(b)
+		if err != nil {
+			return nil, fmt.Errorf("observedLabel: %w", err)
+		}
+		w.name("observedLabel")
+		w.buf = append(w.buf, cb...)
+	}
+	w.int("omitted", int64(c.Omitted))
+	w.strOpt("outputId", c.OutputID)
+	w.name("prev")
+	w.buf = hex.AppendEncode(append(w.buf, '"'), m.Prev[:])
+	w.buf = append(w.buf, '"')
+	if response != nil {
+		sum := sha256.Sum256(response)
+		w.name("responseDigest")
+		w.buf = append(w.buf, `"sha256:`...)
+		w.buf = append(hex.AppendEncode(w.buf, sum[:]), '"')
+	}
+	w.str("runId", m.RunID)
+	w.int("schemaVersion", SchemaVersion)
+	w.int("seq", m.Seq)
+	w.name("startedAt")
+	w.buf = append(appendStamp(append(w.buf, '"'), c.StartedAt), '"')
+	w.str("status", c.Status)
+	w.str("tool", c.Tool)
+	w.bool("truncated", c.Truncated)
+	w.int("withheld", int64(c.Withheld))
+	return append(w.buf, '}'), nil
+}
+
+// seqWriter writes a canonical object's members in the order its caller
+// gives them, which must be the canonical one; the caller writes the
+// braces.
+type seqWriter struct {
+	buf []byte
+	n   int
+}
+
+func (w *seqWriter) name(n string) {
+	if w.n > 0 {
+		w.buf = append(w.buf, ',')
+	}
+	w.n++
+	w.buf = append(jsjson.AppendString(w.buf, n), ':')
+}
+
+func (w *seqWriter) str(n, v string) { w.name(n); w.buf = jsjson.AppendString(w.buf, v) }
+func (w *seqWriter) int(n string, v int64) {
+	w.name(n)
+	w.buf = strconv.AppendInt(w.buf, v, 10)
+}
+func (w *seqWriter) bool(n string, v bool) { w.name(n); w.buf = strconv.AppendBool(w.buf, v) }
+func (w *seqWriter) strOpt(n, v string) {
+	if v != "" {
+		w.str(n, v)
+	}
+}
+
+// appendDisclosed writes a disclosed label canonically: its two members
+// in order, atom types as strings.
+func appendDisclosed(dst []byte, d ifc.Disclosed) []byte {
+	dst = append(dst, `{"confidentiality":[`...)
+	for i, clause := range d.Confidentiality {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		for j, a := range clause {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsjson.AppendString(dst, a)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `],"integrity":[`...)
+	for i, a := range d.Integrity {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsjson.AppendString(dst, a)
+	}
+	return append(dst, ']', '}')
 }
 
 // ResultRecord is the canonical record of the run's result write.

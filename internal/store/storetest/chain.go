@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -31,16 +30,7 @@ func chains(t *testing.T, s store.Store) store.Chains {
 // entries' handles set to the tokens the step mints.
 func sealCall(run, event string, c store.Call) store.Seal {
 	return func(tokens []string, tip store.Tip) (store.Sealed, error) {
-		c := c
-		c.Entries = slices.Clone(c.Entries)
-		h := 0
-		for i := range c.Entries {
-			if c.Entries[i].Status == "admitted" {
-				c.Entries[i].Handle = tokens[h]
-				h++
-			}
-		}
-		rec, err := receipt.CallRecord(receipt.Meta{RunID: run, Seq: tip.Seq + 1, EventID: event, Prev: tip.Hash, At: epoch}, c, nil)
+		rec, err := receipt.CallRecord(receipt.Meta{RunID: run, Seq: tip.Seq + 1, EventID: event, Prev: tip.Hash, At: epoch}, c, tokens, nil)
 		return store.Sealed{Record: rec, Tip: store.Tip{Seq: tip.Seq + 1, Hash: receipt.Hash(rec)}}, err
 	}
 }
