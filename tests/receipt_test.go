@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
 
 // writeReceiptKey writes a fresh Ed25519 key as --receipt-key takes it
@@ -265,5 +266,57 @@ func TestReceiptKeyFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReceiptRoundTrips: with receipts on, on Redis, a tool call still
+// reaches the store in two commands (Begin and Finish: the chain record
+// goes with Finish), and describe_handle (whose record an error-free
+// output appends) in as many as with receipts off; the chain holds every
+// call.
+func TestReceiptRoundTrips(t *testing.T) {
+	t.Parallel()
+	url, rc := redistest.Start(t)
+	dir := newScenarioDir(t)
+	keyFile, pubFile := writeReceiptKey(t, dir, "receipt-key", 0o600)
+	const calls = 10
+	steps := func(flags ...string) (search, describe map[string]int, g *gateway, r *run) {
+		g = startGateway(t, gwOptions{Flags: append([]string{"--store", url, "--run-rate", "0"}, flags...)})
+		g.setBehaviour(t, "search", behaviour{Stdout: `{"hits":[{"id":"a"},{"id":"b"},{"id":"c"}]}`})
+		r = g.newRun(t, client.CreateRunInput{})
+		describeOnce := func() {
+			rawRequest(t, "POST", g.AgentURL+"/v1/runs/"+r.ID+"/describe_handle", r.Token, "application/json", strings.NewReader(`{"token":"cfh:v:22222"}`))
+		}
+		r.ok(t, "loom_search", `{"query":"q"}`) // the scripts are loaded by now
+		describeOnce()
+		before := commandCalls(t, rc)
+		for range calls {
+			r.ok(t, "loom_search", `{"query":"q"}`)
+		}
+		search = commandsSince(t, rc, before)
+		before = commandCalls(t, rc)
+		for range calls {
+			describeOnce()
+		}
+		return search, commandsSince(t, rc, before), g, r
+	}
+	offSearch, offDescribe, _, _ := steps()
+	onSearch, onDescribe, g, r := steps("--receipt-key", keyFile)
+	if onSearch["evalsha"] != 2*calls || outsideScripts(onSearch) != 0 {
+		t.Errorf("%d tool calls ran %v in Redis, want %d EVALSHA and no other command sent", calls, onSearch, 2*calls)
+	}
+	if onSearch["evalsha"] != offSearch["evalsha"] || onDescribe["evalsha"] != offDescribe["evalsha"] || outsideScripts(onDescribe) != outsideScripts(offDescribe) {
+		t.Errorf("receipts on: search %v, describe_handle %v; off: %v, %v", onSearch, onDescribe, offSearch, offDescribe)
+	}
+	t.Logf("%d calls each, receipts on: search %v, describe_handle %v; off: %v, %v", calls, onSearch, onDescribe, offSearch, offDescribe)
+	resp, body := rawRequest(t, "GET", g.HostURL+"/host/v1/runs/"+r.ID+"/receipt", g.HostToken, "", nil)
+	file := filepath.Join(dir, "receipt.json")
+	writeFile(t, file, body)
+	var d receiptDoc
+	if err := json.Unmarshal(body, &d); err != nil || resp.StatusCode != http.StatusOK || len(d.Chain) != 2+2*calls {
+		t.Fatalf("receipt = %d, %d records, want %d: %.300s", resp.StatusCode, len(d.Chain), 2+2*calls, body)
+	}
+	if code, out := runGateway(t, nil, "verify-receipt", file, "--key", pubFile); code != 0 {
+		t.Fatalf("verify-receipt: exit %d\n%s", code, out)
 	}
 }
