@@ -160,9 +160,21 @@ func (s *Service) Receipt(ctx context.Context, runID, reason string) (receipt.Do
 			return receipt.Document{}, Classify(err, "")
 		}
 	}
+	return s.sign(ctx, f, records)
+}
+
+// sign makes the run's Document and, with a signing key, signs it; a
+// chain that does not verify as the store holds it (changed in the
+// backend) is served unsigned, and the first bad link logged at error
+// level: the gateway does not vouch for it.
+func (s *Service) sign(ctx context.Context, f receipt.Facts, records [][]byte) (receipt.Document, error) {
 	d, err := receipt.Sign(s.cfg.Receipts.Signer, f, records)
 	if err != nil {
 		return receipt.Document{}, Classify(err, "")
+	}
+	if _, err := receipt.VerifyChain(f.Run.ID, d.Chain, nil); err != nil {
+		s.log.ErrorContext(ctx, "run chain does not verify: receipt not signed", "runId", f.Run.ID, "error", err.Error())
+		d.Receipt = nil
 	}
 	return d, nil
 }
@@ -242,7 +254,7 @@ func (s *Service) Expired(run store.Run, chain [][]byte, res *store.Result) {
 		return
 	}
 	ctx := context.Background()
-	d, err := receipt.Sign(s.cfg.Receipts.Signer, receipt.Facts{Run: run, Result: res, Reason: receipt.ReasonExpired, SignedAt: s.now(), Version: s.cfg.Receipts.Version}, chain)
+	d, err := s.sign(ctx, receipt.Facts{Run: run, Result: res, Reason: receipt.ReasonExpired, SignedAt: s.now(), Version: s.cfg.Receipts.Version}, chain)
 	if err != nil {
 		s.log.WarnContext(ctx, "receipt not signed", "runId", run.ID, "reason", receipt.ReasonExpired, "code", CodeOf(err))
 		return

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,43 @@ func TestReceiptExpired(t *testing.T) {
 	if _, err := receipt.Verify(d, receipt.NewKeyring(signer.Public()), nil); err != nil {
 		t.Fatalf("the expired run's receipt: %v", err)
 	}
+}
+
+// TestReceiptBrokenChain: a chain changed in the store, so that it no
+// longer verifies, is served unsigned and the first bad link logged.
+func TestReceiptBrokenChain(t *testing.T) {
+	signer := testSigner(t)
+	broken := &brokenChains{}
+	c := newTestCore(t, coreOptions{Receipts: &Receipts{Signer: signer, Chains: broken}})
+	broken.Store = c.store
+	ctx := context.Background()
+	tok := c.createRun(t, "r")
+	for range 3 {
+		if _, err := c.call(ctx, "r", tok, "loom_search", `{"query":"atlas"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := c.Receipt(ctx, "r", receipt.ReasonRequested)
+	if err != nil || d.Receipt != nil || len(d.Chain) != 2 {
+		t.Fatalf("Receipt = %d links, signed %v, %v; want the 2 left, unsigned", len(d.Chain), d.Receipt != nil, err)
+	}
+	if recs := c.logRecords(t, "run chain does not verify: receipt not signed"); len(recs) != 1 || !strings.Contains(recs[0]["error"].(string), "chain link 2") {
+		t.Fatalf("log = %v", recs)
+	}
+}
+
+// brokenChains reads a memory store's chains with their second record
+// dropped, as a writer of the backend could leave them.
+type brokenChains struct {
+	Store interface {
+		Chain(context.Context, string) ([][]byte, error)
+	}
+}
+
+func (b *brokenChains) Chain(ctx context.Context, id string) ([][]byte, error) {
+	recs, err := b.Store.Chain(ctx, id)
+	if err != nil || len(recs) < 2 {
+		return recs, err
+	}
+	return append(recs[:1:1], recs[2:]...), nil
 }
