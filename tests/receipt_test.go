@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/loom-gateway/gateway/api/client"
 	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
 )
@@ -317,6 +319,34 @@ func TestReceiptRoundTrips(t *testing.T) {
 		t.Fatalf("receipt = %d, %d records, want %d: %.300s", resp.StatusCode, len(d.Chain), 2+2*calls, body)
 	}
 	if code, out := runGateway(t, nil, "verify-receipt", file, "--key", pubFile); code != 0 {
+		t.Fatalf("verify-receipt: exit %d\n%s", code, out)
+	}
+}
+
+// TestReceiptMCP: a call through the MCP face is in the chain as a REST
+// call is, and its record digests exactly the bytes of the tool result's
+// text block.
+func TestReceiptMCP(t *testing.T) {
+	t.Parallel()
+	dir := newScenarioDir(t)
+	keyFile, pubFile := writeReceiptKey(t, dir, "receipt-key", 0o600)
+	g := startGateway(t, gwOptions{Flags: []string{"--receipt-key", keyFile}})
+	g.setBehaviour(t, "search", behaviour{Stdout: fill(`{"hits":[{"id":"r1","title":"Atlas","ifc":{"confidentiality":["{W}"]}}]}`)})
+	r := g.newRun(t, client.CreateRunInput{})
+	s, err := mcpSession(t, g, r.ID, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.CallTool(ctx(t), &mcp.CallToolParams{Name: "loom_search", Arguments: json.RawMessage(`{"query":"q"}`)})
+	if err != nil || res.IsError {
+		t.Fatalf("tools/call: %v %+v", err, res)
+	}
+	text := filepath.Join(dir, "text")
+	writeFile(t, text, []byte(res.Content[0].(*mcp.TextContent).Text))
+	_, body := rawRequest(t, "GET", g.HostURL+"/host/v1/runs/"+r.ID+"/receipt", g.HostToken, "", nil)
+	file := filepath.Join(dir, "receipt.json")
+	writeFile(t, file, body)
+	if code, out := runGateway(t, nil, "verify-receipt", file, "--key", pubFile, "--response", "1="+text); code != 0 || !strings.Contains(out, "1 responses checked") {
 		t.Fatalf("verify-receipt: exit %d\n%s", code, out)
 	}
 }
