@@ -49,9 +49,12 @@ type Chains interface {
 	Chain(ctx context.Context, id string) ([][]byte, error)
 }
 
-// CheckSealed checks that s extends tip by one.
+// CheckSealed checks that s extends tip by one. It does not hash the
+// record again (a record is a few KB, hashed once by its Seal): a Seal
+// whose Tip.Hash is not its record's breaks the chain at its next link,
+// which a verifier, and the gateway before it signs, finds.
 func CheckSealed(s Sealed, tip Tip) error {
-	if s.Tip.Seq != tip.Seq+1 || s.Tip.Hash != sha256.Sum256(s.Record) {
+	if s.Tip.Seq != tip.Seq+1 || len(s.Record) == 0 {
 		return ErrSealShape
 	}
 	return nil
