@@ -21,7 +21,7 @@ type tamperer struct {
 	prefixes map[store.Store]string
 }
 
-func (tm *tamperer) newStore(prefix string, cfg storetest.Config) store.Store {
+func (tm *tamperer) newStore(prefix string, cfg storetest.Config) *redisstore.Store {
 	s := redisstore.New(tm.c.(redis.UniversalClient), redisstore.Options{MaxRuns: cfg.MaxRuns, MaxLabelClauses: cfg.MaxLabelClauses, Now: cfg.Now, Prefix: prefix})
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
