@@ -350,3 +350,18 @@ func TestReceiptMCP(t *testing.T) {
 		t.Fatalf("verify-receipt: exit %d\n%s", code, out)
 	}
 }
+
+// TestReceiptOff: a gateway without --receipt-key or --receipt-chain
+// keeps no chain: GET .../receipt answers 404 route_not_found and the
+// keys route an empty list.
+func TestReceiptOff(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, gwOptions{})
+	r := g.newRun(t, client.CreateRunInput{})
+	resp, body := rawRequest(t, "GET", g.HostURL+"/host/v1/runs/"+r.ID+"/receipt", g.HostToken, "", nil)
+	wantProblemCode(t, resp.StatusCode, body, http.StatusNotFound, "route_not_found", "")
+	resp, body = rawRequest(t, "GET", g.HostURL+"/host/v1/receipt-keys", g.HostToken, "", nil)
+	if resp.StatusCode != http.StatusOK || string(body) != `{"keys":[]}` {
+		t.Fatalf("receipt-keys = %d %s", resp.StatusCode, body)
+	}
+}
