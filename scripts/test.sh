@@ -214,6 +214,9 @@ fmt_vet() {
 contract_lint() { (cd tools/lint && npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity error ../../api/openapi.yaml); }
 
 services() {
+  # openssl: tests/receipt_test.go checks a receipt with it, as
+  # docs/SECURITY.md shows.
+  command -v openssl >/dev/null || scripts/apt-install.sh openssl
   # Not eval "$(...)": that would succeed, with no Redis, when start fails.
   local redis_env
   redis_started=1

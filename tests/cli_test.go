@@ -31,6 +31,7 @@ var allFlags = []string{
 	"audit-arg-shape",
 	"version",
 	"run-rate", "run-burst",
+	"receipt-key", "receipt-verify-keys", "receipt-chain",
 }
 
 // TestCommandLine: --help, and the startup refusals, each exiting 2 with a

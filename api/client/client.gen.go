@@ -473,6 +473,21 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// Defines values for ReceiptKeyAlgorithm.
+const (
+	Ed25519 ReceiptKeyAlgorithm = "Ed25519"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptKeyAlgorithm enum.
+func (e ReceiptKeyAlgorithm) Valid() bool {
+	switch e {
+	case Ed25519:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReferentKind.
 const (
 	ReferentKindDocument ReferentKind = "document"
@@ -771,6 +786,16 @@ type CallRecordCfcVersion int
 // CallRecordStatus defines model for CallRecord.Status.
 type CallRecordStatus string
 
+// ChainLink defines model for ChainLink.
+type ChainLink struct {
+	// Hash The lowercase hex SHA-256 of the record's bytes.
+	Hash string `json:"hash"`
+
+	// Record The record's canonical JSON bytes, base64.
+	Record []byte `json:"record"`
+	Seq    int64  `json:"seq"`
+}
+
 // Clause A confidentiality clause, a bare atom or `{"anyOf": [atoms]}`. In a ceiling (`maxConfidentiality`) the list may be empty: `{"anyOf": []}` admits no label clause, so such a ceiling admits only public labels; in a label (`modelContextLabel`, an observation) it must be nonempty.
 type Clause = json.RawMessage
 
@@ -1013,6 +1038,26 @@ type ProfileInput struct {
 	Fresh *bool `json:"fresh,omitempty"`
 }
 
+// ReceiptKey defines model for ReceiptKey.
+type ReceiptKey struct {
+	Algorithm ReceiptKeyAlgorithm `json:"algorithm"`
+	KeyId     string              `json:"keyId"`
+
+	// PublicKey The public key as a PEM SubjectPublicKeyInfo block.
+	PublicKey string `json:"publicKey"`
+
+	// Signing Whether the gateway signs with this key's private key.
+	Signing bool `json:"signing"`
+}
+
+// ReceiptKeyAlgorithm defines model for ReceiptKey.Algorithm.
+type ReceiptKeyAlgorithm string
+
+// ReceiptKeys defines model for ReceiptKeys.
+type ReceiptKeys struct {
+	Keys []ReceiptKey `json:"keys"`
+}
+
 // Referent defines model for Referent.
 type Referent struct {
 	Kind        ReferentKind        `json:"kind"`
@@ -1079,6 +1124,13 @@ type RunList struct {
 	Runs       []RunSummary `json:"runs"`
 }
 
+// RunReceipt defines model for RunReceipt.
+type RunReceipt struct {
+	Chain   []ChainLink    `json:"chain"`
+	Receipt *SignedReceipt `json:"receipt,omitempty"`
+	RunId   string         `json:"runId"`
+}
+
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
 	Calls int `json:"calls"`
@@ -1124,6 +1176,17 @@ type SearchInput struct {
 
 // SearchInputRank defines model for SearchInput.Rank.
 type SearchInputRank string
+
+// SignedReceipt defines model for SignedReceipt.
+type SignedReceipt struct {
+	KeyId string `json:"keyId"`
+
+	// Payload The receipt's canonical JSON bytes, base64.
+	Payload []byte `json:"payload"`
+
+	// Signature The Ed25519 signature over the payload's bytes, base64.
+	Signature []byte `json:"signature"`
+}
 
 // Since The start of the time window, as Loom reads it: an ISO 8601 date or date-time, for example 2026-03-01 or 2026-03-01T09:00:00Z. At most 500 characters, no control characters, may not start with `-`.
 type Since = string
@@ -1342,6 +1405,13 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetReceiptKeys The public keys receipts verify with
+	//
+	// The gateway's signing key's public key, then the other keys it was given for verification (--receipt-verify-keys), each with its key id (the lowercase hex of the first 16 bytes of the SHA-256 of the 32-byte raw public key) and as a PEM SubjectPublicKeyInfo block. Empty when the gateway signs no receipts.
+	//
+	// Corresponds with GET /host/v1/receipt-keys (the `GetReceiptKeys` operationId).
+	GetReceiptKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List live runs
 	//
 	// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
@@ -1416,6 +1486,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /host/v1/runs/{runId}/observations (the `AddObservation` operationId).
 	AddObservation(ctx context.Context, runId RunId, body AddObservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReceipt The run's call chain and its signed receipt
+	//
+	// The run's chain, one record per numbered call (its error too) and one for the result write, each the exact canonical bytes (RFC 8785) that were hashed, base64; and, when the gateway has a signing key (--receipt-key), the receipt signed now: the Ed25519 signature over the payload's bytes, which name the run, its ceiling, the chain's length and tip, the joined observed label and the result's digest and label. `gateway verify-receipt` checks it (docs/SECURITY.md). route_not_found when the gateway keeps no chains.
+	//
+	// Corresponds with GET /host/v1/runs/{runId}/receipt (the `GetReceipt` operationId).
+	GetReceipt(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetResult The run's written result
 	//
@@ -1740,6 +1817,23 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
+// GetReceiptKeys The public keys receipts verify with
+//
+// The gateway's signing key's public key, then the other keys it was given for verification (--receipt-verify-keys), each with its key id (the lowercase hex of the first 16 bytes of the SHA-256 of the 32-byte raw public key) and as a PEM SubjectPublicKeyInfo block. Empty when the gateway signs no receipts.
+//
+// Corresponds with GET /host/v1/receipt-keys (the `GetReceiptKeys` operationId).
+func (c *Client) GetReceiptKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReceiptKeysRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListRuns List live runs
 //
 // The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
@@ -1895,6 +1989,23 @@ func (c *Client) AddObservationWithBody(ctx context.Context, runId RunId, conten
 // Corresponds with POST /host/v1/runs/{runId}/observations (the `AddObservation` operationId).
 func (c *Client) AddObservation(ctx context.Context, runId RunId, body AddObservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAddObservationRequest(c.Server, runId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReceipt The run's call chain and its signed receipt
+//
+// The run's chain, one record per numbered call (its error too) and one for the result write, each the exact canonical bytes (RFC 8785) that were hashed, base64; and, when the gateway has a signing key (--receipt-key), the receipt signed now: the Ed25519 signature over the payload's bytes, which name the run, its ceiling, the chain's length and tip, the joined observed label and the result's digest and label. `gateway verify-receipt` checks it (docs/SECURITY.md). route_not_found when the gateway keeps no chains.
+//
+// Corresponds with GET /host/v1/runs/{runId}/receipt (the `GetReceipt` operationId).
+func (c *Client) GetReceipt(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReceiptRequest(c.Server, runId)
 	if err != nil {
 		return nil, err
 	}
@@ -2497,6 +2608,33 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetReceiptKeysRequest constructs an http.Request for the GetReceiptKeys method
+func NewGetReceiptKeysRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/host/v1/receipt-keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListRunsRequest constructs an http.Request for the ListRuns method
 func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, error) {
 	var err error
@@ -2821,6 +2959,40 @@ func NewAddObservationRequestWithBody(server string, runId RunId, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetReceiptRequest constructs an http.Request for the GetReceipt method
+func NewGetReceiptRequest(server string, runId RunId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runId", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/host/v1/runs/%s/receipt", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3571,6 +3743,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
+	// GetReceiptKeysWithResponse The public keys receipts verify with
+	//
+	// The gateway's signing key's public key, then the other keys it was given for verification (--receipt-verify-keys), each with its key id (the lowercase hex of the first 16 bytes of the SHA-256 of the 32-byte raw public key) and as a PEM SubjectPublicKeyInfo block. Empty when the gateway signs no receipts.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /host/v1/receipt-keys (the `GetReceiptKeys` operationId).
+	GetReceiptKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReceiptKeysResponse, error)
+
 	// ListRunsWithResponse List live runs
 	//
 	// The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
@@ -3655,6 +3836,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /host/v1/runs/{runId}/observations (the `AddObservation` operationId).
 	AddObservationWithResponse(ctx context.Context, runId RunId, body AddObservationJSONRequestBody, reqEditors ...RequestEditorFn) (*AddObservationResponse, error)
+
+	// GetReceiptWithResponse The run's call chain and its signed receipt
+	//
+	// The run's chain, one record per numbered call (its error too) and one for the result write, each the exact canonical bytes (RFC 8785) that were hashed, base64; and, when the gateway has a signing key (--receipt-key), the receipt signed now: the Ed25519 signature over the payload's bytes, which name the run, its ceiling, the chain's length and tip, the joined observed label and the result's digest and label. `gateway verify-receipt` checks it (docs/SECURITY.md). route_not_found when the gateway keeps no chains.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /host/v1/runs/{runId}/receipt (the `GetReceipt` operationId).
+	GetReceiptWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*GetReceiptResponse, error)
 
 	// GetResultWithResponse The run's written result
 	//
@@ -4011,6 +4201,54 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+type GetReceiptKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReceiptKeys
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReceiptKeysResponse) GetJSON200() *ReceiptKeys {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetReceiptKeysResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReceiptKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReceiptKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReceiptKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReceiptKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4327,6 +4565,54 @@ func (r AddObservationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AddObservationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetReceiptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunReceipt
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReceiptResponse) GetJSON200() *RunReceipt {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetReceiptResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReceiptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReceiptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReceiptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReceiptResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5054,6 +5340,21 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 	return ParseHealthzResponse(rsp)
 }
 
+// GetReceiptKeysWithResponse The public keys receipts verify with
+//
+// The gateway's signing key's public key, then the other keys it was given for verification (--receipt-verify-keys), each with its key id (the lowercase hex of the first 16 bytes of the SHA-256 of the 32-byte raw public key) and as a PEM SubjectPublicKeyInfo block. Empty when the gateway signs no receipts.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /host/v1/receipt-keys (the `GetReceiptKeys` operationId).
+func (c *ClientWithResponses) GetReceiptKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReceiptKeysResponse, error) {
+	rsp, err := c.GetReceiptKeys(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReceiptKeysResponse(rsp)
+}
+
 // ListRunsWithResponse List live runs
 //
 // The live runs, oldest first, as summaries (never tokens), one page at a time: at most `limit` runs (100 by default), and `nextCursor` when more may follow. Ask again with `cursor` set to it for the next page. A cursor names a place in the order (creation time, then run id), not a run: runs deleted meanwhile are skipped, and a run created since is listed when it falls after that place.
@@ -5191,6 +5492,21 @@ func (c *ClientWithResponses) AddObservationWithResponse(ctx context.Context, ru
 		return nil, err
 	}
 	return ParseAddObservationResponse(rsp)
+}
+
+// GetReceiptWithResponse The run's call chain and its signed receipt
+//
+// The run's chain, one record per numbered call (its error too) and one for the result write, each the exact canonical bytes (RFC 8785) that were hashed, base64; and, when the gateway has a signing key (--receipt-key), the receipt signed now: the Ed25519 signature over the payload's bytes, which name the run, its ceiling, the chain's length and tip, the joined observed label and the result's digest and label. `gateway verify-receipt` checks it (docs/SECURITY.md). route_not_found when the gateway keeps no chains.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /host/v1/runs/{runId}/receipt (the `GetReceipt` operationId).
+func (c *ClientWithResponses) GetReceiptWithResponse(ctx context.Context, runId RunId, reqEditors ...RequestEditorFn) (*GetReceiptResponse, error) {
+	rsp, err := c.GetReceipt(ctx, runId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReceiptResponse(rsp)
 }
 
 // GetResultWithResponse The run's written result
@@ -5688,6 +6004,39 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	return response, nil
 }
 
+// ParseGetReceiptKeysResponse parses an HTTP response from a GetReceiptKeysWithResponse call
+func ParseGetReceiptKeysResponse(rsp *http.Response) (*GetReceiptKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReceiptKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReceiptKeys
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
 func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5898,6 +6247,39 @@ func ParseAddObservationResponse(rsp *http.Response) (*AddObservationResponse, e
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetReceiptResponse parses an HTTP response from a GetReceiptWithResponse call
+func ParseGetReceiptResponse(rsp *http.Response) (*GetReceiptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReceiptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunReceipt
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

@@ -304,6 +304,21 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// Defines values for ReceiptKeyAlgorithm.
+const (
+	Ed25519 ReceiptKeyAlgorithm = "Ed25519"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptKeyAlgorithm enum.
+func (e ReceiptKeyAlgorithm) Valid() bool {
+	switch e {
+	case Ed25519:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReferentKind.
 const (
 	ReferentKindDocument ReferentKind = "document"
@@ -462,6 +477,16 @@ type CallRecordCfcVersion int
 // CallRecordStatus defines model for CallRecord.Status.
 type CallRecordStatus string
 
+// ChainLink defines model for ChainLink.
+type ChainLink struct {
+	// Hash The lowercase hex SHA-256 of the record's bytes.
+	Hash string `json:"hash"`
+
+	// Record The record's canonical JSON bytes, base64.
+	Record []byte `json:"record"`
+	Seq    int64  `json:"seq"`
+}
+
 // Clause A confidentiality clause, a bare atom or `{"anyOf": [atoms]}`. In a ceiling (`maxConfidentiality`) the list may be empty: `{"anyOf": []}` admits no label clause, so such a ceiling admits only public labels; in a label (`modelContextLabel`, an observation) it must be nonempty.
 type Clause = json.RawMessage
 
@@ -594,6 +619,26 @@ type Problem struct {
 // ProblemCode defines model for Problem.Code.
 type ProblemCode string
 
+// ReceiptKey defines model for ReceiptKey.
+type ReceiptKey struct {
+	Algorithm ReceiptKeyAlgorithm `json:"algorithm"`
+	KeyId     string              `json:"keyId"`
+
+	// PublicKey The public key as a PEM SubjectPublicKeyInfo block.
+	PublicKey string `json:"publicKey"`
+
+	// Signing Whether the gateway signs with this key's private key.
+	Signing bool `json:"signing"`
+}
+
+// ReceiptKeyAlgorithm defines model for ReceiptKey.Algorithm.
+type ReceiptKeyAlgorithm string
+
+// ReceiptKeys defines model for ReceiptKeys.
+type ReceiptKeys struct {
+	Keys []ReceiptKey `json:"keys"`
+}
+
 // Referent defines model for Referent.
 type Referent struct {
 	Kind        ReferentKind        `json:"kind"`
@@ -644,6 +689,13 @@ type RunList struct {
 	Runs       []RunSummary `json:"runs"`
 }
 
+// RunReceipt defines model for RunReceipt.
+type RunReceipt struct {
+	Chain   []ChainLink    `json:"chain"`
+	Receipt *SignedReceipt `json:"receipt,omitempty"`
+	RunId   string         `json:"runId"`
+}
+
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
 	Calls int `json:"calls"`
@@ -661,6 +713,17 @@ type RunSummary struct {
 	ModelContextLabel ConfidentialityLabel `json:"modelContextLabel"`
 	RunId             string               `json:"runId"`
 	Tools             []ToolId             `json:"tools"`
+}
+
+// SignedReceipt defines model for SignedReceipt.
+type SignedReceipt struct {
+	KeyId string `json:"keyId"`
+
+	// Payload The receipt's canonical JSON bytes, base64.
+	Payload []byte `json:"payload"`
+
+	// Signature The Ed25519 signature over the payload's bytes, base64.
+	Signature []byte `json:"signature"`
 }
 
 // ToolId defines model for ToolId.
@@ -692,6 +755,9 @@ type AddObservationJSONRequestBody = ObservationInput
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetReceiptKeys The public keys receipts verify with
+	// (GET /host/v1/receipt-keys)
+	GetReceiptKeys(w http.ResponseWriter, r *http.Request)
 	// ListRuns List live runs
 	// (GET /host/v1/runs)
 	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
@@ -713,6 +779,9 @@ type ServerInterface interface {
 	// AddObservation Join another tool's label into the model-context label
 	// (POST /host/v1/runs/{runId}/observations)
 	AddObservation(w http.ResponseWriter, r *http.Request, runId RunId)
+	// GetReceipt The run's call chain and its signed receipt
+	// (GET /host/v1/runs/{runId}/receipt)
+	GetReceipt(w http.ResponseWriter, r *http.Request, runId RunId)
 	// GetResult The run's written result
 	// (GET /host/v1/runs/{runId}/result)
 	GetResult(w http.ResponseWriter, r *http.Request, runId RunId)
@@ -721,6 +790,12 @@ type ServerInterface interface {
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
+
+// GetReceiptKeys The public keys receipts verify with
+// (GET /host/v1/receipt-keys)
+func (_ Unimplemented) GetReceiptKeys(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
 
 // ListRuns List live runs
 // (GET /host/v1/runs)
@@ -764,6 +839,12 @@ func (_ Unimplemented) AddObservation(w http.ResponseWriter, r *http.Request, ru
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetReceipt The run's call chain and its signed receipt
+// (GET /host/v1/runs/{runId}/receipt)
+func (_ Unimplemented) GetReceipt(w http.ResponseWriter, r *http.Request, runId RunId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetResult The run's written result
 // (GET /host/v1/runs/{runId}/result)
 func (_ Unimplemented) GetResult(w http.ResponseWriter, r *http.Request, runId RunId) {
@@ -778,6 +859,20 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// GetReceiptKeys operation middleware
+func (siw *ServerInterfaceWrapper) GetReceiptKeys(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetReceiptKeys(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // ListRuns operation middleware
 func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Request) {
@@ -998,6 +1093,32 @@ func (siw *ServerInterfaceWrapper) AddObservation(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// GetReceipt operation middleware
+func (siw *ServerInterfaceWrapper) GetReceipt(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "runId" -------------
+	var runId RunId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "runId", chi.URLParam(r, "runId"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "runId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetReceipt(w, r, runId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetResult operation middleware
 func (siw *ServerInterfaceWrapper) GetResult(w http.ResponseWriter, r *http.Request) {
 
@@ -1161,11 +1282,55 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/host/v1/runs/{runId}/result", wrapper.GetResult)
 	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/host/v1/runs/{runId}/receipt", wrapper.GetReceipt)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/host/v1/receipt-keys", wrapper.GetReceiptKeys)
+	})
 
 	return r
 }
 
 type ProblemApplicationProblemPlusJSONResponse Problem
+
+type GetReceiptKeysRequestObject struct {
+}
+
+type GetReceiptKeysResponseObject interface {
+	VisitGetReceiptKeysResponse(w http.ResponseWriter) error
+}
+
+type GetReceiptKeys200JSONResponse ReceiptKeys
+
+func (response GetReceiptKeys200JSONResponse) VisitGetReceiptKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReceiptKeysdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetReceiptKeysdefaultApplicationProblemPlusJSONResponse) VisitGetReceiptKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListRunsRequestObject struct {
 	Params ListRunsParams
@@ -1430,6 +1595,45 @@ func (response AddObservationdefaultApplicationProblemPlusJSONResponse) VisitAdd
 	return err
 }
 
+type GetReceiptRequestObject struct {
+	RunId RunId `json:"runId"`
+}
+
+type GetReceiptResponseObject interface {
+	VisitGetReceiptResponse(w http.ResponseWriter) error
+}
+
+type GetReceipt200JSONResponse RunReceipt
+
+func (response GetReceipt200JSONResponse) VisitGetReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReceiptdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetReceiptdefaultApplicationProblemPlusJSONResponse) VisitGetReceiptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetResultRequestObject struct {
 	RunId RunId `json:"runId"`
 }
@@ -1471,6 +1675,9 @@ func (response GetResultdefaultApplicationProblemPlusJSONResponse) VisitGetResul
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetReceiptKeys The public keys receipts verify with
+	// (GET /host/v1/receipt-keys)
+	GetReceiptKeys(ctx context.Context, request GetReceiptKeysRequestObject) (GetReceiptKeysResponseObject, error)
 	// ListRuns List live runs
 	// (GET /host/v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -1492,6 +1699,9 @@ type StrictServerInterface interface {
 	// AddObservation Join another tool's label into the model-context label
 	// (POST /host/v1/runs/{runId}/observations)
 	AddObservation(ctx context.Context, request AddObservationRequestObject) (AddObservationResponseObject, error)
+	// GetReceipt The run's call chain and its signed receipt
+	// (GET /host/v1/runs/{runId}/receipt)
+	GetReceipt(ctx context.Context, request GetReceiptRequestObject) (GetReceiptResponseObject, error)
 	// GetResult The run's written result
 	// (GET /host/v1/runs/{runId}/result)
 	GetResult(ctx context.Context, request GetResultRequestObject) (GetResultResponseObject, error)
@@ -1534,6 +1744,30 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// GetReceiptKeys operation middleware
+func (sh *strictHandler) GetReceiptKeys(w http.ResponseWriter, r *http.Request) {
+	var request GetReceiptKeysRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReceiptKeys(ctx, request.(GetReceiptKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReceiptKeys")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetReceiptKeysResponseObject); ok {
+		if err := validResponse.VisitGetReceiptKeysResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // ListRuns operation middleware
@@ -1724,6 +1958,32 @@ func (sh *strictHandler) AddObservation(w http.ResponseWriter, r *http.Request, 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(AddObservationResponseObject); ok {
 		if err := validResponse.VisitAddObservationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetReceipt operation middleware
+func (sh *strictHandler) GetReceipt(w http.ResponseWriter, r *http.Request, runId RunId) {
+	var request GetReceiptRequestObject
+
+	request.RunId = runId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReceipt(ctx, request.(GetReceiptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReceipt")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetReceiptResponseObject); ok {
+		if err := validResponse.VisitGetReceiptResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -76,6 +76,7 @@ type options struct {
 	logFormat, logLevel               string
 	auditArgShape                     bool
 	version                           bool
+	receipt                           receiptOptions
 }
 
 type multiFlag []string
@@ -122,6 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.auditArgShape, "audit-arg-shape", false, "add to each tool call's audit record the sorted names of the input fields present (never their values)")
 	fs.BoolVar(&o.version, "version", false, "print the gateway's version and exit")
+	receiptFlags(fs, &o.receipt)
 	// The flag list is printed for --help only; a bad flag gets one line.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -158,6 +160,9 @@ func isSet(fs *flag.FlagSet, name string) bool {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "check-loom" {
 		return checkLoom(ctx, args[2:], getenv, stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "verify-receipt" {
+		return verifyReceipt(ctx, args[2:], os.Stdin, stdout, stderr)
 	}
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
@@ -196,6 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	agentConns, hostConns := newConnLimit(maxConns), newConnLimit(maxConns)
 	st, closeStore := openStore(o, log)
 	defer closeStore()
+	chainsOf(d.Receipts, st)
 	mountMetrics, err := instrument(d, st, log, map[string]*connLimit{"agent": agentConns, "host": hostConns})
 	if err != nil {
 		return err
@@ -249,7 +255,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	go func() { errc <- serve(agentSrv, agentConns.listener(agentLn)) }()
 	go func() { errc <- serve(hostSrv, hostConns.listener(hostLn)) }()
 	if mem, ok := st.(*memstore.Store); ok {
-		go sweep(ctx, mem)
+		go sweep(ctx, mem, core)
 	}
 	log.Info("gateway listening", "version", version.String(), "agent", agentLn.Addr().String(), "host", hostLn.Addr().String(), "tools", len(d.Tools), "configured", d.Loom != nil, "maxConnections", maxConns)
 	warnMisconfigured(log, o, d)
@@ -405,6 +411,11 @@ func buildDeps(o *options, getenv func(string) string, log *slog.Logger) (*deps,
 		return nil, usagef("the host token is %d bytes; it must be at least %d (make one with: head -c 32 /dev/urandom | base64 > host-token)", len(token), minHostToken)
 	}
 	d.HostToken = token
+	receipts, err := receiptConfig(o.receipt, getenv("CREDENTIALS_DIRECTORY"))
+	if err != nil {
+		return nil, err
+	}
+	d.Receipts = receipts
 	for name, v := range map[string]int64{"--max-stdout-bytes": o.maxStdoutBytes, "--max-request-bytes": o.maxRequestBytes, "--max-concurrent-loom": int64(o.maxConcurrentLoom), "--max-runs": int64(o.maxRuns)} {
 		if v <= 0 {
 			return nil, usagef("%s must be positive", name)
@@ -525,8 +536,9 @@ func serve(srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// sweep drops expired runs from the memory store once a minute.
-func sweep(ctx context.Context, m *memstore.Store) {
+// sweep drops expired runs from the memory store once a minute, each
+// run's receipt signed as it goes (core.Expired).
+func sweep(ctx context.Context, m *memstore.Store, core *gateway.Service) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -534,7 +546,7 @@ func sweep(ctx context.Context, m *memstore.Store) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.Sweep()
+			m.SweepEnded(core.Expired)
 		}
 	}
 }

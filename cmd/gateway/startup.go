@@ -176,40 +176,9 @@ const maxTokenFileBytes = 64 << 10
 // credDir is $CREDENTIALS_DIRECTORY, "" when unset. Every refusal is a
 // usage error naming the path and the fix.
 func readTokenFile(path, credDir string) (string, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", usagef("--host-token-file: cannot read %s: it does not exist", path)
-	case errors.Is(err, fs.ErrPermission):
-		return "", usagef("--host-token-file: cannot read %s: permission denied on a directory of its path", path)
-	case err != nil:
-		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	if err := tokenFileProblem(path, fi, credDir); err != nil {
-		return "", err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrPermission) {
-		uid, _ := fileOwner(fi)
-		return "", usagef("--host-token-file %s: the gateway's user (uid %d) may not read it (owner uid %d, mode %04o): make it the gateway's user's, mode 0600 (chown %d %s; chmod 600 %s), or, owned by root, readable by a group of the gateway's user (mode 0440; a Kubernetes Secret: defaultMode 0440 with the pod's securityContext.fsGroup; systemd: LoadCredential=)", path, os.Geteuid(), uid, fi.Mode().Perm(), os.Geteuid(), path, path)
-	}
+	b, err := hostTokenFile.read(path, credDir)
 	if err != nil {
-		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	ofi, err := f.Stat()
-	if err != nil || !os.SameFile(fi, ofi) {
-		return "", usagef("--host-token-file %s changed while the gateway read it: start again once it is written", path)
-	}
-	if err := tokenFileProblem(path, ofi, credDir); err != nil {
 		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
-	if err != nil {
-		return "", usagef("--host-token-file: cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	if len(b) > maxTokenFileBytes {
-		return "", usagef("--host-token-file %s is larger than %d KiB: it must hold the host token only (head -c 32 /dev/urandom | base64 > host-token)", path, maxTokenFileBytes>>10)
 	}
 	token := strings.TrimSpace(string(b))
 	if token == "" {
@@ -218,22 +187,79 @@ func readTokenFile(path, credDir string) (string, error) {
 	return token, nil
 }
 
+// secretFile is a file the gateway reads a secret from under the token
+// file rule (readTokenFile): the host token's (hostTokenFile) and the
+// receipt signing key's. Its refusals name flag, what it holds and how
+// one is made.
+type secretFile struct {
+	flag, what, make string
+}
+
+// hostTokenFile is the host token's file (--host-token-file).
+var hostTokenFile = secretFile{flag: "--host-token-file", what: "the host token", make: "head -c 32 /dev/urandom | base64 > host-token"}
+
+// read reads the file at path under the token file rule; credDir is
+// $CREDENTIALS_DIRECTORY.
+func (sf secretFile) read(path, credDir string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usagef("%s: cannot read %s: it does not exist", sf.flag, path)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, usagef("%s: cannot read %s: permission denied on a directory of its path", sf.flag, path)
+	case err != nil:
+		return nil, usagef("%s: cannot read %s: %v", sf.flag, path, errors.Unwrap(err))
+	}
+	if err := sf.problem(path, fi, credDir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		uid, _ := fileOwner(fi)
+		return nil, usagef("%s %s: the gateway's user (uid %d) may not read it (owner uid %d, mode %04o): make it the gateway's user's, mode 0600 (chown %d %s; chmod 600 %s), or, owned by root, readable by a group of the gateway's user (mode 0440; a Kubernetes Secret: defaultMode 0440 with the pod's securityContext.fsGroup; systemd: LoadCredential=)", sf.flag, path, os.Geteuid(), uid, fi.Mode().Perm(), os.Geteuid(), path, path)
+	}
+	if err != nil {
+		return nil, usagef("%s: cannot read %s: %v", sf.flag, path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil || !os.SameFile(fi, ofi) {
+		return nil, usagef("%s %s changed while the gateway read it: start again once it is written", sf.flag, path)
+	}
+	if err := sf.problem(path, ofi, credDir); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
+	if err != nil {
+		return nil, usagef("%s: cannot read %s: %v", sf.flag, path, errors.Unwrap(err))
+	}
+	if len(b) > maxTokenFileBytes {
+		return nil, usagef("%s %s is larger than %d KiB: it must hold %s only (%s)", sf.flag, path, maxTokenFileBytes>>10, sf.what, sf.make)
+	}
+	return b, nil
+}
+
 // tokenFileProblem applies the token file rule of readTokenFile to fi, the
 // file at path (symlinks followed): its kind, and its mode against its
 // owner and credDir.
 func tokenFileProblem(path string, fi fs.FileInfo, credDir string) error {
+	return hostTokenFile.problem(path, fi, credDir)
+}
+
+// problem is tokenFileProblem for sf.
+func (sf secretFile) problem(path string, fi fs.FileInfo, credDir string) error {
 	if kind := fileKind(fi.Mode()); kind != "" {
-		return usagef("--host-token-file %s is %s, not a regular file: write the host token to a regular file readable by the gateway's user only (chmod 600)", path, kind)
+		return usagef("%s %s is %s, not a regular file: write %s to a regular file readable by the gateway's user only (chmod 600)", sf.flag, path, kind, sf.what)
 	}
 	perm := fi.Mode().Perm()
 	owner, _ := fileOwner(fi)
 	switch {
 	case perm&0o007 != 0:
-		return usagef("--host-token-file %s is open to others (mode %04o): the host token must be readable by the gateway's user only (chmod 600 %s; a root-owned file a group reads: chmod 440)", path, perm, path)
+		return usagef("%s %s is open to others (mode %04o): %s must be readable by the gateway's user only (chmod 600 %s; a root-owned file a group reads: chmod 440)", sf.flag, path, perm, sf.what, path)
 	case perm&0o020 != 0:
-		return usagef("--host-token-file %s is writable by its group (mode %04o): only its owner may write it (chmod 600 %s, or chmod g-w %s)", path, perm, path, path)
+		return usagef("%s %s is writable by its group (mode %04o): only its owner may write it (chmod 600 %s, or chmod g-w %s)", sf.flag, path, perm, path, path)
 	case perm&0o050 != 0 && owner != 0 && !inDir(path, credDir):
-		return usagef("--host-token-file %s is open to its group (mode %04o) and owned by uid %d: a token file may be group-readable only when root owns it or it lies in $CREDENTIALS_DIRECTORY (systemd LoadCredential=); otherwise the host token must be readable by the gateway's user only (chmod 600 %s)", path, perm, owner, path)
+		return usagef("%s %s is open to its group (mode %04o) and owned by uid %d: a token file may be group-readable only when root owns it or it lies in $CREDENTIALS_DIRECTORY (systemd LoadCredential=); otherwise %s must be readable by the gateway's user only (chmod 600 %s)", sf.flag, path, perm, owner, sf.what, path)
 	}
 	return nil
 }

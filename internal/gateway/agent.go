@@ -253,10 +253,14 @@ func (s *Service) WriteResult(ctx context.Context, run store.Run, value []byte) 
 		return Written{}, writeError(err)
 	}
 	res.WrittenAt = s.now()
+	var ch *chained
+	res.Seal = s.sealResult(run.ID, res, &ch)
 	if err := s.cfg.Store.PutResult(ctx, run.ID, res); err != nil {
 		return Written{}, Classify(err, "")
 	}
-	return Written{Documents: len(res.Documents), Links: links}, nil
+	w := Written{Documents: len(res.Documents), Links: links}
+	s.auditResult(ctx, run.ID, w, ch)
+	return w, nil
 }
 
 // writeError classifies an error of result.Names or result.Write.

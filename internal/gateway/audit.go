@@ -57,6 +57,7 @@ func (s *Service) audit(ctx context.Context, c *call, rec store.Call) {
 	if f := rec.Failure; f != nil {
 		attrs = append(attrs, failureAttr(f))
 	}
+	attrs = chainAttrs(attrs, c.chain)
 	traceOutcome(ctx, c, rec)
 	telemetry.LogAttrs(ctx, s.log, slog.LevelInfo, "audit", attrs...)
 }

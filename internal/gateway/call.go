@@ -35,6 +35,10 @@ type call struct {
 	argv   []string
 	out    loom.Output
 	exited bool
+	// chain is the call's record in the run's chain, once sealed
+	// (Config.Receipts); response the bytes it digested (receipt.go).
+	chain    *chained
+	response []byte
 }
 
 // Call runs one of the eight tools for run (as Authenticate opened it)
@@ -178,7 +182,7 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		s.cfg.Recorder.Minted(len(handles))
 	}
 	s.audit(ctx, c, rec)
-	return res.AppendJSON(make([]byte, 0, 4096), handles), nil
+	return c.answer(res, handles), nil
 }
 
 // refill is how long a run's rate bucket takes to refill one call, 0 with
@@ -310,25 +314,34 @@ func (s *Service) failureOf(ctx context.Context, c *call, err error, code proble
 	return &store.Failure{Reason: string(f.Reason), Detail: f.Detail, StderrTail: loom.StderrText(c.out), Argv: c.argv}
 }
 
-// record audits the call and appends it to the call log even when the
-// client has gone away; a run deleted meanwhile has no log to append to.
+// record appends the call to the call log even when the client has gone
+// away, and audits it; a run deleted meanwhile has no log to append to.
 // A call that holds an in-flight mark appends with Finish, which gives
-// the mark back in the same store step; any other with AppendCall.
+// the mark back in the same store step, and so does every call when the
+// run's chain is kept (Finish seals the record into it); any other with
+// AppendCall.
 func (s *Service) record(ctx context.Context, c *call, rec store.Call) {
 	rec.TraceID = telemetry.TraceID(ctx)
-	s.audit(ctx, c, rec)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var err error
-	if c.run.Marked && !c.released {
-		_, err = s.cfg.Store.Finish(ctx, c.run.ID, store.Finish{Call: rec, Mark: c.run.Seq})
-		c.released = err == nil || errors.Is(err, store.ErrRunNotFound)
+	if marked := c.run.Marked && !c.released; marked || s.chained() {
+		f := store.Finish{Call: rec, Seal: s.sealCall(c, rec, nil)}
+		if marked {
+			f.Mark = c.run.Seq
+		}
+		_, err = s.cfg.Store.Finish(sctx, c.run.ID, f)
+		c.released = c.released || marked && (err == nil || errors.Is(err, store.ErrRunNotFound))
 	} else {
-		err = s.cfg.Store.AppendCall(ctx, c.run.ID, rec)
+		err = s.cfg.Store.AppendCall(sctx, c.run.ID, rec)
 	}
-	if err != nil && !errors.Is(err, store.ErrRunNotFound) {
-		s.log.ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", CodeOf(err))
+	if err != nil {
+		c.chain = nil // not in the chain
+		if !errors.Is(err, store.ErrRunNotFound) {
+			s.log.ErrorContext(ctx, "call log append failed", "runId", c.run.ID, "outputId", c.outputID, "code", CodeOf(err))
+		}
 	}
+	s.audit(ctx, c, rec)
 }
 
 // leaseGrace is what a call's in-flight lease adds to the longest its
@@ -462,6 +475,7 @@ func (s *Service) finish(ctx context.Context, c *call, res ifc.Result, base ifc.
 		Observed: res.Observed,
 		Base:     base,
 		Call:     rec,
+		Seal:     s.sealCall(c, rec, &res),
 	}
 	if c.run.Marked {
 		f.Mark = c.run.Seq

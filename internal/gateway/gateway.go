@@ -134,6 +134,9 @@ type Config struct {
 	Now      func() time.Time
 	// Recorder, when set, counts calls and handles.
 	Recorder Recorder
+	// Receipts, when set, keeps each run's chain and signs its receipt
+	// (receipt.go); nil: no chain.
+	Receipts *Receipts
 	// AuditArgShape adds the sorted names of a tool input's top-level
 	// members to its audit record; values are never logged.
 	AuditArgShape bool

@@ -33,6 +33,8 @@ type coreOptions struct {
 	CommandTimeout time.Duration
 	// WrapStore, when set, wraps the memory store the core uses.
 	WrapStore func(*memstore.Store) Store
+	// Receipts is Config.Receipts; its Chains, when nil, the memory store.
+	Receipts *Receipts
 }
 
 // testCore is a core, its store, its fake loom and its JSON log.
@@ -62,7 +64,11 @@ func newTestCore(t testing.TB, o coreOptions) *testCore {
 		t.Fatal(err)
 	}
 	c := &testCore{store: st, fake: fake, logs: &testkit.Buffer{}}
+	if o.Receipts != nil && o.Receipts.Chains == nil {
+		o.Receipts.Chains = st
+	}
 	c.Service = New(Config{
+		Receipts:            o.Receipts,
 		Store:               rs,
 		Runner:              fake,
 		Loom:                cfg,

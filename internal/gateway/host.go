@@ -175,9 +175,11 @@ func (s *Service) Run(ctx context.Context, id string) (store.Run, error) {
 // DeleteRun removes the run; its calls in flight on this replica answer
 // cancelled (those on other replicas through FollowDeletes).
 func (s *Service) DeleteRun(ctx context.Context, id string) error {
+	deleted := s.signEnded(ctx, id, receiptDeleted) // before the chain goes with the run
 	if err := s.cfg.Store.DeleteRun(ctx, id); err != nil {
 		return Classify(err, "")
 	}
+	deleted()
 	s.inflight.cancelRun(id)
 	s.limited.forget(id)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run deleted",

@@ -196,6 +196,9 @@ type Finish struct {
 	// with the rest (Run.Marked); 0: none. A mark no longer held
 	// (expired) is nothing to give back.
 	Mark int64
+	// Seal, when not nil, makes the call's chain record, written in the
+	// same step (chain.go); nil: the chain is not extended.
+	Seal Seal
 }
 
 // ErrFinishShape is Finish's answer to a call record whose admitted
@@ -264,6 +267,9 @@ type Result struct {
 	Receipt   ifc.Label
 	Label     ifc.Label
 	WrittenAt time.Time
+	// Seal, when not nil, makes the result write's chain record, written
+	// with the result by PutResult (chain.go); never stored, nil as read.
+	Seal Seal
 }
 
 // Store is the storage contract. Every method is safe for concurrent use.

@@ -450,6 +450,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/host/v1/runs/{runId}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The host-issued run id.
+                 * @example run-7
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The run's call chain and its signed receipt
+         * @description The run's chain, one record per numbered call (its error too) and one for the result write, each the exact canonical bytes (RFC 8785) that were hashed, base64; and, when the gateway has a signing key (--receipt-key), the receipt signed now: the Ed25519 signature over the payload's bytes, which name the run, its ceiling, the chain's length and tip, the joined observed label and the result's digest and label. `gateway verify-receipt` checks it (docs/SECURITY.md). route_not_found when the gateway keeps no chains.
+         */
+        get: operations["getReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/host/v1/receipt-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys receipts verify with
+         * @description The gateway's signing key's public key, then the other keys it was given for verification (--receipt-verify-keys), each with its key id (the lowercase hex of the first 16 bytes of the SHA-256 of the 32-byte raw public key) and as a PEM SubjectPublicKeyInfo block. Empty when the gateway signs no receipts.
+         */
+        get: operations["getReceiptKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -779,6 +825,47 @@ export interface components {
             documents: components["schemas"]["Document"][];
             receipt: components["schemas"]["FullLabel"];
             label: components["schemas"]["FullLabel"];
+        };
+        RunReceipt: {
+            runId: string;
+            chain: components["schemas"]["ChainLink"][];
+            receipt?: components["schemas"]["SignedReceipt"];
+        };
+        ChainLink: {
+            /** Format: int64 */
+            seq: number;
+            /** @description The lowercase hex SHA-256 of the record's bytes. */
+            hash: string;
+            /**
+             * Format: byte
+             * @description The record's canonical JSON bytes, base64.
+             */
+            record: string;
+        };
+        SignedReceipt: {
+            /**
+             * Format: byte
+             * @description The receipt's canonical JSON bytes, base64.
+             */
+            payload: string;
+            /**
+             * Format: byte
+             * @description The Ed25519 signature over the payload's bytes, base64.
+             */
+            signature: string;
+            keyId: string;
+        };
+        ReceiptKeys: {
+            keys: components["schemas"]["ReceiptKey"][];
+        };
+        ReceiptKey: {
+            keyId: string;
+            /** @enum {string} */
+            algorithm: "Ed25519";
+            /** @description The public key as a PEM SubjectPublicKeyInfo block. */
+            publicKey: string;
+            /** @description Whether the gateway signs with this key's private key. */
+            signing: boolean;
         };
         Health: {
             /** @enum {string} */
@@ -1741,6 +1828,54 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ResultRecord"];
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    getReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The host-issued run id.
+                 * @example run-7
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chain and the receipt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunReceipt"];
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    getReceiptKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiptKeys"];
                 };
             };
             default: components["responses"]["Problem"];

@@ -17,7 +17,9 @@ import (
 // call answered rows no other call sees (labels of their own, so each
 // call also grows the run's model-context label), and A is killed in the
 // midst of them; replica B, started on the same store afterwards, finds
-// every handle of the run named by a call record.
+// every handle of the run named by a call record, and the run's chain
+// (signed with the key both replicas hold) verifies and holds every
+// recorded call once and nothing else: a killed call is in it or not.
 func TestCrashLeavesCallsWhole(t *testing.T) { eachStore(t, testCrashLeavesCallsWhole) }
 
 func testCrashLeavesCallsWhole(t *testing.T, storeURL string) {
@@ -27,7 +29,8 @@ func testCrashLeavesCallsWhole(t *testing.T, storeURL string) {
 		e.behave(t, fmt.Sprintf("c%d", i), map[string]any{"stdout": fmt.Sprintf(
 			`{"hits":[{"id":"c%d-a","ifc":{"confidentiality":["c%d"]}},{"id":"c%d-b","ifc":{"confidentiality":["c%d","work"]}}]}`, i, i, i, i)})
 	}
-	flags := []string{"--max-label-clauses", "0", "--run-rate", "0"}
+	flags, pub := e.receiptKey(t)
+	flags = append(flags, "--max-label-clauses", "0", "--run-rate", "0")
 	a := e.start(t, "replica A", storeURL, flags...)
 	rn := e.newRun(t, a)
 
@@ -64,8 +67,9 @@ func testCrashLeavesCallsWhole(t *testing.T, storeURL string) {
 	status, body = do(t, "GET", b.host+"/host/v1/runs/"+rn.id+"/calls", e.hostToken, nil)
 	var log struct {
 		Calls []struct {
-			Status  string
-			Entries []struct{ Handle string }
+			OutputID string
+			Status   string
+			Entries  []struct{ Handle string }
 		}
 	}
 	expect(t, "B: call log", status, body, http.StatusOK, &log)
@@ -92,5 +96,18 @@ func testCrashLeavesCallsWhole(t *testing.T, storeURL string) {
 		if !held[h] {
 			t.Errorf("a call record names %s, which the table does not hold", h)
 		}
+	}
+	chain := map[string]int{}
+	for _, f := range verifiedReceipt(t, e, b, rn, pub, nil) {
+		chain[f.OutputID]++
+	}
+	for _, c := range log.Calls {
+		if chain[c.OutputID] != 1 {
+			t.Errorf("call %s is %d times in the chain, want once", c.OutputID, chain[c.OutputID])
+		}
+		delete(chain, c.OutputID)
+	}
+	if len(chain) != 0 {
+		t.Errorf("the chain holds %d calls the call log does not", len(chain))
 	}
 }

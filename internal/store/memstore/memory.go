@@ -72,6 +72,8 @@ type memRun struct {
 	bucket store.Bucket
 	// flight holds the run's in-flight marks: output number -> expiry.
 	flight map[int64]time.Time
+	// chain is the run's chain (store.Seal).
+	chain chain
 }
 
 // New returns an empty Store.
@@ -478,7 +480,12 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	if err != nil {
 		return nil, err
 	}
+	sealed, err := r.seal(f.Seal, func() []string { return r.planned(p) })
+	if err != nil {
+		return nil, err
+	}
 	tokens := r.mint(p)
+	r.extend(sealed)
 	if f.Observed != nil && !sameConfidentiality(label, r.run.ModelContext) {
 		r.run.ModelContext = store.CloneConfidentiality(label)
 	}
@@ -813,6 +820,12 @@ func (m *Store) PutResult(_ context.Context, id string, res store.Result) error 
 	if r.result != nil {
 		return store.ErrResultExists
 	}
+	sealed, err := r.seal(res.Seal, nil)
+	if err != nil {
+		return err
+	}
+	res.Seal = nil
+	r.extend(sealed)
 	r.result = &res
 	r.run.HasResult = true
 	return nil

@@ -106,6 +106,8 @@ type Store struct {
 	origin string
 	// WatchDeletes' timing (watchIdle, watchBackoff, watchMaxBackoff).
 	watchIdle, watchBackoff, watchMaxBackoff time.Duration
+	// tips is what the store last saw of its runs' chains (chain.go).
+	tips tips
 }
 
 // NewRedis returns a store on the client. The client's options decide
@@ -127,7 +129,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 }
 
 // runKeys are the keys of one run.
-type runKeys struct{ run, calls, handles, order, result, flight string }
+type runKeys struct{ run, calls, handles, order, result, flight, chain string }
 
 func (s *Store) keys(id string) runKeys {
 	tag := "{" + id + "}"
@@ -138,6 +140,7 @@ func (s *Store) keys(id string) runKeys {
 		order:   s.prefix + "order:" + tag,
 		result:  s.prefix + "result:" + tag,
 		flight:  s.prefix + "flight:" + tag,
+		chain:   s.prefix + "chain:" + tag,
 	}
 }
 
@@ -282,7 +285,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if len(r.ModelContext) > 0 {
 		args = append(args, "mc", encodeConf(r.ModelContext))
 	}
-	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight}, args...); err != nil {
+	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight, k.chain}, args...); err != nil {
 		// Undo the reservation, even if ctx is done.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_, _ = s.eval(uctx, true, scriptUnindex, idx, r.ID)
@@ -533,7 +536,7 @@ func (s *Store) pageIDs(ctx context.Context, after store.RunKey, n int) ([]strin
 // returns, until the run's expiry).
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	k := s.keys(id)
-	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight},
+	v, err := s.eval(ctx, true, scriptDelete, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight, k.chain},
 		s.nowUS(), s.deletedChannel(), s.deletedMessage(id))
 	if err != nil {
 		return fail(ctx, "delete run", err)
@@ -831,6 +834,12 @@ func (s *Store) minted(ctx context.Context, op string, sc *luaScript, keys []str
 		if st, _ := status(a[0]); st == 4 && len(a) == 2 {
 			got, _ := a[1].(string)
 			return nil, &got, nil
+		} else if st == 5 {
+			moved, err := readMoved(a)
+			if err != nil {
+				return nil, nil, corrupt(op, err)
+			}
+			return nil, nil, moved
 		}
 		if len(a) != 2 {
 			return nil, nil, corrupt(op, errReply)
@@ -939,7 +948,7 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 	parts = appendPieces(parts, string(rec), append(cuts, len(rec)))
 	m := newMintArgs(id, f.Refs)
 	k := s.keys(id)
-	keys := []string{k.run, k.handles, k.order, k.calls, k.flight}
+	keys := []string{k.run, k.handles, k.order, k.calls, k.flight, k.chain}
 	mark := ""
 	if f.Mark > 0 {
 		mark = strconv.FormatInt(f.Mark, 10)
@@ -952,6 +961,13 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 	if f.Observed != nil {
 		observe = "1"
 	}
+	// The chain's record, sealed on the tip and tokens guessed (chain.go).
+	tip, sufs := s.tips.get(id), m.firstSuffixes()
+	sealed, err := sealOn(f.Seal, tokensOf(sufs, len(f.Refs)), tip)
+	if err != nil {
+		return nil, err
+	}
+	moves := 0
 	for attempt := 0; ; attempt++ {
 		var old, next []byte
 		if f.Observed != nil {
@@ -982,9 +998,27 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 			}
 		}
 		toks, changed, err := s.minted(ctx, "finish", scriptFinish, keys, len(f.Refs), func(cands int) []any {
-			head := append([]any{s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, mark}, parts...)
+			head := append([]any{s.nowUS(), f.Limits.Handles, f.Limits.Bytes, cands, observe, old, next, mark}, chainArgs(sealed, tip)...)
+			head = append(append(head, sufs), parts...)
 			return m.args(head, cands)
 		})
+		if moved, ok := errors.AsType[*chainMoved](err); ok {
+			if moves++; moves > maxChainMoves {
+				return nil, fmt.Errorf("%w: %d times", store.ErrChainMoved, maxChainMoves)
+			}
+			if len(moved.sufs) != len(sufs) {
+				return nil, corrupt("finish", errReply)
+			}
+			tip, sufs = moved.tip, moved.sufs
+			s.tips.set(id, tip)
+			if sealed, err = sealOn(f.Seal, tokensOf(sufs, len(f.Refs)), tip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err == nil && sealed != nil {
+			s.tips.set(id, sealed.Tip)
+		}
 		if err != nil || changed == nil {
 			return toks, err
 		}
@@ -1146,12 +1180,40 @@ func (s *Store) Handle(ctx context.Context, id, token string) (store.Referent, b
 // ErrResultExists if one is stored, or ErrStoreUnavailable.
 func (s *Store) PutResult(ctx context.Context, id string, res store.Result) error {
 	k := s.keys(id)
-	v, err := s.eval(ctx, true, scriptPutResult, []string{k.run, k.result}, s.nowUS(), encodeResult(res))
+	rec := encodeResult(res)
+	tip := s.tips.get(id)
+	sealed, err := sealOn(res.Seal, nil, tip)
 	if err != nil {
-		return fail(ctx, "put result", err)
+		return err
+	}
+	var v any
+	for moves := 0; ; moves++ {
+		v, err = s.eval(ctx, true, scriptPutResult, []string{k.run, k.result, k.chain}, append([]any{s.nowUS(), rec}, chainArgs(sealed, tip)...)...)
+		if err != nil {
+			return fail(ctx, "put result", err)
+		}
+		a, ok := asSlice(v)
+		if !ok {
+			break
+		}
+		moved, err := readMoved(a)
+		if err != nil {
+			return corrupt("put result", err)
+		}
+		if moves == maxChainMoves {
+			return fmt.Errorf("%w: %d times", store.ErrChainMoved, maxChainMoves)
+		}
+		tip = moved.tip
+		s.tips.set(id, tip)
+		if sealed, err = sealOn(res.Seal, nil, tip); err != nil {
+			return err
+		}
 	}
 	switch n, _ := status(v); n {
 	case 0:
+		if sealed != nil {
+			s.tips.set(id, sealed.Tip)
+		}
 		return nil
 	case 1:
 		return store.ErrResultExists

@@ -83,18 +83,23 @@ return 0
 // joined into (compare and set), appends the call record with the
 // minted tokens written into it, and drops the output's in-flight mark.
 // Every refusal comes before any write.
-// KEYS: run, handles, order, calls, flight.
+// With chain arguments it extends the run's chain too (luaChainCheck),
+// refusing when the chain or the tokens are not the ones the record was
+// sealed with.
+// KEYS: run, handles, order, calls, flight, chain.
 // ARGV: now_us, max handles, max bytes, k, observe ('1' or '0'), old label,
 // new label ("" = empty), the output number whose mark to drop ("" =
-// none), n (the record's parts), the n parts of the record (the token
+// none), luaChainCheck's four (ARGV[9] to ARGV[12]), the token suffixes
+// the record was sealed with, one after another, n (the record's parts),
+// the n parts of the record (the token
 // suffix of the i-th referent goes between parts i and i+1), then the
 // referents as scriptMint takes them.
 // Returns {0, the suffixes one after another}, 2 (handle limits; nothing
 // written), 3 (out of
-// candidates; nothing written) or {4, label} (the label is no longer the
-// old one: nothing written, join again on it).
-var scriptFinish = mintScript(`
-local run, handles, order, calls, flight = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+// candidates; nothing written), {4, label} (the label is no longer the
+// old one: nothing written, join again on it) or luaChainCheck's {5, ...}.
+var scriptFinish = mintScript(luaChain + `
+local run, handles, order, calls, flight, chain = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local f = redis.call('HMGET', run, 'tok', 'expus', 'hb', 'pxat', 'mc')
 if not f[1] or (f[2] and tonumber(f[2]) <= tonumber(ARGV[1])) then return -1 end
 local max, maxBytes, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -103,9 +108,12 @@ if observe then
   local cur = f[5] or ''
   if cur ~= old then return {4, cur} end
 end
-local nparts = tonumber(ARGV[9])
-local out, newRefs, bytes = pick(handles, 10 + nparts, k)
+local P = 14 -- ARGV[P]: n
+local nparts = tonumber(ARGV[P])
+local out, newRefs, bytes = pick(handles, P + 1 + nparts, k)
 if not out then return 3 end
+local moved = chainMoved(run, 9, table.concat(out, '', 2), ARGV[13])
+if moved then return moved end
 local refused = mint(run, handles, order, newRefs, bytes, max, maxBytes, f[3], f[4])
 if refused then return refused end
 if observe and new ~= old then
@@ -115,14 +123,15 @@ if observe and new ~= old then
     redis.call('HSET', run, 'mc', new)
   end
 end
-local rec = {ARGV[10]}
+local rec = {ARGV[P + 1]}
 for i = 2, #out do
   rec[#rec + 1] = out[i]
-  rec[#rec + 1] = ARGV[9 + i]
+  rec[#rec + 1] = ARGV[P + i]
 end
 if redis.call('RPUSH', calls, table.concat(rec)) == 1 and f[4] then
   redis.call('PEXPIREAT', calls, f[4])
 end
+chainExtend(run, chain, 9)
 if ARGV[8] ~= '' then redis.call('ZREM', flight, ARGV[8]) end
 return {0, table.concat(out, '', 2)}
 `)

@@ -211,10 +211,10 @@ return 0
 
 // scriptCreate writes a reserved run, dropping whatever an expired run of
 // the same id left.
-// KEYS: run, calls, handles, order, result, flight.
+// KEYS: run, calls, handles, order, result, flight, chain.
 // ARGV: pxat ("" for none), then field, value pairs of the run hash.
 var scriptCreate = newScript(`
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('DEL', unpack(KEYS))
 local f = {}
 for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(f))
@@ -241,13 +241,13 @@ return ` + luaReadRun)
 
 // scriptDelete removes a live run's keys, publishes the deletion, and
 // returns the run's token hash field. KEYS: run, calls, handles, order,
-// result, flight. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
+// result, flight, chain. ARGV: now_us, channel, message (see Redis.WatchDeletes). The
 // publish is a pcall: a refused PUBLISH (an ACL without the channel) does
 // not fail the delete, whose keys are gone by then.
 var scriptDelete = flagged(freesData, luaLive+`
 if not live(KEYS[1], ARGV[1]) then return -1 end
 local tok = redis.call('HGET', KEYS[1], 'tok')
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('DEL', unpack(KEYS))
 redis.pcall('PUBLISH', ARGV[2], ARGV[3])
 return tok
 `)
@@ -373,13 +373,18 @@ if not rec then return 0 end
 return {rec}
 `)
 
-// scriptPutResult stores the result once. KEYS: run, result.
-// ARGV: now_us, record. Returns 0, or 1 when a result is stored.
-var scriptPutResult = runScript(`
+// scriptPutResult stores the result once and, with chain arguments,
+// extends the run's chain (luaChainCheck). KEYS: run, result, chain.
+// ARGV: now_us, record, then luaChainCheck's four. Returns 0, 1 when a
+// result is stored, or luaChainCheck's {5, ...}.
+var scriptPutResult = runScript(luaChain + `
 if not live(KEYS[1], ARGV[1]) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+local moved = chainMoved(KEYS[1], 3, '', '')
+if moved then return moved end
 redis.call('SET', KEYS[2], ARGV[2])
 expireAt(KEYS[1], KEYS[2])
+chainExtend(KEYS[1], KEYS[3], 3)
 return 0
 `)
 

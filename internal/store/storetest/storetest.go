@@ -118,6 +118,8 @@ func RunOptions(t *testing.T, opts Options, newStore NewFunc) {
 		{"FinishAllOrNothing", testFinishAllOrNothing},
 		{"FinishStaleBase", testFinishStaleBase},
 		{"FinishConcurrent", testFinishConcurrent},
+		{"Chain", testChain},
+		{"ChainConcurrent", testChainConcurrent},
 		{"BeginRate", testBeginRate},
 		{"BeginRateConcurrent", testBeginRateConcurrent},
 		{"InFlight", testInFlight},
