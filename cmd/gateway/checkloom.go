@@ -45,14 +45,8 @@ func checkLoom(ctx context.Context, args []string, getenv func(string) string, s
 	fs.Int64Var(&maxStdout, "max-stdout-bytes", 64<<20, "cap on a command's stdout in `bytes`, as the gateway's flag")
 	fs.StringVar(&page, "page", "", "`target` for page inspect and page read (default: the first page discover lists, else \"check-loom\")")
 	fs.StringVar(&person, "person", "person:check-loom", "`lookup` for people (an email, a phone, a handle:, person: or group: id)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprint(stderr, checkLoomUsage)
-			fs.PrintDefaults()
-			return errHelp
-		}
-		return usagef("check-loom: %v (gateway check-loom --help lists the flags)", err)
+	if err := parseSubcommand(fs, args, stderr, checkLoomUsage); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("check-loom: unexpected argument %q", fs.Arg(0))
@@ -311,4 +305,22 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// parseSubcommand parses a subcommand's flags (fs, named as the
+// subcommand): --help prints usage and the flags to stderr and answers
+// errHelp; a bad flag answers a usage error that names the subcommand and
+// its --help.
+func parseSubcommand(fs *flag.FlagSet, args []string, stderr io.Writer, usage string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stderr)
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		return errHelp
+	}
+	return usagef("%s: %v (gateway %s --help lists the flags)", fs.Name(), err, fs.Name())
 }

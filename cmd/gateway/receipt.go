@@ -102,14 +102,8 @@ func verifyReceipt(_ context.Context, args []string, stdin io.Reader, stdout, st
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") || len(args) > 0 && args[0] == "-" {
 		file, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprint(stderr, verifyReceiptUsage)
-			fs.PrintDefaults()
-			return errHelp
-		}
-		return usagef("verify-receipt: %v (gateway verify-receipt --help lists the flags)", err)
+	if err := parseSubcommand(fs, args, stderr, verifyReceiptUsage); err != nil {
+		return err
 	}
 	if file == "" && fs.NArg() > 0 {
 		file = fs.Arg(0)

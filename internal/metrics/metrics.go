@@ -82,6 +82,8 @@ const liveRunsTTL = 10 * time.Second
 // a metric of the same name.
 func New(reg prometheus.Registerer, runner any, st RunCounter) (*Metrics, error) {
 	const ns = "loom_gateway"
+	// One declaration per metric: the lines repeat in shape because each
+	// metric is written out with its own name, help and labels.
 	m := &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "tool_calls_total",

@@ -957,6 +957,8 @@ func cloneEntries(entries []store.CallEntry) []store.CallEntry {
 	}
 	strs := make([]string, 0, nStr)
 	lists := make([][]string, 0, nList)
+	// The same packing as the referent's copy above (take), over strings
+	// rather than bytes.
 	clone := func(s []string) []string {
 		if s == nil {
 			return nil

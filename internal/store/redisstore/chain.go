@@ -180,6 +180,8 @@ func (s *Store) Chain(ctx context.Context, id string) ([][]byte, error) {
 	k := s.keys(id)
 	var out [][]byte
 	tok := ""
+	// Paged as Handles reads the handle table (the same reply shape, other
+	// members), so that no one script returns a whole chain.
 	for {
 		start := len(out)
 		v, err := s.eval(ctx, false, scriptChain, []string{k.run, k.chain}, s.nowUS(), start, start+chainPage-1)
