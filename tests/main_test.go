@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // Markers planted where the gateway must never let them out: fake loom

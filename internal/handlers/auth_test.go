@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // agentRoutes are the agent operations with a body each accepts: the

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // BenchmarkToolCall is the gateway's own work for one loom_search call,

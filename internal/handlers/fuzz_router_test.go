@@ -26,7 +26,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/loom-gateway/gateway/api"
-	"github.com/loom-gateway/gateway/internal/contracttest"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -35,7 +34,8 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/contracttest"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // FuzzAgentRouter sends arbitrary requests (method, path, Authorization,

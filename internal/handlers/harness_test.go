@@ -24,7 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // Compile-time checks that the concrete types satisfy the interfaces the

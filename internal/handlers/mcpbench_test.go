@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // BenchmarkMCPFace is the gateway's own work for one request on each

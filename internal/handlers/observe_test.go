@@ -24,7 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // logRecords returns the JSON log records of g with message msg.

@@ -69,7 +69,7 @@ func TestOnlyTestsImport(t *testing.T) {
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")
-		if slices.Contains(strings.Fields(imports), "github.com/loom-gateway/gateway/internal/testkit") {
+		if slices.Contains(strings.Fields(imports), "github.com/loom-gateway/gateway/internal/testsupport/testkit") {
 			t.Errorf("%s imports testkit outside its tests", pkg)
 		}
 	}
