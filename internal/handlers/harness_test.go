@@ -93,8 +93,6 @@ type gatewayOptions struct {
 	// HostExtra mounts more routes on the host router, behind the host
 	// token, as cmd/gateway mounts /metrics and the console.
 	HostExtra func(chi.Router)
-	// SDKOnly turns the MCP face's direct path off.
-	SDKOnly bool
 }
 
 // testDeps is a test gateway's configuration: the core's and the
@@ -107,7 +105,6 @@ type testDeps struct {
 	MaxRequestBytes int64
 	Metrics         *metrics.Metrics
 	HostExtra       func(chi.Router)
-	SDKOnly         bool
 	beforeMeasure   func(stage context.Context)
 
 	once  sync.Once
@@ -121,7 +118,7 @@ func (d *testDeps) build() {
 	d.once.Do(func() {
 		cfg := Config{
 			Core: d.Config, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken,
-			HostExtra: d.HostExtra, Version: "test", SDKOnly: d.SDKOnly,
+			HostExtra: d.HostExtra, Version: "test",
 		}
 		cfg.Core.BeforeMeasure = func(stage context.Context) {
 			if d.beforeMeasure != nil {
@@ -198,7 +195,6 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		MaxRequestBytes: opts.MaxRequestBytes,
 		HostToken:       opts.HostToken,
 		HostExtra:       opts.HostExtra,
-		SDKOnly:         opts.SDKOnly,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
 	d.MaxLabelClauses = opts.MaxLabelClauses

@@ -1,4 +1,4 @@
-package handlers
+package mcpface_test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // an MCP ping and describe_handle at most 1.5x the CPU of a REST
 // describe_handle.
 //
-//	go test ./internal/handlers -run '^$' -bench MCPFace -benchmem -count 6
+//	go test ./internal/mcpface -run '^$' -bench MCPFace -benchmem -count 6
 func BenchmarkMCPFace(b *testing.B) {
 	g := newMCPGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30}, false, func(d *testDeps) {
 		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
