@@ -65,12 +65,24 @@ func TestMethodNotAllowed(t *testing.T) {
 		}
 	}
 
-	// The agent listener: the ten POST routes and the two public paths.
-	agentPaths := map[string]string{"/healthz": "GET, HEAD", "/openapi.yaml": "GET, HEAD"}
-	for _, r := range agentRoutes {
-		agentPaths["/v1/runs/a/"+r.op] = "POST"
+	// The agent listener: every path of the contract's agent operations
+	// (the tools, describe_handle, result, the tool list, MCP) and the two
+	// public paths.
+	agentSpec, err := LoadSpec("agent")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for path, allow := range agentPaths {
+	agentMethods := map[string][]string{"/healthz": {http.MethodGet}, "/openapi.yaml": {http.MethodGet}}
+	for path, item := range agentSpec.Paths.Map() {
+		for m := range item.Operations() {
+			agentMethods[strings.ReplaceAll(path, "{runId}", "a")] = append(agentMethods[strings.ReplaceAll(path, "{runId}", "a")], m)
+		}
+	}
+	if len(agentMethods) != 13 {
+		t.Fatalf("%d agent paths, want 13", len(agentMethods))
+	}
+	for path, methods := range agentMethods {
+		allow := allowOf(methods)
 		for _, m := range otherMethods {
 			if slices.Contains(strings.Split(allow, ", "), m) {
 				continue
