@@ -415,7 +415,7 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 	if mt != "application/problem+json" {
 		return fmt.Errorf("error answer with Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	var p wireProblem
+	var p testkit.Problem
 	if err := json.Unmarshal(body, &p); err != nil {
 		return fmt.Errorf("problem is not JSON: %v", err)
 	}

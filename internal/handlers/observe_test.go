@@ -75,7 +75,7 @@ func TestRequestLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(logRecords(t, g, "request"))
-			rec := serve(tt.h, tt.method, tt.path, tt.token, tt.body)
+			rec := testkit.Serve(tt.h, tt.method, tt.path, tt.token, tt.body)
 			wantStatus(t, rec, tt.status)
 			recs := logRecords(t, g, "request")
 			if len(recs) != before+1 {
@@ -480,7 +480,7 @@ func TestReadyzReflectsReality(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			g := newTestGateway(t, gatewayOptions{WrapStore: tt.wrap, Registry: reg})
 			g.deps.LoomPath = tt.loomPath
-			rec := serve(g.host, http.MethodGet, "/readyz", "", "")
+			rec := testkit.Serve(g.host, http.MethodGet, "/readyz", "", "")
 			wantStatus(t, rec, tt.status)
 			var got struct {
 				Status string

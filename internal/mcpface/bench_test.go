@@ -12,6 +12,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // BenchmarkMCPFace is the gateway's own work for one request on each
@@ -81,13 +82,13 @@ func BenchmarkMCPFace(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := testkit.ProcessCPU()
 			for b.Loop() {
 				if rec := bc.do(); rec.Code != http.StatusOK || bytes.Contains(rec.Body.Bytes(), []byte(`"isError":true`)) {
 					b.Fatalf("%s = %d %s", bc.name, rec.Code, rec.Body)
 				}
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

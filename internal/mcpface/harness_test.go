@@ -3,12 +3,9 @@ package mcpface_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,33 +89,14 @@ func newMCPGateway(t testing.TB, opts gatewayOptions, sdkOnly bool, configure fu
 	return &mcpGateway{agent: f.Agent, host: f.Host, logs: logs, tokens: map[string]string{}}
 }
 
-// serve sends one request through h, body as application/json and token
-// as a bearer token when not empty.
-func serve(h http.Handler, method, path, token, body string) *httptest.ResponseRecorder {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
-}
-
 // hostDo calls the host router.
 func (g *mcpGateway) hostDo(method, path, body string) *httptest.ResponseRecorder {
-	return serve(g.host, method, path, "", body)
+	return testkit.Serve(g.host, method, path, "", body)
 }
 
 // call calls a REST operation of run id with token.
 func (g *mcpGateway) call(id, token, op, body string) *httptest.ResponseRecorder {
-	return serve(g.agent, http.MethodPost, "/v1/runs/"+id+"/"+op, token, body)
+	return testkit.Serve(g.agent, http.MethodPost, "/v1/runs/"+id+"/"+op, token, body)
 }
 
 // run creates run id with body's settings and keeps its token.
@@ -184,15 +162,6 @@ func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, status int) {
 	if rec.Code != status {
 		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
 	}
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runnerFunc is a gateway.Runner that answers with a function.
