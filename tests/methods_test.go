@@ -13,9 +13,9 @@ import (
 // face's (internal/handlers: TestMethodNotAllowed, TestHead,
 // TestWrongMethodOnPublicPaths); over the built binary, one
 // representative on each listener (405 method_not_allowed with its Allow,
-// on a HEAD with no body), and HEAD answering as GET does on what the
-// binary mounts beside the face (/metrics, the console) and on the
-// contract it serves (the file's length).
+// on a HEAD with no body), HEAD answering as GET does on what the binary
+// mounts beside the face (/metrics, the console), and a load balancer's
+// HEAD probes and the contract's (the file's length).
 func TestMethods(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOptions{})
@@ -62,6 +62,8 @@ func TestMethods(t *testing.T) {
 	}
 	for _, tt := range []struct{ base, path, token, contentType string }{
 		{g.HostURL, "/readyz", "", "application/json"},
+		{g.HostURL, "/healthz", "", "application/json"},
+		{g.AgentURL, "/healthz", "", "application/json"},
 		{g.AgentURL, "/openapi.yaml", "", "application/yaml"},
 		{g.HostURL, "/metrics", g.HostToken, "text/plain"},
 	} {
