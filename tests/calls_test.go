@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // Label atoms used throughout.
@@ -191,7 +191,7 @@ var resultKeys = []string{"outputId", "status", "kind", "notice", "admitted", "w
 // result, no cfc, the notice, and the entries' own key order.
 func checkAgentResult(t testing.TB, body []byte) {
 	t.Helper()
-	keys := objectKeys(t, body)
+	keys := testkit.ObjectKeys(t, body)
 	want := resultKeys
 	if !contains(keys, "envelope") {
 		want = without(resultKeys, "envelope")
@@ -210,7 +210,7 @@ func checkAgentResult(t testing.TB, body []byte) {
 		t.Errorf("notice = %q, want the fixed 186-character notice", res.Notice)
 	}
 	for i, e := range res.Entries {
-		keys := objectKeys(t, e)
+		keys := testkit.ObjectKeys(t, e)
 		var want []string
 		switch {
 		case contains(keys, "reasonCode"):
@@ -225,28 +225,6 @@ func checkAgentResult(t testing.TB, body []byte) {
 			t.Errorf("entry %d keys (-want +got):\n%s", i, diff)
 		}
 	}
-}
-
-// objectKeys returns the member names of the JSON object b, in order.
-func objectKeys(t testing.TB, b []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not a JSON object: %.200s", b)
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
 }
 
 func contains(list []string, s string) bool {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // findCall waits until the run's call log holds an entry with code.

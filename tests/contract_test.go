@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/loom-gateway/gateway/internal/contracttest"
+	"github.com/loom-gateway/gateway/internal/testsupport/contracttest"
 )
 
 var (

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // failureCase is one way a call can fail for the host to diagnose: what

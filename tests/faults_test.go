@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // faultLimit is the stdout cap of TestFaultsLeaveNoProcess's gateway.

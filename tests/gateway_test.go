@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 	"github.com/loom-gateway/gateway/tests/fakeloom/scenario"
 	"github.com/loom-gateway/gateway/tests/procs"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // hostOnlyPaths are the paths served only on the host listener, beyond the

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -332,18 +333,13 @@ func TestRunLifecycle(t *testing.T) {
 	})
 }
 
-// wantProblemCode checks a problem answer; pointer "" is not checked.
+// wantProblemCode checks a problem answer (testkit.WantProblem); pointer
+// "" is not checked.
 func wantProblemCode(t testing.TB, status int, body []byte, wantStatus int, code, pointer string) {
 	t.Helper()
-	if status != wantStatus {
-		t.Fatalf("status %d %s, want %d %s", status, body, wantStatus, code)
-	}
-	p := problemOf(t, body)
-	if string(p.Code) != code {
-		t.Fatalf("code %q, want %q: %s", p.Code, code, body)
-	}
-	if pointer != "" && (p.Pointer == nil || *p.Pointer != pointer) {
-		t.Errorf("pointer = %v, want %q: %s", deref(p.Pointer), pointer, body)
+	p := testkit.WantProblem(t, status, body, wantStatus, code)
+	if pointer != "" && p.Pointer != pointer {
+		t.Errorf("pointer = %q, want %q: %s", p.Pointer, pointer, body)
 	}
 }
 

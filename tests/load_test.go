@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // loadEnv sets the duration of TestLoad (a Go duration, e.g. 60s); without
@@ -263,7 +265,7 @@ func TestLoad(t *testing.T) {
 		mib(start.rss), mib(warm.rss), mib(end.rss), mib(end.hwm),
 		start.threads, warm.threads, end.threads, start.fds, warm.fds, end.fds,
 		count(start.goroutines), count(warm.goroutines), count(end.goroutines))
-	t.Logf("load figures (race detector %v):\n%s", raceEnabled, report)
+	t.Logf("load figures (race detector %v):\n%s", testkit.RaceEnabled, report)
 	if path := os.Getenv(loadReportEnv); path != "" {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
 			t.Error(err)

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // Markers planted where the gateway must never let them out: fake loom
@@ -65,7 +65,7 @@ func runMain(m *testing.M) int {
 	fakeloomBin = filepath.Join(bin, "fakeloom")
 	for pkg, out := range map[string]string{"./cmd/gateway": gatewayBin, "./tests/fakeloom": fakeloomBin} {
 		args := []string{"build", "-o", out}
-		if raceEnabled && pkg == "./cmd/gateway" {
+		if testkit.RaceEnabled && pkg == "./cmd/gateway" {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, pkg)...)

@@ -9,26 +9,13 @@ import (
 	"github.com/loom-gateway/gateway/api/client"
 )
 
-// allMethods are the methods sent to every path.
-var allMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"}
-
-// allowOf is the Allow header of a path taking methods: in allMethods'
-// order, HEAD wherever GET is.
-func allowOf(methods []string) string {
-	var allow []string
-	for _, m := range allMethods {
-		if slices.Contains(methods, m) || m == "HEAD" && slices.Contains(methods, "GET") {
-			allow = append(allow, m)
-		}
-	}
-	return strings.Join(allow, ", ")
-}
-
-// TestMethods: on both listeners of the built binary, every path of the
-// contract (and /metrics) answers a method it does not take with 405
-// method_not_allowed and an Allow header naming the methods it takes
-// (RFC 9110 15.5.6), the agent's public paths included; HEAD answers as
-// GET does, with no body (RFC 9110 9.3.2), under the same authorisation.
+// TestMethods: the 405/Allow matrix and HEAD of every route are the REST
+// face's (internal/handlers: TestMethodNotAllowed, TestHead,
+// TestWrongMethodOnPublicPaths); over the built binary, one
+// representative on each listener (405 method_not_allowed with its Allow,
+// on a HEAD with no body), HEAD answering as GET does on what the binary
+// mounts beside the face (/metrics, the console), and a load balancer's
+// HEAD probes and the contract's (the file's length).
 func TestMethods(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, gwOptions{})
@@ -36,121 +23,58 @@ func TestMethods(t *testing.T) {
 	r := g.newRun(t, client.CreateRunInput{})
 	r.ok(t, "loom_search", `{"query":"q"}`)
 
-	// The methods of every path, by listener.
-	agentPaths := map[string][]string{"/healthz": {"GET"}}
-	hostPaths := map[string][]string{"/healthz": {"GET"}, "/readyz": {"GET"}, "/metrics": {"GET"}}
-	for path, item := range contract.Paths.Map() {
-		for method, op := range item.Operations() {
-			p := strings.ReplaceAll(path, "{runId}", r.ID)
-			switch {
-			case hasTag(op.Tags, "agent"), p == "/openapi.yaml":
-				agentPaths[p] = append(agentPaths[p], method)
-			case hasTag(op.Tags, "host"):
-				hostPaths[p] = append(hostPaths[p], method)
-			}
-		}
-	}
-	if len(agentPaths) != 13 || len(hostPaths) < 9 {
-		t.Fatalf("%d agent and %d host paths, want 13 and at least 9", len(agentPaths), len(hostPaths))
-	}
-
-	for _, l := range []struct {
-		name, base, token string
-		paths             map[string][]string
+	for _, tt := range []struct {
+		method, url, token, allow string
 	}{
-		{"agent", g.AgentURL, r.Token, agentPaths},
-		{"host", g.HostURL, g.HostToken, hostPaths},
+		{"GET", g.AgentURL + "/v1/runs/" + r.ID + "/loom_search", r.Token, "POST"},
+		{"HEAD", g.AgentURL + "/v1/runs/" + r.ID + "/loom_search", r.Token, "POST"},
+		{"DELETE", g.HostURL + "/host/v1/runs", g.HostToken, "GET, HEAD, POST"},
+		{"POST", g.HostURL + "/metrics", g.HostToken, "GET, HEAD"},
 	} {
-		for path, methods := range l.paths {
-			allow := allowOf(methods)
-			t.Run(l.name+" "+path, func(t *testing.T) {
-				t.Parallel()
-				for _, m := range allMethods {
-					if slices.Contains(strings.Split(allow, ", "), m) {
-						continue
-					}
-					resp, body := rawRequest(t, m, l.base+path, l.token, "", nil)
-					if m == "HEAD" {
-						if resp.StatusCode != 405 || len(body) != 0 {
-							t.Errorf("HEAD %s: %d %q, want 405 with no body", path, resp.StatusCode, body)
-						}
-					} else {
-						wantProblemCode(t, resp.StatusCode, body, 405, "method_not_allowed", "")
-					}
-					if got := resp.Header.Values("Allow"); len(got) != 1 || got[0] != allow {
-						t.Errorf("%s %s: Allow %q, want %q", m, path, got, allow)
-					}
-				}
-			})
+		resp, body := rawRequest(t, tt.method, tt.url, tt.token, "", nil)
+		if tt.method == "HEAD" {
+			if resp.StatusCode != 405 || len(body) != 0 {
+				t.Errorf("HEAD %s: %d %q, want 405 with no body", tt.url, resp.StatusCode, body)
+			}
+		} else {
+			wantProblemCode(t, resp.StatusCode, body, 405, "method_not_allowed", "")
+		}
+		if got := resp.Header.Values("Allow"); len(got) != 1 || got[0] != tt.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tt.method, tt.url, got, tt.allow)
 		}
 	}
 
-	t.Run("HEAD as GET", func(t *testing.T) {
-		t.Parallel()
-		for _, tt := range []struct{ base, path, token string }{
-			{g.HostURL, "/healthz", ""},
-			{g.HostURL, "/readyz", ""},
-			{g.HostURL, "/host/v1/runs", g.HostToken},
-			{g.HostURL, "/host/v1/runs", ""}, // 401 for both
-			{g.HostURL, "/host/v1/runs/" + r.ID, g.HostToken},
-			{g.HostURL, "/host/v1/runs/" + r.ID + "/calls", g.HostToken},
-			{g.HostURL, "/host/v1/runs/" + r.ID + "/handles", g.HostToken},
-			{g.HostURL, "/host/v1/runs/" + r.ID + "/result", g.HostToken}, // 404 result_not_found
-			{g.HostURL, "/host/v1/runs/nope", g.HostToken},                // 404 run_not_found
-			{g.HostURL, "/host/v1/runs/bad!id", g.HostToken},              // 400 invalid_input
-			{g.HostURL, "/console/", ""},
-			{g.AgentURL, "/healthz", ""},
-			{g.AgentURL, "/openapi.yaml", ""},
-			{g.AgentURL, "/openapi.yaml", r.Token},
-			{g.AgentURL, "/v1/runs/" + r.ID + "/loom_search", ""},      // 401 for both
-			{g.AgentURL, "/v1/runs/" + r.ID + "/nothing", r.Token},     // 404 for both
-			{g.AgentURL, "/v1/runs/" + r.ID + "/loom_search", r.Token}, // 405 for both
-		} {
-			get, getBody := rawRequest(t, "GET", tt.base+tt.path, tt.token, "", nil)
-			head, headBody := rawRequest(t, "HEAD", tt.base+tt.path, tt.token, "", nil)
-			if head.StatusCode != get.StatusCode || len(headBody) != 0 {
-				t.Errorf("HEAD %s: %d %q; GET: %d %.200s", tt.path, head.StatusCode, headBody, get.StatusCode, getBody)
-			}
-			for _, h := range []string{"Content-Type", "Content-Length", "Allow", "WWW-Authenticate", "Cache-Control"} {
-				if g, hd := get.Header.Values(h), head.Header.Values(h); !slices.Equal(g, hd) {
-					t.Errorf("HEAD %s: %s %q, GET %q", tt.path, h, hd, g)
-				}
+	for _, tt := range []struct{ base, path, token string }{
+		{g.HostURL, "/host/v1/runs/" + r.ID + "/calls", g.HostToken},
+		{g.HostURL, "/console/", ""},
+		{g.AgentURL, "/openapi.yaml", ""},
+	} {
+		get, getBody := rawRequest(t, "GET", tt.base+tt.path, tt.token, "", nil)
+		head, headBody := rawRequest(t, "HEAD", tt.base+tt.path, tt.token, "", nil)
+		if head.StatusCode != get.StatusCode || len(headBody) != 0 {
+			t.Errorf("HEAD %s: %d %q; GET: %d %.200s", tt.path, head.StatusCode, headBody, get.StatusCode, getBody)
+		}
+		for _, h := range []string{"Content-Type", "Content-Length", "Allow", "WWW-Authenticate", "Cache-Control"} {
+			if g, hd := get.Header.Values(h), head.Header.Values(h); !slices.Equal(g, hd) {
+				t.Errorf("HEAD %s: %s %q, GET %q", tt.path, h, hd, g)
 			}
 		}
-		// A load balancer's probe, the contract and the metrics.
-		for _, tt := range []struct{ base, path, token, contentType string }{
-			{g.HostURL, "/readyz", "", "application/json"},
-			{g.HostURL, "/healthz", "", "application/json"},
-			{g.AgentURL, "/healthz", "", "application/json"},
-			{g.AgentURL, "/openapi.yaml", "", "application/yaml"},
-			{g.HostURL, "/metrics", g.HostToken, "text/plain"},
-		} {
-			resp, body := rawRequest(t, "HEAD", tt.base+tt.path, tt.token, "", nil)
-			if resp.StatusCode != 200 || len(body) != 0 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.contentType) {
-				t.Errorf("HEAD %s: %d %s %q, want 200 %s with no body", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.contentType)
-			}
-			if tt.path == "/openapi.yaml" && resp.ContentLength != int64(len(specBytes)) {
-				t.Errorf("HEAD /openapi.yaml: Content-Length %d, want %d", resp.ContentLength, len(specBytes))
-			}
+	}
+	for _, tt := range []struct{ base, path, token, contentType string }{
+		{g.HostURL, "/readyz", "", "application/json"},
+		{g.HostURL, "/healthz", "", "application/json"},
+		{g.AgentURL, "/healthz", "", "application/json"},
+		{g.AgentURL, "/openapi.yaml", "", "application/yaml"},
+		{g.HostURL, "/metrics", g.HostToken, "text/plain"},
+	} {
+		resp, body := rawRequest(t, "HEAD", tt.base+tt.path, tt.token, "", nil)
+		if resp.StatusCode != 200 || len(body) != 0 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.contentType) {
+			t.Errorf("HEAD %s: %d %s %q, want 200 %s with no body", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.contentType)
 		}
-	})
-
-	t.Run("agent authorisation", func(t *testing.T) {
-		t.Parallel()
-		// Public: GET and HEAD of /healthz and /openapi.yaml only.
-		for _, path := range []string{"/healthz", "/openapi.yaml"} {
-			for _, m := range []string{"POST", "DELETE", "PUT"} {
-				resp, body := rawRequest(t, m, g.AgentURL+path, "", "", nil)
-				wantProblemCode(t, resp.StatusCode, body, 401, "unauthorized", "")
-			}
+		if tt.path == "/openapi.yaml" && resp.ContentLength != int64(len(specBytes)) {
+			t.Errorf("HEAD /openapi.yaml: Content-Length %d, want %d", resp.ContentLength, len(specBytes))
 		}
-		resp, body := rawRequest(t, "DELETE", g.AgentURL+"/openapi.yaml", r.Token, "", nil)
-		wantProblemCode(t, resp.StatusCode, body, 405, "method_not_allowed", "")
-		resp, body = rawRequest(t, "POST", g.AgentURL+"/healthz", r.Token, "", nil)
-		wantProblemCode(t, resp.StatusCode, body, 405, "method_not_allowed", "")
-		resp, body = rawRequest(t, "DELETE", g.HostURL+"/healthz", g.HostToken, "", nil)
-		wantProblemCode(t, resp.StatusCode, body, 405, "method_not_allowed", "")
-	})
+	}
 }
 
 // TestRequestChecks: the media type is checked before the body on both

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
+	"github.com/loom-gateway/gateway/internal/testsupport/redistest"
 )
 
 // writeReceiptKey writes a fresh Ed25519 key as --receipt-key takes it

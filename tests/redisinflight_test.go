@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/api/client"
-	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
+	"github.com/loom-gateway/gateway/internal/testsupport/redistest"
 )
 
 // TestRedisFullReleasesInFlight: a call whose record a full Redis

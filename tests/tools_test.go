@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/loom-gateway/gateway/api/client"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // subjectField is a field of an object atom: only the atom's type may
@@ -333,7 +334,7 @@ func TestToolResults(t *testing.T) {
 				if ref := d.Handle.Referent; ref == nil || ref.Kind != "document" || string(ref.Source) != tc.tool || string(ref.LabelSource) != a.LabelSource {
 					t.Errorf("describe_handle referent = %+v", ref)
 				}
-				if keys := objectKeys(t, d.Body); contains(keys, "value") || strings.Contains(string(d.Body), a.Value) {
+				if keys := testkit.ObjectKeys(t, d.Body); contains(keys, "value") || strings.Contains(string(d.Body), a.Value) {
 					t.Errorf("describe_handle shows the value: %s", d.Body)
 				}
 			}
@@ -381,7 +382,7 @@ func checkEnvelope(t testing.TB, body []byte, want string) {
 	if res.Envelope == nil {
 		t.Fatalf("no envelope, want %s", want)
 	}
-	if diff := cmp.Diff(objectKeys(t, []byte(want)), objectKeys(t, res.Envelope)); diff != "" {
+	if diff := cmp.Diff(testkit.ObjectKeys(t, []byte(want)), testkit.ObjectKeys(t, res.Envelope)); diff != "" {
 		t.Errorf("envelope key order (-want +got):\n%s", diff)
 	}
 	if got, w := canon(t, res.Envelope), canon(t, []byte(want)); got != w {

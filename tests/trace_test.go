@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // The trace tests run the gateway with tracing on, exporting over OTLP to

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/loom-gateway/gateway/api"
 
 	"github.com/loom-gateway/gateway/internal/problem"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // TestContractJSONHasTheAgentRoutes: the contract the console serves has
@@ -138,28 +138,6 @@ func TestNoHTMLSinks(t *testing.T) {
 	}
 }
 
-// orderedKeys returns the member names of the JSON object raw, in order.
-func orderedKeys(t *testing.T, raw json.RawMessage) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object: %s", raw)
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 // TestContractKeepsSchemaOrder: contract.json (what the try-a-tool form
 // reads) is the contract, with every schema's properties in the order
 // api/openapi.yaml declares them, so the form lists the fields in that
@@ -213,14 +191,14 @@ func TestContractKeepsSchemaOrder(t *testing.T) {
 			continue
 		}
 		checked++
-		if got := orderedKeys(t, js.Components.Schemas[name]["properties"]); !reflect.DeepEqual(got, yamlOrder) {
+		if got := testkit.ObjectKeys(t, js.Components.Schemas[name]["properties"]); !reflect.DeepEqual(got, yamlOrder) {
 			t.Errorf("%s properties %v, want the contract's order %v", name, got, yamlOrder)
 		}
 	}
 	if checked == 0 {
 		t.Fatal("no schema with properties checked")
 	}
-	if got := orderedKeys(t, js.Components.Schemas["SearchInput"]["properties"]); got[0] != "query" || got[1] != "sources" {
+	if got := testkit.ObjectKeys(t, js.Components.Schemas["SearchInput"]["properties"]); got[0] != "query" || got[1] != "sources" {
 		t.Errorf("SearchInput properties %v, want query, sources, ... first", got)
 	}
 }

@@ -74,7 +74,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 type config struct {
@@ -131,7 +131,7 @@ func main() {
 	flag.BoolVar(&c.numbers, "numbers", false, "with --page: the page is megabytes of small numbers and objects (benchdata.PageOfNumbers), a payload built to be costly to keep")
 	flag.IntVar(&c.memory, "memory", 0, "measure memory instead: this many sequential calls, then --memory-clients concurrent clients making 3 calls each, reading the gateway's resident set (/proc/<pid>/status) before, during and after")
 	flag.IntVar(&c.memClients, "memory-clients", 16, "concurrent clients of the --memory phase")
-	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
+	flag.StringVar(&c.shape, "shape", "", "have the fake loom print a payload of this `shape` (internal/testsupport/benchdata.Shapes: envelope-values, long-name, long-name-ff, long-number, envelope-names, row-names, ...) of --payload-bytes (default 48 MB), for --memory")
 	floodFlags(&c.flood)
 	flag.BoolVar(&c.mcp, "mcp", false, "measure the MCP face against REST instead (mcp.go): CPU per request and p50 of ping, tools/list, describe_handle and loom_search, then loom_search throughput")
 	flag.StringVar(&c.mcpRevision, "mcp-revision", "2025-06-18", "with --mcp: the MCP-Protocol-Version the requests speak; 2026-07-28 sends its _meta and Mcp-Method/Mcp-Name headers, and has no ping")

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // defaultShapeBytes is the size of a --shape payload without

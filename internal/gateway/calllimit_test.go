@@ -9,7 +9,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // TestCallLimit: a run whose call log holds MaxCallsPerRun calls refuses

@@ -15,7 +15,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // coreOptions configures newTestCore. The zero value is a core over the

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/loom-gateway/gateway/internal/loom"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // stageCore is a core whose calls take a slot of a one-slot limiter

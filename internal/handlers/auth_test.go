@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // agentRoutes are the agent operations with a body each accepts: the
@@ -131,6 +131,6 @@ func TestAgentRoutes(t *testing.T) {
 	}
 	// The contract and liveness need no token.
 	for _, path := range []string{"/openapi.yaml", "/healthz"} {
-		wantStatus(t, serve(g.agent, http.MethodGet, path, "", ""), http.StatusOK)
+		wantStatus(t, testkit.Serve(g.agent, http.MethodGet, path, "", ""), http.StatusOK)
 	}
 }

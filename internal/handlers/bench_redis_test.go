@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // BenchmarkToolCallRedis is BenchmarkToolCall on the Redis store of

@@ -8,14 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // BenchmarkToolCall is the gateway's own work for one loom_search call,
@@ -60,7 +59,7 @@ func benchSearch(b *testing.B, g *testGateway, payload []byte, traceparent strin
 	path := "/v1/runs/" + id + "/loom_search"
 	b.ReportAllocs()
 	b.SetBytes(int64(len(payload)))
-	cpu0 := processCPU()
+	cpu0 := testkit.ProcessCPU()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"query":"atlas"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -77,16 +76,7 @@ func benchSearch(b *testing.B, g *testGateway, payload []byte, traceparent strin
 	// The process's CPU time per call, the collector's included: steadier
 	// than ns/op on a shared machine, where the wall clock also counts
 	// time the benchmark spent waiting for a core.
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 type runnerFunc func(ctx context.Context, argv, env []string) (loomref.Output, error)

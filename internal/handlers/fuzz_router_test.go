@@ -26,7 +26,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/loom-gateway/gateway/api"
-	"github.com/loom-gateway/gateway/internal/contracttest"
 	"github.com/loom-gateway/gateway/internal/gateway"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
@@ -36,7 +35,8 @@ import (
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/contracttest"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // FuzzAgentRouter sends arbitrary requests (method, path, Authorization,
@@ -409,7 +409,7 @@ func (fz *fuzzGateway) validate(req *http.Request, resp *http.Response, body []b
 	if mt != "application/problem+json" {
 		return fmt.Errorf("error answer with Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	var p wireProblem
+	var p testkit.Problem
 	if err := json.Unmarshal(body, &p); err != nil {
 		return fmt.Errorf("problem is not JSON: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // description is describe_handle's answer as the agent reads it.
@@ -117,7 +119,7 @@ func TestDescribeHandle(t *testing.T) {
 				t.Errorf("describe_handle(%q) mismatch (-want +got):\n%s", tt.token, diff)
 			}
 			if tt.keys != nil {
-				if diff := cmp.Diff(tt.keys, topKeys(t, rec.Body.Bytes())); diff != "" {
+				if diff := cmp.Diff(tt.keys, testkit.ObjectKeys(t, rec.Body.Bytes())); diff != "" {
 					t.Errorf("key order mismatch (-want +got):\n%s", diff)
 				}
 			}

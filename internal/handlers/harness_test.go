@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/metrics"
 	"github.com/loom-gateway/gateway/internal/problem"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // Compile-time checks that the concrete types satisfy the interfaces the
@@ -94,8 +93,6 @@ type gatewayOptions struct {
 	// HostExtra mounts more routes on the host router, behind the host
 	// token, as cmd/gateway mounts /metrics and the console.
 	HostExtra func(chi.Router)
-	// SDKOnly turns the MCP face's direct path off.
-	SDKOnly bool
 }
 
 // testDeps is a test gateway's configuration: the core's and the
@@ -108,7 +105,6 @@ type testDeps struct {
 	MaxRequestBytes int64
 	Metrics         *metrics.Metrics
 	HostExtra       func(chi.Router)
-	SDKOnly         bool
 	beforeMeasure   func(stage context.Context)
 
 	once  sync.Once
@@ -122,7 +118,7 @@ func (d *testDeps) build() {
 	d.once.Do(func() {
 		cfg := Config{
 			Core: d.Config, MaxRequestBytes: d.MaxRequestBytes, HostToken: d.HostToken,
-			HostExtra: d.HostExtra, Version: "test", SDKOnly: d.SDKOnly,
+			HostExtra: d.HostExtra, Version: "test",
 		}
 		cfg.Core.BeforeMeasure = func(stage context.Context) {
 			if d.beforeMeasure != nil {
@@ -199,7 +195,6 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 		MaxRequestBytes: opts.MaxRequestBytes,
 		HostToken:       opts.HostToken,
 		HostExtra:       opts.HostExtra,
-		SDKOnly:         opts.SDKOnly,
 	}
 	d.MaxConcurrentPerRun = opts.MaxConcurrentPerRun
 	d.MaxLabelClauses = opts.MaxLabelClauses
@@ -243,33 +238,14 @@ func newTestGateway(t testing.TB, opts gatewayOptions) *testGateway {
 	}
 }
 
-// serve sends one request through h. A non-empty body is sent as
-// application/json; token, when not empty, as a bearer token.
-func serve(h http.Handler, method, path, token, body string) *httptest.ResponseRecorder {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
-}
-
 // hostDo calls the host router, with the host token when one is set.
 func (g *testGateway) hostDo(method, path, body string) *httptest.ResponseRecorder {
-	return serve(g.host, method, path, g.deps.HostToken, body)
+	return testkit.Serve(g.host, method, path, g.deps.HostToken, body)
 }
 
 // agentDo calls the agent router with a run token.
 func (g *testGateway) agentDo(method, path, token, body string) *httptest.ResponseRecorder {
-	return serve(g.agent, method, path, token, body)
+	return testkit.Serve(g.agent, method, path, token, body)
 }
 
 // call calls a tool (or describe_handle, result) of run id with token.
@@ -304,48 +280,14 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 	}
 }
 
-// wireProblem is a problem as a client reads it.
-type wireProblem struct {
-	Type     string   `json:"type"`
-	Title    string   `json:"title"`
-	Status   int      `json:"status"`
-	Detail   string   `json:"detail"`
-	Code     string   `json:"code"`
-	OutputID string   `json:"outputId"`
-	HostCode string   `json:"hostCode"`
-	Pointer  string   `json:"pointer"`
-	Choices  []string `json:"choices"`
-	Errors   []struct {
-		Pointer string   `json:"pointer"`
-		Reason  string   `json:"reason"`
-		Choices []string `json:"choices"`
-	} `json:"errors"`
-	RequestID string `json:"requestId"`
-}
-
-// wantProblem checks that rec is a problem with status and code, and
-// returns it.
-func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) wireProblem {
+// wantProblem checks that rec is a problem with status and code, with
+// the table's text (testkit.WantProblem), served as
+// application/problem+json with the request's id, and returns it.
+func wantProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) testkit.Problem {
 	t.Helper()
-	if rec.Code != status {
-		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
-	}
+	p := testkit.WantProblem(t, rec.Code, rec.Body.Bytes(), status, code)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Errorf("Content-Type = %q, want application/problem+json", ct)
-	}
-	var p wireProblem
-	decode(t, rec, &p)
-	if p.Code != code || p.Status != status {
-		t.Fatalf("problem = %s/%d, want %s/%d; body %s", p.Code, p.Status, code, status, rec.Body)
-	}
-	if code == "invalid_input" {
-		// The detail says the first fault; the faults are listed, the
-		// first at the problem's pointer.
-		if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail == "" || len(p.Errors) == 0 || p.Errors[0].Pointer != p.Pointer {
-			t.Errorf("invalid_input: title %q, detail %q, errors %+v, pointer %q", p.Title, p.Detail, p.Errors, p.Pointer)
-		}
-	} else if p.Title != problem.Lookup(problem.Code(code)).Title || p.Detail != problem.Lookup(problem.Code(code)).Detail {
-		t.Errorf("problem text = %q / %q, want the fixed text of %s", p.Title, p.Detail, code)
 	}
 	if p.RequestID == "" || p.RequestID != rec.Header().Get("X-Request-Id") {
 		t.Errorf("requestId = %q, X-Request-Id = %q; want the same non-empty id", p.RequestID, rec.Header().Get("X-Request-Id"))
@@ -359,28 +301,6 @@ func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
 	if rec.Code != status {
 		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
 	}
-}
-
-// topKeys returns the member names of the top-level object of body, in
-// order.
-func topKeys(t *testing.T, body []byte) []string {
-	t.Helper()
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		t.Fatalf("body is not a JSON object: %s", body)
-	}
-	var keys []string
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			t.Fatalf("reading %s: %v", body, err)
-		}
-		keys = append(keys, name.String())
-		if err := dec.SkipValue(); err != nil {
-			t.Fatalf("reading %s: %v", body, err)
-		}
-	}
-	return keys
 }
 
 // allNames returns every member name at any depth of the JSON value body.

@@ -21,6 +21,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 const (
@@ -73,7 +74,7 @@ func TestCreateRun(t *testing.T) {
 
 	rec := g.hostDo(http.MethodPost, "/host/v1/runs", `{"runId":"run-7","ttlSeconds":120}`)
 	wantStatus(t, rec, http.StatusCreated)
-	if diff := cmp.Diff([]string{"expiresAt", "runId", "token"}, topKeys(t, rec.Body.Bytes()), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"expiresAt", "runId", "token"}, testkit.ObjectKeys(t, rec.Body.Bytes()), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("create response members mismatch (-want +got):\n%s", diff)
 	}
 	var created struct {
@@ -337,10 +338,10 @@ func TestHostToken(t *testing.T) {
 	// Without the token no route is told apart: unknown routes and wrong
 	// methods answer 401 too; health needs no token.
 	for _, r := range []struct{ method, path string }{{http.MethodGet, "/host/v1/nothing"}, {http.MethodPut, "/host/v1/runs"}} {
-		wantProblem(t, serve(g.host, r.method, r.path, "", ""), 401, "unauthorized")
+		wantProblem(t, testkit.Serve(g.host, r.method, r.path, "", ""), 401, "unauthorized")
 	}
-	wantStatus(t, serve(g.host, http.MethodGet, "/healthz", "", ""), 200)
-	wantProblem(t, serve(g.host, http.MethodPost, "/host/v1/runs", "", `{}`), 401, "unauthorized")
+	wantStatus(t, testkit.Serve(g.host, http.MethodGet, "/healthz", "", ""), 200)
+	wantProblem(t, testkit.Serve(g.host, http.MethodPost, "/host/v1/runs", "", `{}`), 401, "unauthorized")
 }
 
 func TestObservations(t *testing.T) {
@@ -424,7 +425,7 @@ func TestReadyz(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newTestGateway(t, gatewayOptions{HostToken: "h"})
 			g.deps.LoomPath = tt.loomPath
-			rec := serve(g.host, http.MethodGet, "/readyz", "", "") // no host token needed
+			rec := testkit.Serve(g.host, http.MethodGet, "/readyz", "", "") // no host token needed
 			wantStatus(t, rec, tt.status)
 			if got := compactJSON(t, rec.Body.Bytes()); got != tt.want {
 				t.Errorf("readyz = %s, want %s", got, tt.want)
@@ -436,7 +437,7 @@ func TestReadyz(t *testing.T) {
 func TestServedContract(t *testing.T) {
 	t.Parallel()
 	g := newTestGateway(t, gatewayOptions{})
-	rec := serve(g.agent, http.MethodGet, "/openapi.yaml", "", "")
+	rec := testkit.Serve(g.agent, http.MethodGet, "/openapi.yaml", "", "")
 	wantStatus(t, rec, http.StatusOK)
 	if !bytes.Equal(rec.Body.Bytes(), api.Spec) {
 		t.Errorf("GET /openapi.yaml does not serve api/openapi.yaml")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // otherMethods are the methods a test sends to a route besides its own.
@@ -56,7 +58,7 @@ func TestMethodNotAllowed(t *testing.T) {
 				continue
 			}
 			t.Run("host "+m+" "+path, func(t *testing.T) {
-				rec := serve(host, m, path, hostToken, "")
+				rec := testkit.Serve(host, m, path, hostToken, "")
 				wantProblem(t, rec, http.StatusMethodNotAllowed, "method_not_allowed")
 				if got := rec.Header().Values("Allow"); len(got) != 1 || got[0] != allow {
 					t.Errorf("Allow = %q, want %q", got, allow)
@@ -65,12 +67,24 @@ func TestMethodNotAllowed(t *testing.T) {
 		}
 	}
 
-	// The agent listener: the ten POST routes and the two public paths.
-	agentPaths := map[string]string{"/healthz": "GET, HEAD", "/openapi.yaml": "GET, HEAD"}
-	for _, r := range agentRoutes {
-		agentPaths["/v1/runs/a/"+r.op] = "POST"
+	// The agent listener: every path of the contract's agent operations
+	// (the tools, describe_handle, result, the tool list, MCP) and the two
+	// public paths.
+	agentSpec, err := LoadSpec("agent")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for path, allow := range agentPaths {
+	agentMethods := map[string][]string{"/healthz": {http.MethodGet}, "/openapi.yaml": {http.MethodGet}}
+	for path, item := range agentSpec.Paths.Map() {
+		for m := range item.Operations() {
+			agentMethods[strings.ReplaceAll(path, "{runId}", "a")] = append(agentMethods[strings.ReplaceAll(path, "{runId}", "a")], m)
+		}
+	}
+	if len(agentMethods) != 13 {
+		t.Fatalf("%d agent paths, want 13", len(agentMethods))
+	}
+	for path, methods := range agentMethods {
+		allow := allowOf(methods)
 		for _, m := range otherMethods {
 			if slices.Contains(strings.Split(allow, ", "), m) {
 				continue
@@ -103,7 +117,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		{host, "/host/v1/runs", hostToken, 405, "method_not_allowed", "GET, HEAD, POST"},
 		{host, "/host/v1/nothing", hostToken, 404, "route_not_found", ""},
 	} {
-		rec := serve(tt.h, "BREW", tt.path, tt.token, "")
+		rec := testkit.Serve(tt.h, "BREW", tt.path, tt.token, "")
 		wantProblem(t, rec, tt.status, tt.code)
 		if got := rec.Header().Get("Allow"); got != tt.allow {
 			t.Errorf("BREW %s: Allow = %q, want %q", tt.path, got, tt.allow)
@@ -234,7 +248,7 @@ func TestWrongMethodOnPublicPaths(t *testing.T) {
 		{g.host, http.MethodDelete, "/healthz", ""},
 		{g.host, http.MethodPost, "/readyz", ""},
 	} {
-		rec := serve(tt.h, tt.method, tt.path, tt.token, "")
+		rec := testkit.Serve(tt.h, tt.method, tt.path, tt.token, "")
 		wantProblem(t, rec, http.StatusMethodNotAllowed, "method_not_allowed")
 		if got := rec.Header().Get("Allow"); got != "GET, HEAD" {
 			t.Errorf("%s %s: Allow = %q, want GET, HEAD", tt.method, tt.path, got)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loom-gateway/gateway/internal/metrics"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // scrape returns what /metrics serves for g.
@@ -37,7 +38,7 @@ func TestMetricsOnlyOnHost(t *testing.T) {
 	_, tok := g.createRun(t, `{"runId":"r"}`)
 	wantStatus(t, g.call("r", tok, "loom_search", `{"query":"a"}`), http.StatusOK)
 
-	rec := serve(host, http.MethodGet, "/metrics", "host-secret", "")
+	rec := testkit.Serve(host, http.MethodGet, "/metrics", "host-secret", "")
 	wantStatus(t, rec, http.StatusOK)
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("Content-Type = %q, want text/plain", ct)
@@ -55,15 +56,15 @@ func TestMetricsOnlyOnHost(t *testing.T) {
 	if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control = %q, want no-store", cc)
 	}
-	wantProblem(t, serve(host, http.MethodGet, "/metrics", "", ""), http.StatusUnauthorized, "unauthorized")
-	wantProblem(t, serve(host, http.MethodGet, "/metrics", "wrong", ""), http.StatusUnauthorized, "unauthorized")
+	wantProblem(t, testkit.Serve(host, http.MethodGet, "/metrics", "", ""), http.StatusUnauthorized, "unauthorized")
+	wantProblem(t, testkit.Serve(host, http.MethodGet, "/metrics", "wrong", ""), http.StatusUnauthorized, "unauthorized")
 
 	for _, tt := range []struct {
 		token  string
 		status int
 		code   string
 	}{{tok, 404, "route_not_found"}, {"", 401, "unauthorized"}, {"host-secret", 401, "unauthorized"}} {
-		rec := serve(g.agent, http.MethodGet, "/metrics", tt.token, "")
+		rec := testkit.Serve(g.agent, http.MethodGet, "/metrics", tt.token, "")
 		wantProblem(t, rec, tt.status, tt.code)
 		if strings.Contains(rec.Body.String(), "loom_gateway_") {
 			t.Errorf("agent /metrics serves metrics: %s", rec.Body)

@@ -25,7 +25,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/memstore"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // logRecords returns the JSON log records of g with message msg.
@@ -76,7 +76,7 @@ func TestRequestLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(logRecords(t, g, "request"))
-			rec := serve(tt.h, tt.method, tt.path, tt.token, tt.body)
+			rec := testkit.Serve(tt.h, tt.method, tt.path, tt.token, tt.body)
 			wantStatus(t, rec, tt.status)
 			recs := logRecords(t, g, "request")
 			if len(recs) != before+1 {
@@ -502,7 +502,7 @@ func TestReadyzReflectsReality(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			g := newTestGateway(t, gatewayOptions{WrapStore: tt.wrap, Registry: reg})
 			g.deps.LoomPath = tt.loomPath
-			rec := serve(g.host, http.MethodGet, "/readyz", "", "")
+			rec := testkit.Serve(g.host, http.MethodGet, "/readyz", "", "")
 			wantStatus(t, rec, tt.status)
 			var got struct {
 				Status string

@@ -20,7 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/reqid"
 	"github.com/loom-gateway/gateway/internal/result"
 	"github.com/loom-gateway/gateway/internal/store"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 func TestToProblem(t *testing.T) {

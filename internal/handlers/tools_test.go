@@ -20,6 +20,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 var handlePattern = regexp.MustCompile(`^cfh:v:[23456789abcdefghjkmnpqrstvwxyz]{5}$`)
@@ -37,7 +38,7 @@ func resultKeys(envelope bool) []string {
 // returns it decoded.
 func checkResult(t *testing.T, body []byte, wantOutputID, wantKind string, envelope bool) toolResult {
 	t.Helper()
-	if diff := cmp.Diff(resultKeys(envelope), topKeys(t, body)); diff != "" {
+	if diff := cmp.Diff(resultKeys(envelope), testkit.ObjectKeys(t, body)); diff != "" {
 		t.Errorf("result key order mismatch (-want +got):\n%s", diff)
 	}
 	for _, n := range allNames(t, body) {
@@ -62,7 +63,7 @@ func checkResult(t *testing.T, body []byte, wantOutputID, wantKind string, envel
 			if e.Truncated {
 				want = []string{"status", "label", "labelSource", "value", "truncated", "handle"}
 			}
-			if diff := cmp.Diff(want, topKeys(t, raw)); diff != "" {
+			if diff := cmp.Diff(want, testkit.ObjectKeys(t, raw)); diff != "" {
 				t.Errorf("entry %d key order mismatch (-want +got):\n%s", i, diff)
 			}
 			if !handlePattern.MatchString(e.Handle) {
@@ -73,7 +74,7 @@ func checkResult(t *testing.T, body []byte, wantOutputID, wantKind string, envel
 			}
 		case "withheld":
 			withheld++
-			if diff := cmp.Diff([]string{"status", "reasonCode"}, topKeys(t, raw)); diff != "" {
+			if diff := cmp.Diff([]string{"status", "reasonCode"}, testkit.ObjectKeys(t, raw)); diff != "" {
 				t.Errorf("withheld entry %d key order mismatch (-want +got):\n%s", i, diff)
 			}
 			if e.ReasonCode != ifc.ReasonCeilingExceeded && e.ReasonCode != ifc.ReasonLabelReadFailed {
@@ -620,7 +621,7 @@ func TestContractRefusals(t *testing.T) {
 	big := newTestGateway(t, gatewayOptions{MaxRequestBytes: 256})
 	_, tokBig := big.createRun(t, `{"runId":"r"}`)
 	wantProblem(t, big.call("r", tokBig, "loom_search", `{"query":"`+strings.Repeat("a", 400)+`"}`), http.StatusRequestEntityTooLarge, "request_too_large")
-	req := serve(big.agent, http.MethodPost, "/v1/runs/r/loom_profile", tokBig, "")
+	req := testkit.Serve(big.agent, http.MethodPost, "/v1/runs/r/loom_profile", tokBig, "")
 	wantProblem(t, req, http.StatusBadRequest, "invalid_input")
 }
 

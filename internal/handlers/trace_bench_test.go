@@ -10,9 +10,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/telemetry"
 	"github.com/loom-gateway/gateway/internal/telemetry/otelsetup"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // BenchmarkToolCallTraced is BenchmarkToolCall with tracing on: every

@@ -3,7 +3,7 @@ package jsjson
 import (
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // BenchmarkValid is the validating scan alone over cmd/loadgen's 1 MB

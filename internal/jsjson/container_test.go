@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/jsjson/jsjsontest"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 // checkContainer holds skipContainer to skip's own way on the value at

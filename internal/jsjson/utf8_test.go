@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/jsjson"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 func TestValidUTF8(t *testing.T) {

@@ -15,12 +15,12 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // passesBounds reports whether stdout, read whole, is one JSON value that

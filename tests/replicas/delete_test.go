@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 	"github.com/loom-gateway/gateway/tests/procs"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
+	"github.com/loom-gateway/gateway/internal/testsupport/redistest"
 )
 
 // netOutput is what the Redis server has sent its clients so far.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
+	"github.com/loom-gateway/gateway/internal/testsupport/redistest"
 )
 
 // TestRateLimitShared: two replicas on one store share each run's rate

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // env is what every gateway of the test shares.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // TestRunsPagedShared: on a store shared by replicas the run list pages

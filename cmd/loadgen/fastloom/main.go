@@ -14,7 +14,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
 )
 
 func main() {

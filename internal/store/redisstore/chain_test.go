@@ -10,7 +10,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // tamperer makes stores on one client and rewrites their chains in Redis

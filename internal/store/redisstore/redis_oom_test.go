@@ -9,7 +9,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
-	"github.com/loom-gateway/gateway/internal/store/redisstore/redistest"
+	"github.com/loom-gateway/gateway/internal/testsupport/redistest"
 )
 
 // TestRedisFull: on a Redis at maxmemory with noeviction, every method

@@ -22,7 +22,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 	"github.com/loom-gateway/gateway/internal/store/redisstore"
 	"github.com/loom-gateway/gateway/internal/store/storetest"
-	"github.com/loom-gateway/gateway/internal/testkit"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // redisURL returns the Redis the tests may use (scripts/redis.sh start

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loom-gateway/gateway/internal/telemetry"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // record installs an SDK provider recording to memory for t.
@@ -170,7 +171,7 @@ func TestStartMCPKeepsNoClientText(t *testing.T) {
 // its end attributes; the traceparent is read without building a map and
 // the start options are built once.
 func TestHTTPServerAllocations(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	tp := sdktrace.NewTracerProvider() // spans record, nothing exports

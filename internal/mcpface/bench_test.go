@@ -1,4 +1,4 @@
-package handlers
+package mcpface_test
 
 import (
 	"bytes"
@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-gateway/gateway/internal/benchdata"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
+	"github.com/loom-gateway/gateway/internal/testsupport/benchdata"
+	"github.com/loom-gateway/gateway/internal/testsupport/testkit"
 )
 
 // BenchmarkMCPFace is the gateway's own work for one request on each
@@ -23,7 +24,7 @@ import (
 // an MCP ping and describe_handle at most 1.5x the CPU of a REST
 // describe_handle.
 //
-//	go test ./internal/handlers -run '^$' -bench MCPFace -benchmem -count 6
+//	go test ./internal/mcpface -run '^$' -bench MCPFace -benchmem -count 6
 func BenchmarkMCPFace(b *testing.B) {
 	g := newMCPGateway(b, gatewayOptions{MaxHandlesPerRun: 1 << 30}, false, func(d *testDeps) {
 		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -81,13 +82,13 @@ func BenchmarkMCPFace(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := testkit.ProcessCPU()
 			for b.Loop() {
 				if rec := bc.do(); rec.Code != http.StatusOK || bytes.Contains(rec.Body.Bytes(), []byte(`"isError":true`)) {
 					b.Fatalf("%s = %d %s", bc.name, rec.Code, rec.Body)
 				}
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

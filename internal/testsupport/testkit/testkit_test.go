@@ -1,10 +1,7 @@
 package testkit
 
 import (
-	"os/exec"
 	"runtime"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,23 +51,5 @@ func TestPeakHeap(t *testing.T) {
 	})
 	if peak < before+8<<20 {
 		t.Errorf("PeakHeap = %d, %d: want a peak 8 MiB above", before, peak)
-	}
-}
-
-// TestOnlyTestsImport: no package of the module imports testkit outside
-// its tests, so production never links it.
-func TestOnlyTestsImport(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go tool")
-	}
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "github.com/loom-gateway/gateway/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		pkg, imports, _ := strings.Cut(line, " ")
-		if slices.Contains(strings.Fields(imports), "github.com/loom-gateway/gateway/internal/testkit") {
-			t.Errorf("%s imports testkit outside its tests", pkg)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package handlers
+package mcpface_test
 
 import (
 	"context"
@@ -19,31 +19,6 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/loomtest"
 	"github.com/loom-gateway/gateway/internal/store"
 )
-
-// mcpGateway is a test gateway that keeps its runs' tokens.
-type mcpGateway struct {
-	*testGateway
-	tokens map[string]string // by run id
-}
-
-// newMCPGateway is a test gateway over opts, the MCP face's direct path
-// off when sdkOnly; configure, when set, changes the core's
-// configuration before the gateway is built.
-func newMCPGateway(t testing.TB, opts gatewayOptions, sdkOnly bool, configure func(*testDeps)) *mcpGateway {
-	t.Helper()
-	opts.SDKOnly = sdkOnly
-	g := newTestGateway(t, opts)
-	if configure != nil {
-		configure(g.deps)
-	}
-	return &mcpGateway{testGateway: g, tokens: map[string]string{}}
-}
-
-// run creates run id with body's settings and keeps its token.
-func (g *mcpGateway) run(t testing.TB, id, body string) {
-	t.Helper()
-	_, g.tokens[id] = g.createRun(t, `{"runId":"`+id+`"`+body+`}`)
-}
 
 // mcpRequest is one request of the equivalence test.
 type mcpRequest struct {
@@ -131,7 +106,7 @@ func TestMCPDirectIsSDK(t *testing.T) {
 		g.run(t, "ended", "")
 		g.run(t, "limited", "")
 		g.run(t, "narrow", `,"tools":["loom_search"]`)
-		handle := searchHandles(t, g.testGateway, "r", g.tokens["r"])["mail:2026-02-27:atlas-launch-checklist"].Handle
+		handle := g.searchHandle(t, "r", "mail:2026-02-27:atlas-launch-checklist")
 		if handle == "" {
 			t.Fatal("no handle")
 		}

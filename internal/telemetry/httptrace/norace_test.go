@@ -1,5 +1,0 @@
-//go:build !race
-
-package httptrace
-
-const raceEnabled = false

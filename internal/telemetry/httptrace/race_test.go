@@ -1,7 +1,0 @@
-//go:build race
-
-package httptrace
-
-// raceEnabled: the race detector allocates on its own account, so
-// allocation counts are not checked under it.
-const raceEnabled = true
