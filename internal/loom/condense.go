@@ -124,6 +124,8 @@ const (
 //     empty one;
 //   - rows past the first ifc.MaxMeasuredRows are checked and counted in
 //     More, never kept; Measure never reaches them;
+//   - where each row kept as loom wrote it has its label is noted
+//     (LabelSpans), where the validating scan tells it;
 //   - of a row longer than ifc.MaxTreeRowBytes whose value is already past
 //     any room, only what the writer still reads (note).
 //
