@@ -206,6 +206,8 @@ func (c *checker) tool(ctx context.Context, tool loom.Tool, input string) bool {
 		Envelope:  kept.Envelope,
 		Ceiling:   ifc.NoCeiling,
 		Unlabeled: ifc.LabelForUnlabeledRow(nil, c.cfg.UnlabeledRowLabel),
+		// Where Condense found the labels: a row withheld is not written.
+		LabelSpans: kept.LabelSpans,
 	})
 	labeled, unlabeled, unreadable, first := 0, 0, 0, -1
 	for i, e := range res.Entries {

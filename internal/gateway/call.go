@@ -160,6 +160,8 @@ func (s *Service) CallClaim(ctx context.Context, cl Claim, tool loom.Tool, input
 		Envelope:  kept.Envelope,
 		Ceiling:   ceiling,
 		Unlabeled: unlabeled,
+		// Where Condense found the labels: a row withheld is not written.
+		LabelSpans: kept.LabelSpans,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, c, stageEnded(stage))

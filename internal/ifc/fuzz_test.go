@@ -60,6 +60,16 @@ func FuzzReadRowLabel(f *testing.F) {
 		}
 
 		r := Measure(Input{Rows: []jsontext.Value{row}})
+		// Told where the label is (Input.LabelSpans), with and without a
+		// ceiling that withholds some labels, Measure answers the same.
+		for _, in := range []Input{{}, {Ceiling: CeilingOf(conf(`"A"`))}} {
+			in.Rows = []jsontext.Value{row}
+			want := Measure(in)
+			in.LabelSpans = labelSpans(in.Rows)
+			if diff := cmp.Diff(want, Measure(in), bytesEqual); diff != "" {
+				t.Fatalf("Measure(%q) told %+v (-told nothing +told):\n%s", row, in.LabelSpans, diff)
+			}
+		}
 		if len(r.Entries) != 1 {
 			t.Fatalf("Measure(%q): %d entries, want 1 (omitted %d)", row, len(r.Entries), r.Omitted)
 		}

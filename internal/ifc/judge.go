@@ -66,7 +66,7 @@ func (j *Judge) Row(row []byte, rowLen int) Verdict {
 	if j.past {
 		return Verdict{Past: true}
 	}
-	e, n := j.m.entry(row, rowLen, OutputBound-j.size, nil)
+	e, n := j.m.entry(row, rowLen, OutputBound-j.size, nil, LabelSpan{})
 	j.m.values = j.m.values[:0]
 	j.size += n
 	j.past = j.size > OutputBound

@@ -53,10 +53,25 @@ type Input struct {
 	// its label, kept apart from it: the row has no ifc member of its own
 	// left, repeats no name, and reads as it did with its ifc member the
 	// label (loom.CondenseFor keeps one copy of a label many rows share).
-	Labels    []jsontext.Value
-	Envelope  jsontext.Value
-	Ceiling   Ceiling
-	Unlabeled Label // LabelForUnlabeledRow for this call
+	Labels []jsontext.Value
+	// LabelSpans, when not nil, tells for each row i < len(LabelSpans)
+	// where its label is, as read before Measure (loom.Condense finds it
+	// as it checks the row): Measure then withholds a row whose label, or
+	// the query label, it withholds without writing the row first.
+	LabelSpans []LabelSpan
+	Envelope   jsontext.Value
+	Ceiling    Ceiling
+	Unlabeled  Label // LabelForUnlabeledRow for this call
+}
+
+// LabelSpan is where a row's own label is in its text (Input.LabelSpans).
+// The zero LabelSpan tells nothing. With Read set, the row is exactly one
+// JSON object that jsjson.Scanner reads as valid, and row[Lo:Hi] is the
+// value of its last own ifc member as jsjson.Writer.Row reads it
+// (RowScan.IFC), or, Lo == Hi, it has none.
+type LabelSpan struct {
+	Read   bool
+	Lo, Hi int32
 }
 
 // Entry is one measured row.
@@ -179,7 +194,11 @@ func measure(ctx context.Context, in Input) (Result, error) {
 		if i < len(in.Labels) {
 			label = in.Labels[i]
 		}
-		e, entrySize := m.entry(row, rowLen, OutputBound-size, label)
+		var at LabelSpan
+		if i < len(in.LabelSpans) {
+			at = in.LabelSpans[i]
+		}
+		e, entrySize := m.entry(row, rowLen, OutputBound-size, label, at)
 		if m.expired {
 			return Result{}, ctx.Err()
 		}
@@ -367,8 +386,14 @@ var (
 
 // entry measures one row, rowLen bytes long as loom wrote it, given the
 // room left, returning the entry and its size. A value that cannot fit in
-// room is not kept: its size is reported as room+1.
-func (m *measurer) entry(row []byte, rowLen, room int, label []byte) (Entry, int) {
+// room is not kept: its size is reported as room+1. label is the row's
+// label kept apart (Input.Labels), at where its own is (Input.LabelSpans).
+func (m *measurer) entry(row []byte, rowLen, room int, label []byte, at LabelSpan) (Entry, int) {
+	if at.Read && label == nil {
+		if e, n, ok := m.withheldFirst(row, rowLen, at); ok {
+			return e, n
+		}
+	}
 	mark := len(m.values)
 	maxBytes := 3 * max(room, 0) // a value of more bytes has more UTF-16 units than room
 	buf, sc, err := m.em.Row(m.values, row, false, maxBytes)
@@ -420,6 +445,48 @@ func (m *measurer) entry(row []byte, rowLen, room int, label []byte) (Entry, int
 	}
 	return e, size
 }
+
+// withheldFirst is entry for a row whose label is at at, when it is sure
+// to be withheld: the entry and its size, before and without writing the
+// row. It reports false when the row may be admitted, or when it cannot
+// tell, and the row is then measured whole.
+//
+// The row is one valid JSON object, so writing it fails only on a
+// repeated member name, and entry then reads it whole (slowRow) to the
+// same verdict: its label is the value of its last ifc member, written
+// in the writer's form, whose reading is that of the value as it stands
+// (readIFC reads the JSON.parse tree either way, and the writer's form
+// at most triples a text, so both are within MaxLabelBytes or neither
+// is: a label of more than maxFirstLabelBytes is left to entry), and a
+// row with no ifc member takes the query label either way. A row longer
+// than MaxTreeRowBytes, which entry withholds as unreadable when it
+// repeats a name, is left to entry too.
+func (m *measurer) withheldFirst(row []byte, rowLen int, at LabelSpan) (Entry, int, bool) {
+	if rowLen > MaxTreeRowBytes || at.Lo < 0 || at.Lo > at.Hi || int(at.Hi) > len(row) {
+		return Entry{}, 0, false
+	}
+	li := m.unlabeled
+	if at.Lo < at.Hi {
+		raw := row[at.Lo:at.Hi]
+		if len(raw) > maxFirstLabelBytes {
+			return Entry{}, 0, false
+		}
+		li = m.labelFor(raw)
+	}
+	m.scan, m.scanErr = jsjson.RowScan{}, nil
+	switch {
+	case li.unreadable:
+		return Entry{ReasonCode: ReasonLabelReadFailed}, sizeWithheldRead, true
+	case !li.fits:
+		return Entry{ReasonCode: ReasonCeilingExceeded}, sizeWithheldCeiling, true
+	}
+	return Entry{}, 0, false
+}
+
+// maxFirstLabelBytes bounds the labels withheldFirst reads: a third of
+// MaxLabelBytes, as the writer's form of a text is at most three times
+// its length (a byte that is not UTF-8 becomes U+FFFD).
+const maxFirstLabelBytes = MaxLabelBytes / 3
 
 // MaxTreeRowBytes bounds the JSON text of a row that repeats a member
 // name, which is parsed whole into a tree (tens of times its text when it

@@ -392,7 +392,7 @@ func TestEntrySizes(t *testing.T) {
 	m.em.SetLimit(StringBound)
 	m.unlabeled = m.infoOf(newLabelRead(Label{Confidentiality: conf(`"x\u2028"`)}, nil))
 	for i, row := range rowsIn {
-		e, size := m.entry([]byte(row), len(row), OutputBound, nil)
+		e, size := m.entry([]byte(row), len(row), OutputBound, nil, LabelSpan{})
 		var js []byte
 		if e.Admitted {
 			js = appendAdmitted(nil, e, HandleStandIn, true)

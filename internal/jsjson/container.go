@@ -17,7 +17,13 @@ import "math/bits"
 // value its own way, errors and their offsets included; when
 // skipContainer returns true, skip's own way ends at the same byte
 // (TestSkipContainerMatches, FuzzSkipContainerMatches).
-func skipContainer(b []byte, i, depth int) (int, bool) {
+//
+// With label not nil, it sets *label to where the value of the last
+// member of the outermost object named "ifc" is, without the whitespace
+// around it (RowValue), and leaves it as it was when there is none. It
+// reads no escape, so such a name is the five bytes "ifc" with its
+// quotes.
+func skipContainer(b []byte, i, depth int, label *span) (int, bool) {
 	if depth >= MaxDepth-64 {
 		return 0, false
 	}
@@ -28,6 +34,7 @@ func skipContainer(b []byte, i, depth int) (int, bool) {
 	var tokens uint64 // the tokens of the block at base not yet walked
 	var base, t, pos int
 	var c byte
+	inLabel := false // the value of an "ifc" member of the outermost object is being read, from label.lo
 
 	// Each state takes the next token: from the block, or from the next
 	// block when this one has none left.
@@ -103,11 +110,12 @@ name:
 	}
 	t = bits.TrailingZeros64(tokens)
 	tokens &= tokens - 1
-	if b[base+t] != '"' {
+	pos = base + t
+	if b[pos] != '"' {
 		return 0, false
 	}
 
-colon: // a member name was read: ':' must follow
+colon: // a member name, its quote at pos, was read: ':' must follow
 	for tokens == 0 {
 		if !bl.next() {
 			return 0, false
@@ -118,6 +126,10 @@ colon: // a member name was read: ':' must follow
 	tokens &= tokens - 1
 	if b[base+t] != ':' {
 		return 0, false
+	}
+	if label != nil && n == 1 && base+t-pos >= len(`"ifc"`) && string(b[pos:pos+len(`"ifc"`)]) == `"ifc"` {
+		inLabel = true
+		label.lo = wsEnd(b, base+t+1)
 	}
 	goto value
 
@@ -158,6 +170,13 @@ next: // a value was read: ',' or the closer must follow
 	tokens &= tokens - 1
 	pos = base + t
 	c = b[pos]
+	if inLabel && n == 1 { // the label ends before the whitespace before pos
+		inLabel = false
+		label.hi = pos
+		for isSpace(b[label.hi-1]) {
+			label.hi--
+		}
+	}
 	if c == ',' {
 		if kinds&1 == 1 {
 			goto name
@@ -221,3 +240,6 @@ var endsScalar = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// isSpace reports whether c is whitespace between JSON tokens.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -9,7 +9,7 @@ var (
 )
 
 // SkipContainer is skip's fast way through an array or object.
-var SkipContainer = skipContainer
+func SkipContainer(b []byte, i, depth int) (int, bool) { return skipContainer(b, i, depth, nil) }
 
 // SlowValue is Scanner.Value read without skipContainer: skip's own way.
 func SlowValue(b []byte, depth int) (raw []byte, end int, err error) {

@@ -400,13 +400,40 @@ func wsEnd(b []byte, i int) int {
 func (s *Scanner) skip(depth int) ([]byte, error) {
 	i := wsEnd(s.b, s.i)
 	if fastContainers && i < len(s.b) && (s.b[i] == '{' || s.b[i] == '[') {
-		if end, ok := skipContainer(s.b, i, depth); ok {
+		if end, ok := skipContainer(s.b, i, depth, nil); ok {
 			s.i = end
 			return s.b[i:end], nil
 		}
 	}
 	s.i = i // the whitespace is read once
 	return s.skipOwn(depth)
+}
+
+// RowValue is Value for a row, the value of a member of a row list: when
+// it is an object that the fast way through containers reads
+// (skipContainer), it reports besides where its label is, as
+// Writer.Row reads it (RowScan.IFC): v[lo:hi] is the value of its last
+// own member whose name, in the writer's form, is "ifc", lo == hi when
+// it has none; found is then true. Otherwise found is false and nothing
+// is told of the label.
+func (s *Scanner) RowValue(depth int) (v []byte, lo, hi int, found bool, err error) {
+	i := wsEnd(s.b, s.i)
+	if !fastContainers || i >= len(s.b) || s.b[i] != '{' {
+		v, err = s.Value(depth)
+		return v, 0, 0, false, err
+	}
+	label := span{-1, -1}
+	end, ok := skipContainer(s.b, i, depth, &label)
+	if !ok {
+		v, err = s.Value(depth)
+		return v, 0, 0, false, err
+	}
+	s.i = end
+	v = s.b[i:end:end]
+	if label.lo < 0 {
+		return v, 0, 0, true, nil
+	}
+	return v, label.lo - i, label.hi - i, true, nil
 }
 
 // skipOwn reads one whole value inside depth open containers and returns it

@@ -49,6 +49,10 @@ type Condensed struct {
 	// (ifc.Input.Labels): CondenseFor keeps one copy of a label that
 	// rows it admits share.
 	Labels []jsontext.Value
+	// LabelSpans, when not nil, tells where the labels of Rows are
+	// (ifc.Input.LabelSpans): each row read whole by the validating scan
+	// (wholeRow) and kept as loom wrote it, its label found on the way.
+	LabelSpans []ifc.LabelSpan
 	// Refused is set when stdout is one JSON value but passes one of the
 	// bounds of what the pass holds (maxNameBytes and the others): the
 	// gateway answers it ErrMalformedPayload before reading anything
@@ -125,6 +129,8 @@ const (
 //     empty one;
 //   - rows past the first ifc.MaxMeasuredRows are checked and counted in
 //     More, never kept; Measure never reaches them;
+//   - where each row kept as loom wrote it has its label is noted
+//     (LabelSpans), where the validating scan tells it;
 //   - of a row longer than ifc.MaxTreeRowBytes whose value is already past
 //     any room, only what the writer still reads (note).
 //
@@ -204,6 +210,9 @@ func CondenseFor(tool Tool, r io.Reader, m *Measuring) Condensed {
 		if len(c.labels) > 0 {
 			out.Labels = c.labels[:min(len(c.labels), len(rows)):min(len(c.labels), len(rows))]
 		}
+		if n := min(len(c.labelSpans), len(rows)); n > 0 {
+			out.LabelSpans = c.labelSpans[:n:n]
+		}
 	}
 	return out
 }
@@ -233,11 +242,12 @@ type condenseBuffers struct {
 // them back at once. gen counts the releases, so that only the holder of
 // the current generation gives them back.
 type keepBuffers struct {
-	payload  []byte
-	rows     []jsontext.Value
-	rowBytes []int
-	spans    []span
-	gen      atomic.Uint64
+	payload    []byte
+	rows       []jsontext.Value
+	rowBytes   []int
+	spans      []span
+	labelSpans []ifc.LabelSpan
+	gen        atomic.Uint64
 }
 
 var keeps = sync.Pool{New: func() any { return new(keepBuffers) }}
@@ -310,6 +320,10 @@ type condenser struct {
 	shaped    bool
 	rowSpans  []span // the kept rows in the buffer they are kept in
 	envelope  []byte
+	// Where the kept rows' labels are (Condensed.LabelSpans), and that of
+	// the row wholeRow read last.
+	labelSpans []ifc.LabelSpan
+	rowLabel   ifc.LabelSpan
 
 	out    *[]byte // where what is kept goes; nil while dropping
 	keepWS bool    // keep whitespace too (inside a row's label)
@@ -375,6 +389,7 @@ func (c *condenser) run() {
 	c.keep = k
 	c.payload, c.list = k.payload[:0], k.payload[:0]
 	c.rowBytes, c.rowSpans = k.rowBytes[:0], k.spans[:0]
+	c.labelSpans = k.labelSpans[:0]
 	ok, oneRow := false, false
 	switch ch := c.peek(); {
 	case ch == '{' && mode == modeRow:
@@ -420,7 +435,7 @@ func (c *condenser) run() {
 	if cap(c.list) > cap(k.payload) {
 		k.payload = c.list
 	}
-	k.rowBytes, k.spans = c.rowBytes, c.rowSpans
+	k.rowBytes, k.spans, k.labelSpans = c.rowBytes, c.rowSpans, c.labelSpans
 	c.list = nil
 	if c.bad || c.refused {
 		c.keep = nil
@@ -923,6 +938,7 @@ func (c *condenser) rows(depth int) bool {
 	out := c.out
 	c.take()
 	c.dropped, c.rowBytes, c.rowSpans = 0, c.rowBytes[:0], c.rowSpans[:0]
+	c.labelSpans = c.labelSpans[:0]
 	if c.peek() == ']' {
 		c.take()
 		return true
@@ -954,6 +970,7 @@ func (c *condenser) rows(depth int) bool {
 		}
 		if lo >= 0 {
 			c.rowSpans = append(c.rowSpans, span{lo, len(*c.out)})
+			c.labelSpans = append(c.labelSpans, c.rowLabel)
 			if c.pruning || len(*c.out) >= c.pruneAt {
 				c.judgeRows(out)
 			}
@@ -1015,6 +1032,7 @@ func (c *condenser) judgeRows(out *[]byte) {
 		v := c.judge.Row(row, c.rowBytes[k])
 		if s := ifc.WithheldStandIn(v.Withheld); s != nil && len(s) < len(row) {
 			row = s
+			c.labelSpans[k] = ifc.LabelSpan{} // not the row read
 		}
 		for len(c.labels) < k {
 			c.labels = append(c.labels, nil)
@@ -1032,12 +1050,16 @@ func (c *condenser) judgeRows(out *[]byte) {
 			n = copy(buf[w:], row)
 		}
 		c.labels = append(c.labels[:k], label)
+		if label != nil {
+			c.labelSpans[k] = ifc.LabelSpan{} // its label is apart
+		}
 		c.rowSpans[k] = span{w, w + n}
 		w += n
 		if v.Past {
 			c.past = true
 			c.dropped += len(c.rowSpans) - k - 1
 			c.rowSpans, c.rowBytes = c.rowSpans[:k+1], c.rowBytes[:k+1]
+			c.labelSpans = c.labelSpans[:k+1]
 			c.labels = c.labels[:min(len(c.labels), k+1)]
 			break
 		}
@@ -1126,14 +1148,27 @@ func (c *condenser) readAhead() {
 // (loom's own bytes, which is what the reference reads) if it is too
 // short to hold a string Condense would shorten. It reports false, having
 // read nothing, when it cannot: the row is something else, goes on past
-// the window, is invalid, or is long; row then reads it.
+// the window, is invalid, or is long; row then reads it. Where the label
+// of an object kept is, when the scan tells (jsjson.Scanner.RowValue), is
+// noted in rowLabel.
 func (c *condenser) wholeRow(depth int, keep bool) bool {
+	c.rowLabel = ifc.LabelSpan{}
 	if c.i >= len(c.b) || c.b[c.i] != '{' && c.b[c.i] != '[' {
 		return false
 	}
 	c.sc.Reset(c.b[c.i:])
-	v, err := c.sc.Value(depth)
+	var v []byte
+	var err error
+	if keep {
+		var lo, hi int
+		var found bool
+		v, lo, hi, found, err = c.sc.RowValue(depth)
+		c.rowLabel = ifc.LabelSpan{Read: found, Lo: int32(lo), Hi: int32(hi)}
+	} else {
+		v, err = c.sc.Value(depth)
+	}
 	if err != nil || keep && len(v) > condenseUnits || !c.withinBounds(len(v)) {
+		c.rowLabel = ifc.LabelSpan{}
 		return false
 	}
 	if keep {

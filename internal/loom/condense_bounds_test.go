@@ -265,7 +265,7 @@ func shapeCall(t *testing.T, sh benchdata.Shape, size int) {
 	}
 	res := ifc.Measure(ifc.Input{
 		OutputID: "run_x:" + string(tool) + ":1", Command: tool.Command(), Notice: ifc.Notice,
-		Rows: c.Rows, Labels: c.Labels, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
+		Rows: c.Rows, Labels: c.Labels, LabelSpans: c.LabelSpans, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
 		Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
 	})
 	_ = res.AppendJSON(nil, condenseHandles[:res.Admitted])
@@ -334,7 +334,7 @@ func TestCondenseMemoryDistinctLabels(t *testing.T) {
 		defer c.Release()
 		res := ifc.Measure(ifc.Input{
 			OutputID: "run_x:loom_search:1", Command: "search", Notice: ifc.Notice,
-			Rows: c.Rows, Labels: c.Labels, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
+			Rows: c.Rows, Labels: c.Labels, LabelSpans: c.LabelSpans, More: c.More, RowBytes: c.RowBytes, Envelope: c.Envelope,
 			Ceiling: condenseCeilings[0], Unlabeled: condenseUnlabeled,
 		})
 		if res.Admitted < 100 && size == 48<<20 {

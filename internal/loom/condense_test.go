@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/loom-gateway/gateway/internal/ifc"
+	"github.com/loom-gateway/gateway/internal/jsjson"
 	"github.com/loom-gateway/gateway/internal/loom"
 	"github.com/loom-gateway/gateway/internal/loom/loomref"
 )
@@ -46,12 +47,12 @@ var condenseHandles = func() []string {
 // answerOf is what a caller can tell of a reading: its error, or the
 // result object with handles, what it observed and its counts.
 func answerOf(tool loom.Tool, ceiling ifc.Ceiling, rows [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
-	return answerApart(tool, ceiling, rows, nil, more, rowBytes, envelope, err)
+	return answerApart(tool, ceiling, rows, nil, nil, more, rowBytes, envelope, err)
 }
 
 // answerApart is answerOf with labels kept apart from the rows
-// (ifc.Input.Labels).
-func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, more int, rowBytes []int, envelope []byte, err error) string {
+// (ifc.Input.Labels) and where the rows' own are (ifc.Input.LabelSpans).
+func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, spans []ifc.LabelSpan, more int, rowBytes []int, envelope []byte, err error) string {
 	if err != nil {
 		var hr *loom.HostRefusedError
 		var ee *loom.ExitError
@@ -66,7 +67,7 @@ func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, mor
 	in := ifc.Input{
 		OutputID: "run_x:" + string(tool) + ":1", Command: tool.Command(), Notice: ifc.Notice,
 		More: more, RowBytes: rowBytes, Envelope: envelope,
-		Ceiling: ceiling, Unlabeled: condenseUnlabeled,
+		Ceiling: ceiling, Unlabeled: condenseUnlabeled, LabelSpans: spans,
 	}
 	for _, r := range rows {
 		in.Rows = append(in.Rows, r)
@@ -85,6 +86,7 @@ func answerApart(tool loom.Tool, ceiling ifc.Ceiling, rows, labels [][]byte, mor
 type reading struct {
 	rows     [][]byte
 	labels   [][]byte
+	spans    []ifc.LabelSpan
 	more     int
 	rowBytes []int
 	envelope []byte
@@ -93,7 +95,7 @@ type reading struct {
 
 // answer is the answer of r under ceiling.
 func (r reading) answer(tool loom.Tool, ceiling ifc.Ceiling) string {
-	return answerApart(tool, ceiling, r.rows, r.labels, r.more, r.rowBytes, r.envelope, r.err)
+	return answerApart(tool, ceiling, r.rows, r.labels, r.spans, r.more, r.rowBytes, r.envelope, r.err)
 }
 
 // equal reports whether r and o give Measure the same input, so the same
@@ -101,7 +103,8 @@ func (r reading) answer(tool loom.Tool, ceiling ifc.Ceiling) string {
 func (r reading) equal(o reading) bool {
 	return r.err == o.err && r.more == o.more && slices.Equal(r.rowBytes, o.rowBytes) &&
 		bytes.Equal(r.envelope, o.envelope) && (r.envelope == nil) == (o.envelope == nil) &&
-		slices.EqualFunc(r.rows, o.rows, bytes.Equal) && slices.EqualFunc(r.labels, o.labels, bytes.Equal)
+		slices.EqualFunc(r.rows, o.rows, bytes.Equal) && slices.EqualFunc(r.labels, o.labels, bytes.Equal) &&
+		slices.Equal(r.spans, o.spans)
 }
 
 // referenceReading reads stdout whole, with the reference reading:
@@ -150,7 +153,7 @@ func condensedReading(tool loom.Tool, lookup bool, c loom.Condensed, exit int) r
 	for _, l := range c.Labels {
 		ls = append(ls, l)
 	}
-	return reading{rows: rs, labels: ls, more: c.More, rowBytes: c.RowBytes, envelope: c.Envelope}
+	return reading{rows: rs, labels: ls, spans: slices.Clone(c.LabelSpans), more: c.More, rowBytes: c.RowBytes, envelope: c.Envelope}
 }
 
 // condensedAnswer reads stdout through Condense, from r, as the gateway
@@ -216,6 +219,14 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 		judged[ci][0] = loom.CondenseFor(tool, bytes.NewReader(stdout), m)
 		judged[ci][1] = loom.CondenseFor(tool, &chunked{data: stdout, cuts: cuts}, m)
 	}
+	for i := range kept {
+		checkLabelSpans(t, kept[i], stdout)
+	}
+	for ci := range judged {
+		for i := range judged[ci] {
+			checkLabelSpans(t, judged[ci][i], stdout)
+		}
+	}
 	bound := passesBounds(tool, stdout)
 	for _, exit := range exits {
 		lookups := []bool{false}
@@ -246,6 +257,28 @@ func checkCondense(t *testing.T, tool loom.Tool, stdout []byte, cuts []byte) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// checkLabelSpans holds where Condense tells the rows' labels are
+// (Condensed.LabelSpans) to the writer's reading of each row: one JSON
+// object, whose last own ifc member's value is there.
+func checkLabelSpans(t *testing.T, c loom.Condensed, stdout []byte) {
+	t.Helper()
+	if len(c.LabelSpans) > len(c.Rows) {
+		t.Fatalf("stdout %.2000q: %d label spans for %d rows", stdout, len(c.LabelSpans), len(c.Rows))
+	}
+	for i, at := range c.LabelSpans {
+		if !at.Read {
+			continue
+		}
+		row := c.Rows[i]
+		var w jsjson.Writer
+		_, sc, err := w.Row(nil, row, true, -1)
+		if err != nil || at.Lo < 0 || at.Lo > at.Hi || int(at.Hi) > len(row) || sc.HasIFC != (at.Lo < at.Hi) ||
+			!bytes.Equal(sc.IFC, row[at.Lo:at.Hi]) || i < len(c.Labels) && c.Labels[i] != nil {
+			t.Fatalf("stdout %.2000q: row %d %q told %+v; the writer reads %q %v (%v)", stdout, i, row, at, sc.IFC, sc.HasIFC, err)
 		}
 	}
 }

@@ -18,8 +18,8 @@
 //	err = Outcome(inv, out.ExitCode, kept, ended) // the one verdict: Refused, Decide, ended, Shaped
 //	// then the core measures kept.Rows and kept.Envelope with
 //	// ifc.MeasureContext, More: kept.More, RowBytes: kept.RowBytes,
-//	// Labels: kept.Labels (ctx carried the ceiling and query label the
-//	// measurement is given: WithMeasuring)
+//	// Labels: kept.Labels, LabelSpans: kept.LabelSpans (ctx carried the
+//	// ceiling and query label the measurement is given: WithMeasuring)
 //
 // Condense reads stdout once, as it arrives, through a window, and
 // returns what it learned as Go values (Condensed): the facts Decide reads
@@ -36,8 +36,9 @@
 // (ifc.Measure's result holds copies), so a call neither copies it out nor
 // leaves it to the collector. The window reads on whenever less than
 // 16 KiB of it is unread, so that a row is most often wholly in it and
-// checked in one jsjson.Scanner pass. Nothing in the package keeps stdout
-// whole.
+// checked in one jsjson.Scanner pass, which also tells where the row's
+// label is (Condensed.LabelSpans): the measurement withholds a row by its
+// label without writing it. Nothing in the package keeps stdout whole.
 //
 // The reading of stdout whole (loomref.Output, decode, Interpret, Split) is
 // package loomref's: the reference the equivalence tests and fuzz targets hold

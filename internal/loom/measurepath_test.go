@@ -166,6 +166,8 @@ func StreamPath(tool loom.Tool, out loom.Output) ([]byte, error) {
 		Envelope:  kept.Envelope,
 		Ceiling:   benchCeiling,
 		Unlabeled: benchUnlabeled,
+		// Where Condense found the labels, as the core gives them.
+		LabelSpans: kept.LabelSpans,
 	})
 	return res.AppendJSON(nil, handles[:res.Admitted]), nil
 }
