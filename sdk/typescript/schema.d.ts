@@ -781,6 +781,21 @@ export interface components {
             entries?: components["schemas"]["CallEntry"][];
             /** @description The W3C trace id (32 lowercase hex digits) of the call's trace, present only when the gateway exports traces (docs/operators.md, Observability); the same id is in the call's audit record. */
             traceId?: string;
+            failure?: components["schemas"]["CallFailure"];
+        };
+        /** @description Why a call failed, for the host only: present when it ended command_failed, malformed_payload, schema_version_mismatch or cancelled. No answer to an agent carries any of it (docs/operators.md, "Why a call failed"). */
+        CallFailure: {
+            /**
+             * @description One of a closed set, also the `reason` label of `loom_gateway_call_failures_total`.
+             * @enum {string}
+             */
+            reason: "start_not_found" | "start_permission_denied" | "start_exec_format" | "start_other" | "exit_status" | "signal" | "timeout" | "stdout_limit" | "no_exit_status" | "stage_deadline" | "not_json" | "shape" | "payload_bound" | "schema_version" | "cancelled";
+            /** @description What the gateway saw, in its own words: the errno's text, the exit status, the signal, the byte where stdout stops being JSON, the shape rule broken ("hits is not an array"), the schemaVersion stated (a number, else its JSON kind). Never text loom wrote. */
+            detail?: string;
+            /** @description The end of what loom wrote to stderr, at most 2,048 bytes after a leading "…" when it wrote more; invalid UTF-8, control characters but newline and tab, and bidirectional overrides each replaced with U+FFFD. Absent when loom wrote nothing. */
+            stderrTail?: string;
+            /** @description The argv loom was given, argv[0] the configured cliPath; absent when the call failed before one was built. */
+            argv?: string[];
         };
         CallEntry: {
             /** @enum {string} */
@@ -1671,9 +1686,39 @@ export interface operations {
                      *               "reasonCode": "cfc_ceiling_exceeded"
                      *             }
                      *           ]
+                     *         },
+                     *         {
+                     *           "outputId": "run-7:loom_search:2",
+                     *           "tool": "loom_search",
+                     *           "status": "error",
+                     *           "code": "command_failed",
+                     *           "admitted": 0,
+                     *           "withheld": 0,
+                     *           "omitted": 0,
+                     *           "truncated": false,
+                     *           "cfc": {
+                     *             "version": 1
+                     *           },
+                     *           "exitCode": 3,
+                     *           "durationMs": 12,
+                     *           "startedAt": "2026-12-02T12:01:02Z",
+                     *           "failure": {
+                     *             "reason": "exit_status",
+                     *             "detail": "exit status 3",
+                     *             "stderrTail": "loom: the index is locked\n",
+                     *             "argv": [
+                     *               "/opt/loom/bin/loom",
+                     *               "search",
+                     *               "--json",
+                     *               "--limit",
+                     *               "10",
+                     *               "--",
+                     *               "annual report"
+                     *             ]
+                     *           }
                      *         }
                      *       ],
-                     *       "total": 1
+                     *       "total": 2
                      *     }
                      */
                     "application/json": components["schemas"]["CallList"];
