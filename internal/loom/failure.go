@@ -220,7 +220,7 @@ type tail struct {
 func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) > MaxStderrTail {
-		t.cut = t.cut || len(t.buf) > 0 || len(p) > MaxStderrTail
+		t.cut = true
 		p = p[len(p)-MaxStderrTail:]
 		t.buf = t.buf[:0]
 	}

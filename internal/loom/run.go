@@ -210,7 +210,9 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		buf := make([]byte, 16<<10)
+		// Most commands write nothing to stderr: a read of the tail's size
+		// at a time keeps what each call allocates for it small.
+		buf := make([]byte, MaxStderrTail)
 		for {
 			n, err := er.Read(buf)
 			_, _ = stderr.Write(buf[:n])
@@ -554,8 +556,8 @@ func (c *CLI) KillAll() int {
 }
 
 // devNull is the null device, opened once for reading and writing and
-// handed to every command as its stdin and stderr, so that starting one
-// opens nothing. Nil when it cannot be opened: exec.Cmd then opens the null
+// handed to every command as its stdin, so that starting one opens
+// nothing for it. Nil when it cannot be opened: exec.Cmd then opens the null
 // device itself for each command.
 var devNull = sync.OnceValue(func() *os.File {
 	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
