@@ -80,7 +80,7 @@ func probe(c Containment) error {
 func probeInline(userNS, proc bool) error {
 	null := devNull()
 	if null == nil {
-		return errors.New("loom: no null device")
+		return errNoNull
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

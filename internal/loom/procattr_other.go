@@ -20,8 +20,6 @@ func growPipe(*os.File, int) {}
 // awaitExit returns at once outside Linux: Wait blocks instead.
 func awaitExit(int) {}
 
-// awaitPidfd returns at once outside Linux.
-func awaitPidfd(*os.File, int) {}
 
 // pending reports 0 outside Linux: stdout's read ends WaitDelay after
 // the command exits.

@@ -190,6 +190,9 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	if env == nil {
 		env = []string{} // a nil Env would inherit the gateway's environment
 	}
+	if c.opts.Contain.Inline {
+		return c.runInline(ctx, runCtx, cancel, start, argv, env, read)
+	}
 	// Stdout is a pipe of our own, read here: exec.Cmd would copy it
 	// through a goroutine of its own into a writer.
 	pr, pw, err := os.Pipe()
@@ -242,20 +245,16 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	var killed atomic.Bool
 	started, waited := make(chan error, 1), make(chan error, 1)
 	var exit exitStatus // set before waited is sent on
-	if c.opts.Contain.Inline {
-		go c.startAndWaitInline(runCtx, argv, env, pw, ew, &killed, &exit, started, waited)
-	} else {
-		cmd, status, err := c.command(runCtx, argv, env, pw, ew, &killed)
-		if err != nil {
-			pw.Close()
-			failed.Duration = time.Since(start)
-			return withStderr(failed), startFailure(err)
-		}
-		if status != nil {
-			defer status.Close()
-		}
-		go c.startAndWait(cmd, status, &exit, started, waited)
+	cmd, status, err := c.command(runCtx, argv, env, pw, ew, &killed)
+	if err != nil {
+		pw.Close()
+		failed.Duration = time.Since(start)
+		return withStderr(failed), startFailure(err)
 	}
+	if status != nil {
+		defer status.Close()
+	}
+	go c.startAndWait(cmd, status, &exit, started, waited)
 	startErr := <-started
 	pw.Close() // the command has its own copy
 	if startErr != nil {
@@ -301,20 +300,8 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	failed = withStderr(failed)
 	failed.Duration = time.Since(start)
 
-	switch {
-	case stdout.exceeded:
-		return failed, &Failure{Reason: ReasonStdoutLimit, Err: ErrStdoutLimit,
-			Detail: "stdout passed the cap of " + strconv.FormatInt(c.opts.MaxStdout, 10) + " bytes; killed"}
-	case killed.Load() && context.Cause(runCtx) == ErrTimeout: // the first cause wins
-		return failed, &Failure{Reason: ReasonTimeout, Detail: TimeoutDetail(c.opts.Timeout), Err: ErrTimeout}
-	case killed.Load():
-		return failed, ErrCancelled
-	case exit.startErr != nil && ctx.Err() != nil:
-		return failed, ErrCancelled
-	case exit.startErr != nil:
-		return failed, startFailure(exit.startErr)
-	case !exit.known:
-		return failed, noExitStatus()
+	if out, err, done := ended(ctx, runCtx, failed, stdout, killed.Load(), c.opts.Timeout, exit); done {
+		return out, err
 	}
 	var exitErr *exec.ExitError
 	if werr != nil && !errors.As(werr, &exitErr) && !errors.Is(werr, exec.ErrWaitDelay) {
@@ -322,6 +309,30 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	}
 	failed.ExitCode, failed.Signal = exit.code, exit.signal
 	return failed, nil
+}
+
+// ended is the end of a call that ran (run, runInline), failed (the
+// Output of a failure), when it failed: in this order, stdout passed its
+// cap, the timeout or a cancellation killed it, loom could not be started
+// (the inline init tells this only once it has exited), or how it ended
+// is not known. done is false when none of these holds.
+func ended(ctx, runCtx context.Context, failed Output, stdout *limitReader, killed bool, timeout time.Duration, exit exitStatus) (_ Output, _ error, done bool) {
+	switch {
+	case stdout.exceeded:
+		return failed, &Failure{Reason: ReasonStdoutLimit, Err: ErrStdoutLimit,
+			Detail: "stdout passed the cap of " + strconv.FormatInt(stdout.limit, 10) + " bytes; killed"}, true
+	case killed && context.Cause(runCtx) == ErrTimeout: // the first cause wins
+		return failed, &Failure{Reason: ReasonTimeout, Detail: TimeoutDetail(timeout), Err: ErrTimeout}, true
+	case killed:
+		return failed, ErrCancelled, true
+	case exit.startErr != nil && ctx.Err() != nil:
+		return failed, ErrCancelled, true
+	case exit.startErr != nil:
+		return failed, startFailure(exit.startErr), true
+	case !exit.known:
+		return failed, noExitStatus(), true
+	}
+	return Output{}, nil, false
 }
 
 // noExitStatus is the error of a command whose end could not be read.
@@ -450,46 +461,6 @@ func (c *CLI) startAndWait(cmd *exec.Cmd, status *os.File, exit *exitStatus, sta
 	waited <- werr
 }
 
-// startAndWaitInline is startAndWait for Options.Contain.Inline: it
-// starts argv under an inline init (nsinit.StartInline) with stdout, sends
-// the start error on started (clone's: loom's own start is known only
-// once the init has exited, in exit.startErr), and waits for the init,
-// killing it (killed set) when runCtx is done first; then it sets exit and
-// sends nil on waited. It runs locked to its OS thread until the init has
-// been reaped, for the init's parent-death signal (see startAndWait).
-func (c *CLI) startAndWaitInline(runCtx context.Context, argv, env []string, stdout, stderr *os.File, killed *atomic.Bool, exit *exitStatus, started, waited chan<- error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	null := devNull()
-	if null == nil {
-		started <- errors.New("loom: no null device")
-		return
-	}
-	p, err := nsinit.StartInlineProc(argv, env, null, stdout, stderr, c.opts.Contain.UserNS, c.opts.Contain.Proc)
-	if err != nil {
-		started <- err
-		return
-	}
-	c.track(p.Pid, p.Kill)
-	started <- nil
-	stopKill := context.AfterFunc(runCtx, func() {
-		killed.Store(true)
-		_ = p.Kill()
-	})
-	awaitPidfd(p.PidFD, p.Pid)
-	stopKill()
-	c.untrack(p.Pid)
-	r, err := p.Reap()
-	switch {
-	case err != nil:
-	case r.State == nsinit.StartFailed:
-		exit.startErr = &os.PathError{Op: "fork/exec", Path: argv[0], Err: syscall.Errno(r.Value)}
-	case r.State == nsinit.Exited:
-		*exit = waitExit(syscall.WaitStatus(r.Value))
-	}
-	waited <- nil
-}
-
 // waitExit is the exit status ws reports.
 func waitExit(ws syscall.WaitStatus) exitStatus {
 	e := exitStatus{code: ws.ExitStatus(), known: ws.Exited() || ws.Signaled()}
@@ -554,6 +525,10 @@ func (c *CLI) KillAll() int {
 	}
 	return n
 }
+
+// errNoNull is why a command cannot start when the null device cannot
+// be opened.
+var errNoNull = errors.New("loom: no null device")
 
 // devNull is the null device, opened once for reading and writing and
 // handed to every command as its stdin, so that starting one opens
