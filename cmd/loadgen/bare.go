@@ -10,8 +10,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/loom-gateway/gateway/internal/loom"
+	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
 // The bare server is the floor of the 10 KB comparison: the least any HTTP front of
@@ -23,10 +29,39 @@ import (
 // nothing, so a gateway call costs at least what a bare call costs, and
 // the gateway's own overhead is the difference between the two.
 
-// serveBare runs the bare server for loomPath on a loopback port chosen by
-// the kernel and prints "listening ADDR" on stdout. It returns only on
-// error; the parent kills it.
-func serveBare(loomPath string) error {
+// The contained bare server (--serve-bare with --bare-contained) is the
+// same, but starts loom as the gateway does: under the inline init, in a
+// PID namespace and a mount namespace with a /proc of its own
+// (loom.Contain's choice on this machine, which must be inline), from a
+// goroutine locked to its OS thread until the init is reaped (the init's
+// parent-death signal is tied to that thread). Its stdin and stderr are
+// the null device, as the bare server's are; stdout is a pipe read whole.
+// It is the floor of the gateway's process CPU once loom is contained:
+// what any front pays that starts loom in those namespaces, with nothing
+// of the gateway's own (no stderr tail, no deadline, no measuring).
+
+// serveBare runs the bare server for loomPath (contained: the contained
+// bare server) on a loopback port chosen by the kernel and prints
+// "listening ADDR" on stdout. It returns only on error; the parent kills
+// it.
+func serveBare(loomPath string, contained bool) error {
+	run := func(r *http.Request) ([]byte, error) {
+		cmd := exec.CommandContext(r.Context(), loomPath, searchArgv...)
+		cmd.Env = []string{}
+		return cmd.Output()
+	}
+	if contained {
+		c, err := loom.Contain("")
+		if err != nil || !c.Inline {
+			return fmt.Errorf("no inline containment here (%s): %v", c, err)
+		}
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		argv := append([]string{loomPath}, searchArgv...)
+		run = func(*http.Request) ([]byte, error) { return runContained(c, argv, null) }
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -40,9 +75,7 @@ func serveBare(loomPath string) error {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			return
 		}
-		cmd := exec.CommandContext(r.Context(), loomPath, searchArgv...)
-		cmd.Env = []string{}
-		out, err := cmd.Output()
+		out, err := run(r)
 		if err != nil {
 			http.Error(w, "loom failed", http.StatusBadGateway)
 			return
@@ -53,15 +86,43 @@ func serveBare(loomPath string) error {
 	return (&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 }
 
-// startBare starts this program again as a bare server for loomPath and
-// returns its base URL, its pid (for its CPU, /proc/<pid>/stat) and a
-// function that stops it.
-func startBare(ctx context.Context, loomPath string) (string, int, func(), error) {
+// runContained runs argv under c's inline init with stdin and stderr
+// null and returns its stdout, an error when it did not exit 0.
+func runContained(c loom.Containment, argv []string, null *os.File) ([]byte, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := nsinit.StartInlineProc(argv, []string{}, null, pw, null, c.UserNS, c.Proc)
+	pw.Close()
+	if err != nil {
+		return nil, err
+	}
+	out, rerr := io.ReadAll(pr)
+	rep, err := p.Reap()
+	switch {
+	case err != nil:
+		return nil, err
+	case rerr != nil:
+		return nil, rerr
+	case rep.State != nsinit.Exited || syscall.WaitStatus(rep.Value).ExitStatus() != 0:
+		return nil, fmt.Errorf("loom ended: state %d, status %#x", rep.State, rep.Value)
+	}
+	return out, nil
+}
+
+// startBare starts this program again as a bare server for loomPath (the
+// contained one with contained) and returns its base URL, its pid (for
+// its CPU, /proc/<pid>/stat) and a function that stops it.
+func startBare(ctx context.Context, loomPath string, contained bool) (string, int, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", 0, nil, err
 	}
-	cmd := exec.Command(self, "--serve-bare", loomPath)
+	cmd := exec.Command(self, "--serve-bare", loomPath, "--bare-contained="+strconv.FormatBool(contained))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -92,6 +92,7 @@ type config struct {
 	storeFloor         string
 	cpuprofile, trace  string
 	ownCost, bare      bool
+	bareContained      bool
 	page               bool
 	memory, memClients int
 	shape              string
@@ -135,10 +136,11 @@ func main() {
 	floodFlags(&c.flood)
 	flag.BoolVar(&c.mcp, "mcp", false, "measure the MCP face against REST instead (mcp.go): CPU per request and p50 of ping, tools/list, describe_handle and loom_search, then loom_search throughput")
 	flag.StringVar(&c.mcpRevision, "mcp-revision", "2025-06-18", "with --mcp: the MCP-Protocol-Version the requests speak; 2026-07-28 sends its _meta and Mcp-Method/Mcp-Name headers, and has no ping")
-	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path`")
+	flag.BoolVar(&c.bareContained, "bare-contained", true, "with --bare: also measure a contained bare server (the bare server starting loom in the namespaces the gateway starts it in: bare.go), the floor of the gateway's process CPU once loom is contained")
+	serveBareLoom := flag.String("serve-bare", "", "internal: serve as the bare server for the loom at `path` (contained with --bare-contained)")
 	flag.Parse()
 	if *serveBareLoom != "" {
-		fmt.Fprintln(os.Stderr, "loadgen bare server:", serveBare(*serveBareLoom))
+		fmt.Fprintln(os.Stderr, "loadgen bare server:", serveBare(*serveBareLoom, c.bareContained))
 		os.Exit(1)
 	}
 	if c.gateway == "" && c.cpuprofile == "" && c.trace == "" {
@@ -267,7 +269,7 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	var bare *side
 	barePid := 0
 	if c.bare {
-		bareURL, pid, stopBare, err := startBare(ctx, loomPath)
+		bareURL, pid, stopBare, err := startBare(ctx, loomPath, false)
 		barePid = pid
 		if err != nil {
 			return err
@@ -275,6 +277,20 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		defer stopBare()
 		bare = &side{name: "bare HTTP+exec:", f: func(ctx context.Context, _ int) error { return bareCall(ctx, client, bareURL) }}
 		sides = append(sides, bare)
+	}
+	// --bare-contained: the bare server again, loom contained as the
+	// gateway contains it.
+	var boxed *side
+	boxedPid := 0
+	if c.bare && c.bareContained {
+		boxedURL, pid, stopBoxed, err := startBare(ctx, loomPath, true)
+		boxedPid = pid
+		if err != nil {
+			return fmt.Errorf("contained bare server: %w", err)
+		}
+		defer stopBoxed()
+		boxed = &side{name: "bare contained:", f: func(ctx context.Context, _ int) error { return bareCall(ctx, client, boxedURL) }}
+		sides = append(sides, boxed)
 	}
 	gwSide := &side{name: "gateway HTTP call:", f: func(ctx context.Context, k int) error { return call(ctx, tg.runs[k]) }}
 	sides = append(sides, gwSide)
@@ -376,6 +392,10 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		fmt.Fprintf(w, "  p50 ratio bare/direct:    %.3f (the floor)       overhead p50 %s\n", float64(b.p50)/float64(d.p50), b.p50-d.p50)
 		fmt.Fprintf(w, "  p50 ratio gateway/bare:   %.3f                    gateway's own p50 %s\n", float64(g.p50)/float64(b.p50), g.p50-b.p50)
 	}
+	if boxed != nil {
+		b := stats(boxed.lat)
+		fmt.Fprintf(w, "  p50 ratio gateway/bare contained: %.3f           gateway's own p50 %s\n", float64(g.p50)/float64(b.p50), g.p50-b.p50)
+	}
 
 	if beside != nil && bare != nil {
 		b, bs := stats(bare.lat), stats(beside.lat)
@@ -415,13 +435,14 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	var directCPU, gatewayCPU cpuTimes // spent during the direct and the gateway phases
 	var besideCPU time.Duration        // the beside gateway's process, in its phases
 	var bareCPU cpuTimes               // the bare server's process and its looms, in its phases (gateway, gatewayChildren)
+	var boxedCPU cpuTimes              // the contained bare server's, alike
 	for r := range c.rounds {
 		fmt.Fprintf(w, "  round %d:", r+1)
 		for _, s := range sides {
 			if s == floor {
 				continue
 			}
-			before, beforeB, beforeBare := readCPU(tg.pid), readCPU(besidePid), readCPU(barePid)
+			before, beforeB, beforeBare, beforeBoxed := readCPU(tg.pid), readCPU(besidePid), readCPU(barePid), readCPU(boxedPid)
 			n, t, err := burst(ctx, c.clients, c.duration, func(ctx context.Context, k int) error { return s.f(ctx, 1+k) })
 			if err != nil {
 				return err
@@ -435,6 +456,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 				besideCPU += readCPU(besidePid).minus(beforeB).gateway
 			case bare:
 				bareCPU = bareCPU.plus(readCPU(barePid).minus(beforeBare))
+			case boxed:
+				boxedCPU = boxedCPU.plus(readCPU(boxedPid).minus(beforeBoxed))
 			}
 			s.n, s.t = s.n+n, s.t+t
 			fmt.Fprintf(w, "  %s %7.1f/s", strings.Fields(s.name)[0], rate(n, t))
@@ -473,6 +496,18 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		fmt.Fprintf(w, "  CPU per call (8-client phases): bare: loom %s + bare process %s;  gateway process %s against the bare process %s: %.2fx (target <= 1.5: %v)\n",
 			per(bareCPU.gatewayChildren, bare.n), bp, gp, bp, cpuRatio, cpuRatio > 0 && cpuRatio <= 1.5)
 	}
+	// The contained bare server's: the same ratio's floor once loom is
+	// contained (no front that contains loom so can read below it).
+	floorRatio, ownRatio := 0.0, 0.0
+	if tg.pid > 0 && bare != nil && boxed != nil && bare.n > 0 && boxed.n > 0 && gwSide.n > 0 {
+		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+		gp, bp, xp := per(gatewayCPU.gateway, gwSide.n), per(bareCPU.gateway, bare.n), per(boxedCPU.gateway, boxed.n)
+		if bp > 0 && xp > 0 {
+			floorRatio, ownRatio = float64(xp)/float64(bp), float64(gp)/float64(xp)
+		}
+		fmt.Fprintf(w, "  CPU per call (8-client phases): bare contained: loom and its init %s + process %s: %.2fx the bare process (the floor of gateway/bare once loom is contained); gateway process %.2fx the contained bare process (gateway's own %s)\n",
+			per(boxedCPU.gatewayChildren, boxed.n), xp, floorRatio, ownRatio, gp-xp)
+	}
 
 	if beside != nil && beside.n > 0 && gwSide.n > 0 {
 		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
@@ -485,6 +520,9 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		against, p50ratio, p50Max, p50ratio <= p50Max, tput, tputMin, tput >= tputMin)
 	if cpuRatio > 0 {
 		fmt.Fprintf(w, ", gateway/bare process CPU %.2f (target <= 1.5: %v)", cpuRatio, cpuRatio <= 1.5)
+	}
+	if floorRatio > 0 {
+		fmt.Fprintf(w, ", contained bare/bare process CPU %.2f (the floor), gateway/contained bare %.2f", floorRatio, ownRatio)
 	}
 	// The direct exec's p50 says how fast this machine starts loom in
 	// this sitting: a slow start hides the gateway's fixed cost.
