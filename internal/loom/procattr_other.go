@@ -20,7 +20,6 @@ func growPipe(*os.File, int) {}
 // awaitExit returns at once outside Linux: Wait blocks instead.
 func awaitExit(int) {}
 
-
 // pending reports 0 outside Linux: stdout's read ends WaitDelay after
 // the command exits.
 func pending(*os.File) int { return 0 }

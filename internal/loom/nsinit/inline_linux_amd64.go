@@ -96,13 +96,8 @@ type Inline struct {
 	// Pid is the init's pid, the leader of the process group the init and
 	// loom are in; killing it ends the namespace.
 	Pid int
-	// PidFD is a pidfd of the init, readable once it has exited; nil when
-	// it was started with StartInlineFDs, which leaves it in RawPidFD.
+	// PidFD is a pidfd of the init, readable once it has exited.
 	PidFD *os.File
-	// RawPidFD is the pidfd itself, a blocking descriptor outside the
-	// runtime's poller, when the init was started with StartInlineFDs
-	// (-1 otherwise): open until Reap, which closes it.
-	RawPidFD int
 
 	buf        *[inlineStack]byte // the block and the init's stack, until Reap
 	initPid    int
@@ -113,9 +108,12 @@ type Inline struct {
 
 // StartInline starts argv (argv[0] an absolute path) with exactly env, and
 // stdin, stdout and stderr as its descriptors 0-2, under an inline init,
-// the first process of a new PID namespace. It must be called from a
-// thread that outlives the command (runtime.LockOSThread): the init is
-// killed when that thread ends. The descriptors must not be 0-2; they are
+// the first process of a new PID namespace. The thread that calls it must
+// outlive the command: the init is killed when that thread ends (its
+// parent-death signal), and Go ends a thread when a goroutine exits
+// locked to it (runtime.LockOSThread), so no goroutine of the program may
+// do that (package loom's TestNoGoroutineEndsAThread holds the gateway to
+// it). The descriptors must not be 0-2; they are
 // put in blocking mode (os.File.Fd), as exec.Cmd does for the files it
 // passes. Errors are clone's (EPERM without CAP_SYS_ADMIN).
 //
@@ -135,29 +133,6 @@ func StartInline(argv, env []string, stdin, stdout, stderr *os.File, userNS bool
 // covered with an empty read-only tmpfs. A mount that fails ends the init
 // before loom starts; Reap returns the errno.
 func StartInlineProc(argv, env []string, stdin, stdout, stderr *os.File, userNS, proc bool) (*Inline, error) {
-	var fds [3]int
-	for i, f := range []*os.File{stdin, stdout, stderr} {
-		fds[i] = int(f.Fd())
-	}
-	p, err := StartInlineFDs(argv, env, fds, userNS, proc)
-	runtime.KeepAlive(stdin)
-	runtime.KeepAlive(stdout)
-	runtime.KeepAlive(stderr)
-	if err != nil {
-		return nil, err
-	}
-	_ = syscall.SetNonblock(p.RawPidFD, true) // for the runtime's poller
-	p.PidFD, p.RawPidFD = os.NewFile(uintptr(p.RawPidFD), "pidfd"), -1
-	return p, nil
-}
-
-// StartInlineFDs is StartInlineProc with the command's descriptors 0-2 as
-// descriptors (none of them 0-2, each kept open by the caller until the
-// call returns) and the init's pidfd left as it is, in RawPidFD: a
-// blocking descriptor the runtime's poller never sees, for a caller that
-// waits on it with poll(2) itself. It must be called, and the command
-// waited for, as StartInline says.
-func StartInlineFDs(argv, env []string, fds [3]int, userNS, proc bool) (*Inline, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("nsinit: no argv")
 	}
@@ -173,13 +148,14 @@ func StartInlineFDs(argv, env []string, fds [3]int, userNS, proc bool) (*Inline,
 	if err != nil {
 		return nil, err
 	}
-	p := &Inline{buf: buffers.Get().(*[inlineStack]byte), argv: argvp, envp: envp, path: path, RawPidFD: -1}
+	p := &Inline{buf: buffers.Get().(*[inlineStack]byte), argv: argvp, envp: envp, path: path}
 	clear(p.buf[:blockSize])
 	blk := (*inlineBlock)(unsafe.Pointer(&p.buf[0]))
 	blk.path = uintptr(unsafe.Pointer(path))
 	blk.argv = uintptr(unsafe.Pointer(&argvp[0]))
 	blk.envp = uintptr(unsafe.Pointer(&envp[0]))
-	for i, fd := range fds {
+	for i, f := range []*os.File{stdin, stdout, stderr} {
+		fd := f.Fd()
 		if fd < 3 {
 			buffers.Put(p.buf)
 			return nil, errors.New("nsinit: a standard descriptor of the gateway's own")
@@ -209,11 +185,16 @@ func StartInlineFDs(argv, env []string, fds [3]int, userNS, proc bool) (*Inline,
 		blk.procInit = uintptr(unsafe.Pointer(&mountInit[0]))
 	}
 	pid, errno := rawClone(&args, uintptr(unsafe.Pointer(blk)))
+	runtime.KeepAlive(stdin)
+	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(stderr)
 	if errno != 0 {
 		buffers.Put(p.buf)
 		return nil, syscall.Errno(errno)
 	}
-	p.Pid, p.RawPidFD = int(pid), int(p.pidfd)
+	p.Pid = int(pid)
+	_ = syscall.SetNonblock(int(p.pidfd), true) // for the runtime's poller
+	p.PidFD = os.NewFile(uintptr(p.pidfd), "pidfd")
 	if userNS {
 		err := writeIDMaps(p.Pid)
 		gate := int32(0)
@@ -254,16 +235,8 @@ func writeIDMaps(pid int) error {
 }
 
 // Kill sends SIGKILL to the init (through its pidfd, so never to a
-// process that reused its pid): the namespace ends with it. With
-// RawPidFD (StartInlineFDs) it must not be called once Reap has begun:
-// the descriptor's number may by then name another file.
+// process that reused its pid): the namespace ends with it.
 func (p *Inline) Kill() error {
-	if p.PidFD == nil {
-		if _, _, e := syscall.Syscall6(sysPidfdSendSignal, uintptr(p.RawPidFD), uintptr(syscall.SIGKILL), 0, 0, 0, 0); e != 0 {
-			return e
-		}
-		return nil
-	}
 	rc, err := p.PidFD.SyscallConn()
 	if err != nil {
 		return err
@@ -295,11 +268,7 @@ func (p *Inline) Reap() (Report, error) {
 			break
 		}
 	}
-	if p.PidFD != nil {
-		p.PidFD.Close()
-	} else {
-		syscall.Close(p.RawPidFD)
-	}
+	p.PidFD.Close()
 	blk := (*inlineBlock)(unsafe.Pointer(&p.buf[0]))
 	r := Report{State: byte(blk.state), Value: uint32(blk.value)}
 	p.initPid = int(blk.initPid)

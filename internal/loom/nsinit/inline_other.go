@@ -15,9 +15,8 @@ var errNoInline = errors.New("nsinit: no inline init for this platform")
 // Inline is a loom command started under an inline init; there is none
 // on this platform.
 type Inline struct {
-	Pid      int
-	PidFD    *os.File
-	RawPidFD int
+	Pid   int
+	PidFD *os.File
 }
 
 // StartInline fails: there is no inline init on this platform.
@@ -38,8 +37,3 @@ func (p *Inline) Reap() (Report, error) { return Report{}, errNoInline }
 
 // InitPid is 0: there is no inline init on this platform.
 func (p *Inline) InitPid() int { return 0 }
-
-// StartInlineFDs fails: there is no inline init on this platform.
-func StartInlineFDs(argv, env []string, fds [3]int, userNS, proc bool) (*Inline, error) {
-	return nil, errNoInline
-}
