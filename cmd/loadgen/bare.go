@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,9 +31,9 @@ import (
 // The contained bare server (--serve-bare with --bare-contained) is the
 // same, but starts loom as the gateway does: under the inline init, in a
 // PID namespace and a mount namespace with a /proc of its own
-// (loom.Contain's choice on this machine, which must be inline), from a
-// goroutine locked to its OS thread until the init is reaped (the init's
-// parent-death signal is tied to that thread). Its stdin and stderr are
+// (loom.Contain's choice on this machine, which must be inline), from the
+// request's goroutine, not locked to its thread, as package loom does.
+// Its stdin and stderr are
 // the null device, as the bare server's are; stdout is a pipe read whole.
 // It is the floor of the gateway's process CPU once loom is contained:
 // what any front pays that starts loom in those namespaces, with nothing
@@ -87,15 +86,16 @@ func serveBare(loomPath string, contained bool) error {
 }
 
 // runContained runs argv under c's inline init with stdin and stderr
-// null and returns its stdout, an error when it did not exit 0.
+// null and returns its stdout, an error when it did not exit 0. Its
+// goroutine is not locked to its thread, as package loom's is not: no
+// goroutine of this program ends a thread, so the one that ran the clone
+// (the init's parent-death signal is tied to it) outlives the command.
 func runContained(c loom.Containment, argv []string, null *os.File) ([]byte, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer pr.Close()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	p, err := nsinit.StartInlineProc(argv, []string{}, null, pw, null, c.UserNS, c.Proc)
 	pw.Close()
 	if err != nil {

@@ -2,6 +2,7 @@ package loom
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,13 +19,19 @@ import (
 // through the runner under each containment this machine allows: the cost
 // of a loom command's start, wait and end, stdout aside. Besides ns/op it
 // reports cpu-µs/op, the CPU the benchmark process and its reaped children
-// used per call (getrusage), kernel time included, and self-µs/op, the
+// used per call (getrusage), kernel time included; self-µs/op, the
 // benchmark process's alone (what a gateway process pays, its inits and
-// looms aside): wall time means little on a shared machine. Compare
+// looms aside); and switches/op, how often the benchmark process's
+// threads were switched out per call. Wall time means little on a shared
+// machine. Each runs with one client and with eight at once. Compare
 // containments with benchstat:
 //
 //	go test -run '^$' -bench RunContained -count 6 ./internal/loom/ > b.txt
 //	benchstat -col /contain b.txt
+//
+// BENCH_RUN_PROG names another program to run instead, one that exits 0
+// (cmd/loadgen/fastloom: the runner as loadgen's sittings drive it, each
+// call waiting milliseconds for a Go program's start and 10 KB).
 func BenchmarkRunContained(b *testing.B) {
 	src, err := nsinit.Executable()
 	if err != nil {
@@ -34,9 +41,12 @@ func BenchmarkRunContained(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog := filepath.Join(b.TempDir(), "nothing")
+	prog, exit := filepath.Join(b.TempDir(), "nothing"), 1
 	if err := os.WriteFile(prog, elf, 0o755); err != nil {
 		b.Fatal(err)
+	}
+	if p := os.Getenv("BENCH_RUN_PROG"); p != "" {
+		prog, exit = p, 0
 	}
 	cases := []struct {
 		name string
@@ -55,59 +65,79 @@ func BenchmarkRunContained(b *testing.B) {
 		{"userns-c", Containment{Init: src, UserNS: true}, func() error { return probe(Containment{Init: src, UserNS: true}) }, false},
 	}
 	for _, tc := range cases {
-		b.Run("contain="+tc.name, func(b *testing.B) {
-			if err := tc.ok(); err != nil {
-				b.Skip(err)
-			}
-			cli := New(Options{Contain: tc.c, Timeout: time.Minute, MaxConcurrent: 64})
-			argv, env := []string{prog}, []string{}
-			ctx := context.Background()
-			run := func() {
-				out, err := cli.Run(ctx, argv, env)
-				if err != nil || out.ExitCode != 1 {
-					b.Fatalf("Run = %+v, %v", out, err)
+		for _, clients := range []int{1, 8} {
+			b.Run(fmt.Sprintf("contain=%s/clients=%d", tc.name, clients), func(b *testing.B) {
+				if err := tc.ok(); err != nil {
+					b.Skip(err)
 				}
-			}
-			if tc.bare {
-				run = func() { runBare(b, tc.c, argv) }
-			}
-			b.ReportAllocs()
-			before, beforeSelf := cpuTime(), selfCPU()
-			b.ResetTimer()
-			for b.Loop() {
-				run()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-µs/op")
-			b.ReportMetric(float64((selfCPU()-beforeSelf).Microseconds())/float64(b.N), "self-µs/op")
-		})
+				cli := New(Options{Contain: tc.c, Timeout: time.Minute, MaxConcurrent: 64})
+				argv, env := []string{prog}, []string{}
+				ctx := context.Background()
+				run := func() error {
+					out, err := cli.Run(ctx, argv, env)
+					if err != nil || out.ExitCode != exit {
+						return fmt.Errorf("Run = %+v, %v", out, err)
+					}
+					return nil
+				}
+				if tc.bare {
+					run = func() error { return runBare(tc.c, argv, exit) }
+				}
+				b.ReportAllocs()
+				before, beforeSelf, beforeSwitches := cpuTime(), selfCPU(), selfSwitches()
+				b.ResetTimer()
+				if clients == 1 {
+					for b.Loop() {
+						if err := run(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					// clients calls at once, as loadgen's 8-client phases
+					// make them: the runtime's scheduler and its monitor
+					// thread then work as they do in a loaded gateway.
+					b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if err := run(); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				b.StopTimer()
+				b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-µs/op")
+				b.ReportMetric(float64((selfCPU()-beforeSelf).Microseconds())/float64(b.N), "self-µs/op")
+				b.ReportMetric(float64(selfSwitches()-beforeSwitches)/float64(b.N), "switches/op")
+			})
+		}
 	}
 }
 
 // runBare runs argv under c's inline init with nothing of the runner's
 // own: stdin and stderr the null device, stdout a pipe read to its end
-// from the goroutine that started the init (locked to its thread until
-// the init is reaped, as the runner's is), then the init reaped. It is
-// the floor of the runner's self-µs/op under that containment.
-func runBare(b *testing.B, c Containment, argv []string) {
+// from the goroutine that started the init (not locked to its thread, as
+// the runner's is not: see runInline), then the init reaped. It is the
+// floor of the runner's self-µs/op under that containment.
+func runBare(c Containment, argv []string, exit int) error {
 	null := devNull()
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	defer pr.Close()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	p, err := nsinit.StartInlineProc(argv, []string{}, null, pw, null, c.UserNS, c.Proc)
 	pw.Close()
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	_, _ = io.Copy(io.Discard, pr)
 	r, err := p.Reap()
-	if err != nil || r.State != nsinit.Exited || syscall.WaitStatus(r.Value).ExitStatus() != 1 {
-		b.Fatalf("Reap = %+v, %v", r, err)
+	if err != nil || r.State != nsinit.Exited || syscall.WaitStatus(r.Value).ExitStatus() != exit {
+		return fmt.Errorf("Reap = %+v, %v", r, err)
 	}
+	return nil
 }
 
 // cpuTime is the user and system time of this process and its reaped
@@ -128,4 +158,14 @@ func selfCPU() time.Duration {
 	var self syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano())
+}
+
+// selfSwitches is how many times this process's threads have been
+// switched out, of their own accord or not: on a virtual machine each
+// switch costs microseconds, and the count moves far less with the
+// machine's load than CPU time does.
+func selfSwitches() int64 {
+	var self syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	return self.Nvcsw + self.Nivcsw
 }
