@@ -476,7 +476,6 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 
 	if tg.pid > 0 && dSide.n > 0 && gwSide.n > 0 {
-		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		fmt.Fprintf(w, "  CPU per call (8-client phases): direct: loom %s + reading it %s = %s;  gateway: loom %s + gateway process %s = %s (%.2fx)\n",
 			per(directCPU.children, dSide.n), per(directCPU.self, dSide.n), per(directCPU.children+directCPU.self, dSide.n),
 			per(gatewayCPU.gatewayChildren, gwSide.n), per(gatewayCPU.gateway, gwSide.n), per(gatewayCPU.gatewayChildren+gatewayCPU.gateway, gwSide.n),
@@ -488,7 +487,6 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	// (issue 39: at most 1.5x at 10 KB).
 	cpuRatio := 0.0
 	if tg.pid > 0 && bare != nil && bare.n > 0 && gwSide.n > 0 {
-		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(bareCPU.gateway, bare.n)
 		if bp > 0 {
 			cpuRatio = float64(gp) / float64(bp)
@@ -500,7 +498,6 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	// contained (no front that contains loom so can read below it).
 	floorRatio, ownRatio := 0.0, 0.0
 	if tg.pid > 0 && bare != nil && boxed != nil && bare.n > 0 && boxed.n > 0 && gwSide.n > 0 {
-		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		gp, bp, xp := per(gatewayCPU.gateway, gwSide.n), per(bareCPU.gateway, bare.n), per(boxedCPU.gateway, boxed.n)
 		if bp > 0 && xp > 0 {
 			floorRatio, ownRatio = float64(xp)/float64(bp), float64(gp)/float64(xp)
@@ -510,7 +507,6 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	}
 
 	if beside != nil && beside.n > 0 && gwSide.n > 0 {
-		per := func(d time.Duration, n int64) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 		gp, bp := per(gatewayCPU.gateway, gwSide.n), per(besideCPU, beside.n)
 		fmt.Fprintf(w, "  beside gateway (%s) against the gateway, same sitting: p50 %.3f, calls/s %.3f, gateway process CPU per call %s against %s: %.3f\n",
 			besideWhat, float64(stats(beside.lat).p50)/float64(g.p50), rate(beside.n, beside.t)/gRate, bp, gp, float64(bp)/float64(gp))
@@ -853,6 +849,11 @@ func (a cpuTimes) minus(b cpuTimes) cpuTimes {
 
 func (a cpuTimes) plus(b cpuTimes) cpuTimes {
 	return cpuTimes{a.self + b.self, a.children + b.children, a.gateway + b.gateway, a.gatewayChildren + b.gatewayChildren}
+}
+
+// per is d per call over n calls, to the microsecond.
+func per(d time.Duration, n int64) time.Duration {
+	return (d / time.Duration(n)).Round(time.Microsecond)
 }
 
 // readCPU reads getrusage for this program and /proc/<pid>/stat (utime,

@@ -103,6 +103,12 @@ func exited(pid int) bool {
 	}
 }
 
+// awaitPidfd is awaitExit with f, a non-blocking pidfd of child pid,
+// already open.
+func awaitPidfd(f *os.File, pid int) {
+	awaitReadable(f, func() bool { return exited(pid) })
+}
+
 // pending reports how many bytes wait to be read in the pipe f (FIONREAD),
 // 0 when it cannot tell.
 func pending(f *os.File) int {

@@ -193,50 +193,17 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	if c.opts.Contain.Inline {
 		return c.runInline(ctx, runCtx, cancel, start, argv, env, read)
 	}
-	// Stdout is a pipe of our own, read here: exec.Cmd would copy it
-	// through a goroutine of its own into a writer.
-	pr, pw, err := os.Pipe()
+	ps, err := openPipes()
 	if err != nil {
 		failed.Duration = time.Since(start)
 		return failed, startFailure(err)
 	}
-	defer pr.Close()
-	// Stderr is a pipe too, read on a goroutine of its own into its tail.
-	er, ew, err := os.Pipe()
-	if err != nil {
-		pw.Close()
-		failed.Duration = time.Since(start)
-		return failed, startFailure(err)
-	}
-	defer er.Close()
-	var stderr tail
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		// Most commands write nothing to stderr: a read of the tail's size
-		// at a time keeps what each call allocates for it small.
-		buf := make([]byte, MaxStderrTail)
-		for {
-			n, err := er.Read(buf)
-			_, _ = stderr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
+	defer ps.close()
+	pr, pw, ew := ps.pr, ps.pw, ps.ew
 	// withStderr is out with the tail of stderr, once the command has
-	// ended: whatever still holds stderr gets WaitDelay to close it.
+	// ended.
 	withStderr := func(out Output) Output {
-		ew.Close()
-		t := time.NewTimer(c.opts.WaitDelay)
-		defer t.Stop()
-		select {
-		case <-stderrDone:
-		case <-t.C:
-			_ = er.SetReadDeadline(time.Now())
-			<-stderrDone
-		}
-		out.Stderr, out.StderrCut = stderr.bytes()
+		out.Stderr, out.StderrCut = ps.stderrTail(c.opts.WaitDelay)
 		return out
 	}
 	growPipe(pw, pipeSize)
@@ -309,6 +276,72 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	}
 	failed.ExitCode, failed.Signal = exit.code, exit.signal
 	return failed, nil
+}
+
+// pipes are a command's stdout and stderr: stdout a pipe of our own, read
+// by the caller (exec.Cmd would copy it through a goroutine of its own
+// into a writer), and stderr a pipe read on a goroutine of its own into
+// its tail.
+type pipes struct {
+	pr, pw, er, ew *os.File // stdout's read and write ends, stderr's
+	stderr         tail
+	stderrDone     chan struct{} // closed once stderr has been read to its end
+}
+
+// openPipes opens a command's stdout and stderr and starts reading stderr.
+func openPipes() (*pipes, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, err
+	}
+	p := &pipes{pr: pr, pw: pw, er: er, ew: ew, stderrDone: make(chan struct{})}
+	go func() {
+		defer close(p.stderrDone)
+		// Most commands write nothing to stderr: a read of the tail's size
+		// at a time keeps what each call allocates for it small.
+		buf := make([]byte, MaxStderrTail)
+		for {
+			n, err := er.Read(buf)
+			_, _ = p.stderr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// stderrTail is the tail of stderr, once the command has ended: it closes
+// our copy of stderr's write end, and whatever still holds stderr gets
+// grace to close it.
+func (p *pipes) stderrTail(grace time.Duration) ([]byte, bool) {
+	p.ew.Close()
+	select {
+	case <-p.stderrDone:
+	default:
+		t := time.NewTimer(grace)
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+			_ = p.er.SetReadDeadline(time.Now())
+			<-p.stderrDone
+		}
+		t.Stop()
+	}
+	return p.stderr.bytes()
+}
+
+// close closes all four ends (those already closed are left as they are).
+func (p *pipes) close() {
+	for _, f := range []*os.File{p.pr, p.pw, p.er, p.ew} {
+		f.Close()
+	}
 }
 
 // ended is the end of a call that ran (run, runInline), failed (the

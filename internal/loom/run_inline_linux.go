@@ -46,19 +46,13 @@ func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseF
 		failed.Duration = time.Since(start)
 		return failed, startFailure(errNoNull)
 	}
-	pr, pw, err := os.Pipe()
+	ps, err := openPipes()
 	if err != nil {
 		failed.Duration = time.Since(start)
 		return failed, startFailure(err)
 	}
-	defer pr.Close()
-	er, ew, err := os.Pipe()
-	if err != nil {
-		pw.Close()
-		failed.Duration = time.Since(start)
-		return failed, startFailure(err)
-	}
-	defer er.Close()
+	defer ps.close()
+	pr, pw, ew := ps.pr, ps.pw, ps.ew
 	growPipe(pw, pipeSize)
 	p, err := nsinit.StartInlineProc(argv, env, null, pw, ew, c.opts.Contain.UserNS, c.opts.Contain.Proc)
 	pw.Close() // the init has its own copies
@@ -70,19 +64,6 @@ func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseF
 		}
 		return failed, startFailure(err)
 	}
-	var stderr tail
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		buf := make([]byte, MaxStderrTail) // most commands write none: see run
-		for {
-			n, err := er.Read(buf)
-			_, _ = stderr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
 	// Kill is safe at any time: once Reap has closed the pidfd it fails.
 	var killed atomic.Bool
 	c.track(p.Pid, p.Kill)
@@ -95,22 +76,11 @@ func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseF
 	read(stdout)
 	// The init exits once loom has, or once a kill (the timeout,
 	// cancellation, the stdout cap) ends it.
-	awaitReadable(p.PidFD, func() bool { return exited(p.Pid) })
+	awaitPidfd(p.PidFD, p.Pid)
 	stopKill()
 	c.untrack(p.Pid)
 	r, rerr := p.Reap()
-	select {
-	case <-stderrDone:
-	default:
-		t := time.NewTimer(c.opts.WaitDelay)
-		select {
-		case <-stderrDone:
-		case <-t.C:
-			_ = er.SetReadDeadline(time.Now())
-			<-stderrDone
-		}
-		t.Stop()
-	}
+	stderr, stderrCut := ps.stderrTail(c.opts.WaitDelay)
 
 	var exit exitStatus
 	switch {
@@ -120,7 +90,7 @@ func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseF
 	case r.State == nsinit.Exited:
 		exit = waitExit(syscall.WaitStatus(r.Value))
 	}
-	failed.Stderr, failed.StderrCut = stderr.bytes()
+	failed.Stderr, failed.StderrCut = stderr, stderrCut
 	failed.Duration = time.Since(start)
 	if out, err, done := ended(ctx, runCtx, failed, stdout, killed.Load(), c.opts.Timeout, exit); done {
 		return out, err
