@@ -17,6 +17,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/storecodec"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -55,8 +56,12 @@ type Store struct {
 
 // memRun is a run and its state. Counters are kept in run.
 type memRun struct {
-	run     store.Run
-	calls   []store.Call
+	run store.Run
+	// calls is the call log, each record in its binary form
+	// (storecodec.EncodeCall): bytes without pointers, which the
+	// collector does not walk however long the log grows, at about a
+	// third of the size of the records they hold.
+	calls   [][]byte
 	handles []store.Referent
 	// ids maps the hash (Store.seed) of a referent's Identity to its
 	// index in handles, more to the indices of further referents whose
@@ -371,7 +376,7 @@ func (m *Store) Observe(_ context.Context, id string, conf ifc.Confidentiality) 
 // AppendCall appends a copy of c to the run's call log, or returns
 // ErrRunNotFound.
 func (m *Store) AppendCall(_ context.Context, id string, c store.Call) error {
-	c = cloneCall(c) // before the lock: the copy may be large
+	rec := storecodec.EncodeCall(c) // before the lock: the copy may be large
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -379,7 +384,7 @@ func (m *Store) AppendCall(_ context.Context, id string, c store.Call) error {
 	if err != nil {
 		return err
 	}
-	r.calls = append(r.calls, c)
+	r.calls = append(r.calls, rec)
 	r.run.Calls = len(r.calls)
 	return nil
 }
@@ -389,13 +394,13 @@ func (m *Store) AppendCall(_ context.Context, id string, c store.Call) error {
 // log's length, or ErrRunNotFound. Under the lock it only takes the log's
 // slice header, capped at its length: a stored record is never written
 // again (AppendCall stores a copy and only appends past the end), so the
-// page is copied after the lock is released, and a long log does not hold
-// up the store.
+// page is decoded after the lock is released, and a long log does not
+// hold up the store.
 func (m *Store) CallsPage(_ context.Context, id string, after, limit int) ([]store.Call, int, error) {
 	now := m.now()
 	m.mu.Lock()
 	r, err := m.live(id, now)
-	var log []store.Call
+	var log [][]byte
 	if err == nil {
 		log = r.calls[:len(r.calls):len(r.calls)]
 	}
@@ -408,8 +413,13 @@ func (m *Store) CallsPage(_ context.Context, id string, after, limit int) ([]sto
 		page = page[:limit]
 	}
 	out := make([]store.Call, len(page))
-	for i, c := range page {
-		out[i] = cloneCall(c)
+	for i, rec := range page {
+		// A copy of the record, as the decoded call's byte fields alias it.
+		c, err := storecodec.DecodeCall(bytes.Clone(rec))
+		if err != nil { // only ever a record of this process's own making
+			return nil, 0, err
+		}
+		out[i] = c
 	}
 	return out, len(log), nil
 }
@@ -458,11 +468,13 @@ func (m *Store) plan(id string, now time.Time, refs []store.Referent, keys *mint
 // in-flight mark f.Mark, under one lock, and returns the tokens;
 // ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with nothing written.
 func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, error) {
-	if store.Admitted(f.Call) != len(f.Refs) {
+	// The record before the lock (it may be large), with room for the
+	// tokens of its admitted entries.
+	rec, slots := storecodec.EncodeCallSlots(f.Call)
+	if len(slots) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
 	keys := m.mintKeys(f.Refs)
-	c := cloneCall(f.Call) // before the lock: the copy may be large
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -489,14 +501,10 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	if f.Observed != nil && !sameConfidentiality(label, r.run.ModelContext) {
 		r.run.ModelContext = store.CloneConfidentiality(label)
 	}
-	h := 0
-	for i := range c.Entries {
-		if c.Entries[i].Status == "admitted" {
-			c.Entries[i].Handle = tokens[h]
-			h++
-		}
+	for i, t := range tokens {
+		copy(rec[slots[i]:slots[i]+store.TokenWidth], t[len(t)-store.TokenWidth:])
 	}
-	r.calls = append(r.calls, c)
+	r.calls = append(r.calls, rec)
 	r.run.Calls = len(r.calls)
 	delete(r.flight, f.Mark)
 	return tokens, nil
@@ -920,65 +928,6 @@ func cloneReferent(r store.Referent) store.Referent {
 		r.Label.Integrity = out
 	}
 	return r
-}
-
-func cloneCall(c store.Call) store.Call {
-	c.Observed = store.CloneConfidentiality(c.Observed)
-	if c.Failure != nil {
-		f := *c.Failure
-		f.Argv = slices.Clone(f.Argv)
-		c.Failure = &f
-	}
-	if c.ExitCode != nil {
-		code := *c.ExitCode
-		c.ExitCode = &code
-	}
-	if c.Entries != nil {
-		c.Entries = cloneEntries(c.Entries)
-	}
-	return c
-}
-
-// cloneEntries copies entries and their labels' lists, the lists packed
-// into one array of strings and one of lists for the whole call rather
-// than one of each per entry (a nil list stays nil, an empty one empty).
-// Each list is capped at its length, so an append to one never writes
-// over the next.
-func cloneEntries(entries []store.CallEntry) []store.CallEntry {
-	out := slices.Clone(entries)
-	nStr, nList := 0, 0
-	for i := range out {
-		d := &out[i].Label
-		nList += len(d.Confidentiality)
-		for _, c := range d.Confidentiality {
-			nStr += len(c)
-		}
-		nStr += len(d.Integrity)
-	}
-	strs := make([]string, 0, nStr)
-	lists := make([][]string, 0, nList)
-	// The same packing as the referent's copy above (take), over strings
-	// rather than bytes.
-	clone := func(s []string) []string {
-		if s == nil {
-			return nil
-		}
-		start := len(strs)
-		strs = append(strs, s...)
-		return strs[start:len(strs):len(strs)]
-	}
-	for i := range out {
-		d := &out[i].Label
-		if d.Confidentiality != nil {
-			start := len(lists)
-			for _, c := range d.Confidentiality {
-				lists = append(lists, clone(c))
-			}
-			d.Confidentiality = lists[start:len(lists):len(lists)]
-		}
-		d.Integrity = clone(d.Integrity)
-	}
-	return out
 }
 
 func cloneResult(r store.Result) store.Result {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/loom-gateway/gateway/internal/ifc"
 	"github.com/loom-gateway/gateway/internal/store"
+	"github.com/loom-gateway/gateway/internal/store/storecodec"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -271,19 +272,19 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	k := s.keys(r.ID)
 	args := []any{at,
 		"tok", r.TokenHash[:],
-		"created", encodeTime(r.CreatedAt),
+		"created", storecodec.EncodeTime(r.CreatedAt),
 	}
 	if !r.ExpiresAt.IsZero() {
-		args = append(args, "expires", encodeTime(r.ExpiresAt), "expus", micros(r.ExpiresAt), "pxat", at)
+		args = append(args, "expires", storecodec.EncodeTime(r.ExpiresAt), "expus", micros(r.ExpiresAt), "pxat", at)
 	}
 	if r.Ceiling.Defined() {
-		args = append(args, "ceil", encodeConf(r.Ceiling.Clauses()))
+		args = append(args, "ceil", storecodec.EncodeConf(r.Ceiling.Clauses()))
 	}
 	if r.Tools != nil {
-		args = append(args, "tools", encodeStrs(r.Tools))
+		args = append(args, "tools", storecodec.EncodeStrs(r.Tools))
 	}
 	if len(r.ModelContext) > 0 {
-		args = append(args, "mc", encodeConf(r.ModelContext))
+		args = append(args, "mc", storecodec.EncodeConf(r.ModelContext))
 	}
 	if _, err := s.eval(ctx, true, scriptCreate, []string{k.run, k.calls, k.handles, k.order, k.result, k.flight, k.chain}, args...); err != nil {
 		// Undo the reservation, even if ctx is done.
@@ -335,21 +336,21 @@ func decodeRunReply(id string, v any) (store.Run, error) {
 		switch runFields[i] {
 		case "tok":
 			if len(val) != len(r.TokenHash) {
-				err = errCorrupt
+				err = storecodec.ErrCorrupt
 			}
 			copy(r.TokenHash[:], val)
 		case "created":
-			r.CreatedAt, err = decodeTime([]byte(val))
+			r.CreatedAt, err = storecodec.DecodeTime([]byte(val))
 		case "expires":
-			r.ExpiresAt, err = decodeTime([]byte(val))
+			r.ExpiresAt, err = storecodec.DecodeTime([]byte(val))
 		case "ceil":
 			var c ifc.Confidentiality
-			c, err = decodeConf([]byte(val))
+			c, err = storecodec.DecodeConf([]byte(val))
 			r.Ceiling = ifc.CeilingOf(c)
 		case "tools":
-			r.Tools, err = decodeStrs([]byte(val))
+			r.Tools, err = storecodec.DecodeStrs([]byte(val))
 		case "mc":
-			r.ModelContext, err = decodeConf([]byte(val))
+			r.ModelContext, err = storecodec.DecodeConf([]byte(val))
 		case "seq":
 			r.Seq, err = strconv.ParseInt(val, 10, 64)
 		case "hb":
@@ -662,7 +663,7 @@ func (s *Store) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 		}
 		var prev ifc.Confidentiality
 		if cur != "" {
-			if prev, err = decodeConf([]byte(cur)); err != nil {
+			if prev, err = storecodec.DecodeConf([]byte(cur)); err != nil {
 				return nil, corrupt("observe", err)
 			}
 		}
@@ -672,7 +673,7 @@ func (s *Store) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 		}
 		var rec []byte
 		if len(next) > 0 {
-			rec = encodeConf(next)
+			rec = storecodec.EncodeConf(next)
 		}
 		if string(rec) == cur {
 			return store.CloneConfidentiality(next), nil // nothing to write; the read was live
@@ -700,7 +701,7 @@ func (s *Store) Observe(ctx context.Context, id string, conf ifc.Confidentiality
 // ErrStoreUnavailable.
 func (s *Store) AppendCall(ctx context.Context, id string, c store.Call) error {
 	k := s.keys(id)
-	v, err := s.eval(ctx, true, scriptAppendCall, []string{k.run, k.calls}, s.nowUS(), encodeCall(c))
+	v, err := s.eval(ctx, true, scriptAppendCall, []string{k.run, k.calls}, s.nowUS(), storecodec.EncodeCall(c))
 	if err != nil {
 		return fail(ctx, "append call", err)
 	}
@@ -772,7 +773,7 @@ func (s *Store) CallsPage(ctx context.Context, id string, after, limit int) ([]s
 		}
 		for _, x := range recs {
 			rec, _ := x.(string)
-			c, err := decodeCall([]byte(rec))
+			c, err := storecodec.DecodeCall([]byte(rec))
 			if err != nil {
 				return nil, 0, corrupt("calls", err)
 			}
@@ -893,7 +894,7 @@ func (m *mintArgs) args(head []any, k int) []any {
 	for i := range m.refs {
 		b = append(append(b, 'i'), m.digests[i][:]...)
 		ends = append(ends, len(b))
-		b = appendReferent(b, m.refs[i])
+		b = storecodec.AppendReferent(b, m.refs[i])
 		ends = append(ends, len(b))
 		b = strconv.AppendInt(b, store.ReferentBytes(m.refs[i]), 10)
 		ends = append(ends, len(b))
@@ -937,7 +938,7 @@ func appendPieces(args []any, s string, ends []int) []any {
 // joined into; otherwise it writes nothing and the join is made again on
 // the label it returns.
 func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string, error) {
-	rec, cuts := encodeCallCut(f.Call, true)
+	rec, cuts := storecodec.EncodeCallCut(f.Call)
 	if len(cuts) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
@@ -956,7 +957,7 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 	observe, base := "0", f.Base
 	var cur []byte // the label as last read; nil before any read
 	if len(base) > 0 {
-		cur = encodeConf(base)
+		cur = storecodec.EncodeConf(base)
 	}
 	if f.Observed != nil {
 		observe = "1"
@@ -994,7 +995,7 @@ func (s *Store) Finish(ctx context.Context, id string, f store.Finish) ([]string
 			}
 			old = cur
 			if len(joined) > 0 {
-				next = encodeConf(joined)
+				next = storecodec.EncodeConf(joined)
 			}
 		}
 		toks, changed, err := s.minted(ctx, "finish", scriptFinish, keys, len(f.Refs), func(cands int) []any {
@@ -1037,7 +1038,7 @@ func decodeLabel(rec string) (ifc.Confidentiality, error) {
 	if rec == "" {
 		return nil, nil
 	}
-	return decodeConf([]byte(rec))
+	return storecodec.DecodeConf([]byte(rec))
 }
 
 // Handles returns the run's referents in minting order, or ErrRunNotFound
@@ -1082,7 +1083,7 @@ func (s *Store) Handles(ctx context.Context, id string) ([]store.Referent, error
 		for i := range toks {
 			suf, _ := toks[i].(string)
 			rec, _ := recs[i].(string)
-			r, err := decodeReferent([]byte(rec), store.ValueTokenPrefix+suf)
+			r, err := storecodec.DecodeReferent([]byte(rec), store.ValueTokenPrefix+suf)
 			if err != nil {
 				return nil, corrupt("handles", err)
 			}
@@ -1167,7 +1168,7 @@ func (s *Store) Handle(ctx context.Context, id, token string) (store.Referent, b
 		return store.Referent{}, false, corrupt("handle", errReply)
 	}
 	rec, _ := a[0].(string)
-	r, err := decodeReferent([]byte(rec), token)
+	r, err := storecodec.DecodeReferent([]byte(rec), token)
 	if err != nil {
 		return store.Referent{}, false, corrupt("handle", err)
 	}
@@ -1180,7 +1181,7 @@ func (s *Store) Handle(ctx context.Context, id, token string) (store.Referent, b
 // ErrResultExists if one is stored, or ErrStoreUnavailable.
 func (s *Store) PutResult(ctx context.Context, id string, res store.Result) error {
 	k := s.keys(id)
-	rec := encodeResult(res)
+	rec := storecodec.EncodeResult(res)
 	tip := s.tips.get(id)
 	sealed, err := sealOn(res.Seal, nil, tip)
 	if err != nil {
@@ -1245,7 +1246,7 @@ func (s *Store) Result(ctx context.Context, id string) (store.Result, error) {
 		return store.Result{}, corrupt("result", errReply)
 	}
 	rec, _ := a[0].(string)
-	res, err := decodeResult([]byte(rec))
+	res, err := storecodec.DecodeResult([]byte(rec))
 	if err != nil {
 		return store.Result{}, corrupt("result", err)
 	}

@@ -1,4 +1,10 @@
-package redisstore
+// Package storecodec is the binary form of the store's records: calls,
+// referents, results and label lists. The Redis store keeps every record
+// of a run in it; the memory store keeps each run's call log in it, so
+// that the log is bytes without pointers, which the garbage collector
+// does not walk (BENCHMARKS.md, section 11), and a fraction of the size
+// of the records it holds.
+package storecodec
 
 import (
 	"encoding/binary"
@@ -9,10 +15,9 @@ import (
 	"github.com/loom-gateway/gateway/internal/store"
 )
 
-// The Redis store keeps calls, referents, results and the label lists of a
-// run as compact binary records, not JSON: row values, clauses and atoms are
-// stored byte for byte as the gateway produced them (a JSON round trip may
-// re-escape or re-space them), and a record is a fraction of the size.
+// Records are compact and binary, not JSON: row values, clauses and atoms
+// are stored byte for byte as the gateway produced them (a JSON round trip
+// may re-escape or re-space them), and a record is a fraction of the size.
 //
 // A record is a version byte followed by fields. A string or byte field is a
 // uvarint length and the bytes; an integer is a varint; a bool is one byte;
@@ -21,11 +26,11 @@ import (
 // contract tells them apart (Run.Tools).
 
 // codecVersion starts every record; a record of another version is refused
-// (errCorrupt) rather than misread.
+// (ErrCorrupt) rather than misread.
 const codecVersion = 1
 
-// errCorrupt reports a stored record that does not decode.
-var errCorrupt = errors.New("store: redis: corrupt record")
+// ErrCorrupt reports a stored record that does not decode.
+var ErrCorrupt = errors.New("store: corrupt record")
 
 type encoder struct{ b []byte }
 
@@ -88,8 +93,10 @@ func (e *encoder) label(l ifc.Label) {
 }
 
 // decoder reads a record. Byte fields alias the record, each capped so that
-// an append by a caller cannot reach the next field; the record itself is a
-// fresh copy of the reply, so nothing aliases the store or another caller.
+// an append by a caller cannot reach the next field: a caller decodes a
+// record of its own (the Redis store's is a fresh copy of the reply, the
+// memory store copies the one it keeps), so nothing aliases the store or
+// another caller.
 // The first malformed field sets err; later reads return zero values.
 type decoder struct {
 	b   []byte
@@ -99,14 +106,14 @@ type decoder struct {
 func newDecoder(rec []byte) *decoder {
 	d := &decoder{b: rec}
 	if len(rec) == 0 || rec[0] != codecVersion {
-		d.err = errCorrupt
+		d.err = ErrCorrupt
 		return d
 	}
 	d.b = rec[1:]
 	return d
 }
 
-func (d *decoder) fail() { d.err, d.b = errCorrupt, nil }
+func (d *decoder) fail() { d.err, d.b = ErrCorrupt, nil }
 
 func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
@@ -230,7 +237,7 @@ func (d *decoder) label() ifc.Label {
 	return ifc.Label{Confidentiality: d.conf(), Integrity: d.atoms()}
 }
 
-// done returns the decoding error, or errCorrupt if bytes are left over.
+// done returns the decoding error, or ErrCorrupt if bytes are left over.
 func (d *decoder) done() error {
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
@@ -240,48 +247,54 @@ func (d *decoder) done() error {
 
 // Records.
 
-func encodeConf(c ifc.Confidentiality) []byte {
+// EncodeConf encodes a confidentiality (a run's label, a ceiling).
+func EncodeConf(c ifc.Confidentiality) []byte {
 	e := newEncoder()
 	e.conf(c)
 	return e.b
 }
 
-func decodeConf(rec []byte) (ifc.Confidentiality, error) {
+// DecodeConf decodes EncodeConf's record; its clauses alias rec.
+func DecodeConf(rec []byte) (ifc.Confidentiality, error) {
 	d := newDecoder(rec)
 	c := d.conf()
 	return c, d.done()
 }
 
-func encodeStrs(ss []string) []byte {
+// EncodeStrs encodes a list of strings (nil and empty apart).
+func EncodeStrs(ss []string) []byte {
 	e := newEncoder()
 	e.strs(ss)
 	return e.b
 }
 
-func decodeStrs(rec []byte) ([]string, error) {
+// DecodeStrs decodes EncodeStrs's record.
+func DecodeStrs(rec []byte) ([]string, error) {
 	d := newDecoder(rec)
 	ss := d.strs()
 	return ss, d.done()
 }
 
-func encodeTime(t time.Time) []byte {
+// EncodeTime encodes an instant.
+func EncodeTime(t time.Time) []byte {
 	e := newEncoder()
 	e.time(t)
 	return e.b
 }
 
-func decodeTime(rec []byte) (time.Time, error) {
+// DecodeTime decodes EncodeTime's record.
+func DecodeTime(rec []byte) (time.Time, error) {
 	d := newDecoder(rec)
 	t := d.time()
 	return t, d.done()
 }
 
-// encodeReferent writes a referent without its token (the token is the
+// EncodeReferent writes a referent without its token (the token is the
 // hash field that holds the record).
-func encodeReferent(r store.Referent) []byte { return appendReferent(nil, r) }
+func EncodeReferent(r store.Referent) []byte { return AppendReferent(nil, r) }
 
-// appendReferent appends encodeReferent(r) to b.
-func appendReferent(b []byte, r store.Referent) []byte {
+// AppendReferent appends EncodeReferent(r) to b.
+func AppendReferent(b []byte, r store.Referent) []byte {
 	e := encoder{b: append(b, codecVersion)}
 	e.str(r.Kind)
 	e.str(r.Source)
@@ -291,7 +304,9 @@ func appendReferent(b []byte, r store.Referent) []byte {
 	return e.b
 }
 
-func decodeReferent(rec []byte, token string) (store.Referent, error) {
+// DecodeReferent decodes EncodeReferent's record as the referent of
+// token; its byte fields alias rec.
+func DecodeReferent(rec []byte, token string) (store.Referent, error) {
 	d := newDecoder(rec)
 	r := store.Referent{Token: token}
 	r.Kind = d.str()
@@ -302,19 +317,38 @@ func decodeReferent(rec []byte, token string) (store.Referent, error) {
 	return r, d.done()
 }
 
-func encodeCall(c store.Call) []byte {
-	rec, _ := encodeCallCut(c, false)
+// EncodeCall encodes a call record.
+func EncodeCall(c store.Call) []byte {
+	rec, _ := encodeCall(c, tokensWhole)
 	return rec
 }
 
-// encodeCallCut is encodeCall, less, when cut is set, the token suffix of
-// each admitted entry: it returns the record without them and, for each
-// admitted entry in order, the bytes of the record before its suffix goes
-// in (each Handle a token of store.TokenWidth characters, whatever the
-// entry held).
-func encodeCallCut(c store.Call, cut bool) ([]byte, []int) {
+// EncodeCallCut is EncodeCall less the token suffix of each admitted
+// entry: it returns the record without them and, for each admitted entry
+// in order, the bytes of the record before its suffix goes in (each Handle
+// a token of store.TokenWidth characters, whatever the entry held). The
+// Redis store splices the suffixes in once its script has minted them.
+func EncodeCallCut(c store.Call) ([]byte, []int) { return encodeCall(c, tokensCut) }
+
+// EncodeCallSlots is EncodeCall with room for the token suffix of each
+// admitted entry: it returns the record and, for each admitted entry in
+// order, the offset of its suffix's store.TokenWidth bytes, which the
+// caller writes once the tokens are minted (each Handle a value token,
+// whatever the entry held).
+func EncodeCallSlots(c store.Call) ([]byte, []int) { return encodeCall(c, tokensSlot) }
+
+// How encodeCall writes the Handle of an admitted entry.
+type tokenMode int
+
+const (
+	tokensWhole tokenMode = iota // as the entry holds it
+	tokensCut                    // the value prefix; the suffix left out
+	tokensSlot                   // the value prefix and room for the suffix
+)
+
+func encodeCall(c store.Call, mode tokenMode) ([]byte, []int) {
 	var cuts []int
-	if cut {
+	if mode != tokensWhole {
 		cuts = make([]int, 0, len(c.Entries))
 	}
 	e := encoder{b: make([]byte, 1, 256+64*len(c.Entries))}
@@ -345,10 +379,13 @@ func encodeCallCut(c store.Call, cut bool) ([]byte, []int) {
 			e.strs(alts)
 		}
 		e.strs(x.Label.Integrity)
-		if cut && x.Status == "admitted" {
+		if mode != tokensWhole && x.Status == "admitted" {
 			e.uvarint(uint64(len(store.ValueTokenPrefix) + store.TokenWidth))
 			e.b = append(e.b, store.ValueTokenPrefix...)
 			cuts = append(cuts, len(e.b))
+			if mode == tokensSlot {
+				e.b = append(e.b, make([]byte, store.TokenWidth)...)
+			}
 		} else {
 			e.str(x.Handle)
 		}
@@ -366,7 +403,8 @@ func encodeCallCut(c store.Call, cut bool) ([]byte, []int) {
 	return e.b, cuts
 }
 
-func decodeCall(rec []byte) (store.Call, error) {
+// DecodeCall decodes a call record; its byte fields alias rec.
+func DecodeCall(rec []byte) (store.Call, error) {
 	d := newDecoder(rec)
 	var c store.Call
 	c.OutputID = d.str()
@@ -412,7 +450,8 @@ func decodeCall(rec []byte) (store.Call, error) {
 	return c, d.done()
 }
 
-func encodeResult(r store.Result) []byte {
+// EncodeResult encodes a run's result.
+func EncodeResult(r store.Result) []byte {
 	e := newEncoder()
 	e.bytes(r.Value)
 	e.listLen(len(r.Documents), r.Documents == nil)
@@ -428,7 +467,8 @@ func encodeResult(r store.Result) []byte {
 	return e.b
 }
 
-func decodeResult(rec []byte) (store.Result, error) {
+// DecodeResult decodes EncodeResult's record; its byte fields alias rec.
+func DecodeResult(rec []byte) (store.Result, error) {
 	d := newDecoder(rec)
 	var r store.Result
 	r.Value = d.bytes()
