@@ -58,7 +58,7 @@ func (s *Service) sealCall(c *call, rec store.Call, res *ifc.Result) store.Seal 
 	return func(tokens []string, tip store.Tip) (store.Sealed, error) {
 		var body []byte
 		if res != nil {
-			body = res.AppendJSON(make([]byte, 0, 4096), tokens)
+			body = res.AppendJSON(nil, tokens) // sized by AppendJSON
 		}
 		b, err := receipt.CallRecord(receipt.Meta{RunID: c.run.ID, Seq: tip.Seq + 1, EventID: event, Prev: tip.Hash, At: at}, rec, tokens, body)
 		if err != nil {
@@ -83,7 +83,7 @@ func (c *call) answer(res ifc.Result, handles []string) []byte {
 	if c.response != nil {
 		return c.response
 	}
-	return res.AppendJSON(make([]byte, 0, 4096), handles)
+	return res.AppendJSON(nil, handles) // sized by AppendJSON
 }
 
 // chainAttrs are the chain's facts an audit record carries: the record's

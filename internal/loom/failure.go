@@ -219,6 +219,9 @@ type tail struct {
 
 func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
+	if n == 0 { // most commands write nothing: no buffer for them
+		return 0, nil
+	}
 	if len(p) > MaxStderrTail {
 		t.cut = true
 		p = p[len(p)-MaxStderrTail:]

@@ -288,6 +288,9 @@ type pipes struct {
 	stderrDone     chan struct{} // closed once stderr has been read to its end
 }
 
+// stderrBufs are the buffers stderr is read through.
+var stderrBufs = sync.Pool{New: func() any { return new([MaxStderrTail]byte) }}
+
 // openPipes opens a command's stdout and stderr and starts reading stderr.
 func openPipes() (*pipes, error) {
 	pr, pw, err := os.Pipe()
@@ -303,11 +306,12 @@ func openPipes() (*pipes, error) {
 	p := &pipes{pr: pr, pw: pw, er: er, ew: ew, stderrDone: make(chan struct{})}
 	go func() {
 		defer close(p.stderrDone)
-		// Most commands write nothing to stderr: a read of the tail's size
-		// at a time keeps what each call allocates for it small.
-		buf := make([]byte, MaxStderrTail)
+		// Most commands write nothing to stderr: a pooled buffer of the
+		// tail's size to read with, and the tail allocates only for bytes.
+		buf := stderrBufs.Get().(*[MaxStderrTail]byte)
+		defer stderrBufs.Put(buf)
 		for {
-			n, err := er.Read(buf)
+			n, err := er.Read(buf[:])
 			_, _ = p.stderr.Write(buf[:n])
 			if err != nil {
 				return

@@ -469,8 +469,15 @@ func (m *Store) plan(id string, now time.Time, refs []store.Referent, keys *mint
 // ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with nothing written.
 func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, error) {
 	// The record before the lock (it may be large), with room for the
-	// tokens of its admitted entries.
-	rec, slots := storecodec.EncodeCallSlots(f.Call)
+	// tokens of its admitted entries, written in a pooled buffer and kept
+	// in one of exactly its size.
+	buf := recordBufs.Get().(*[]byte)
+	enc, slots := storecodec.AppendCallSlots((*buf)[:0], f.Call)
+	rec := bytes.Clone(enc)
+	if cap(enc) <= maxPooledRecord {
+		*buf = enc
+		recordBufs.Put(buf)
+	}
 	if len(slots) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
@@ -509,6 +516,13 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	delete(r.flight, f.Mark)
 	return tokens, nil
 }
+
+// recordBufs are the buffers Finish writes a call's record in; one grown
+// past maxPooledRecord (a call of unusually many or long labels) is left
+// to the collector.
+var recordBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledRecord = 64 << 10
 
 // mintKeys is what a mint knows of its referents before it takes the
 // lock: the hash of each one's Identity and, once plan has asked for them,

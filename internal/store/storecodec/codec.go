@@ -319,7 +319,7 @@ func DecodeReferent(rec []byte, token string) (store.Referent, error) {
 
 // EncodeCall encodes a call record.
 func EncodeCall(c store.Call) []byte {
-	rec, _ := encodeCall(c, tokensWhole)
+	rec, _ := encodeCall(nil, c, tokensWhole)
 	return rec
 }
 
@@ -328,14 +328,16 @@ func EncodeCall(c store.Call) []byte {
 // in order, the bytes of the record before its suffix goes in (each Handle
 // a token of store.TokenWidth characters, whatever the entry held). The
 // Redis store splices the suffixes in once its script has minted them.
-func EncodeCallCut(c store.Call) ([]byte, []int) { return encodeCall(c, tokensCut) }
+func EncodeCallCut(c store.Call) ([]byte, []int) { return encodeCall(nil, c, tokensCut) }
 
-// EncodeCallSlots is EncodeCall with room for the token suffix of each
+// AppendCallSlots is EncodeCall with room for the token suffix of each
 // admitted entry: it returns the record and, for each admitted entry in
 // order, the offset of its suffix's store.TokenWidth bytes, which the
 // caller writes once the tokens are minted (each Handle a value token,
-// whatever the entry held).
-func EncodeCallSlots(c store.Call) ([]byte, []int) { return encodeCall(c, tokensSlot) }
+// whatever the entry held). The record is appended to dst.
+func AppendCallSlots(dst []byte, c store.Call) ([]byte, []int) {
+	return encodeCall(dst, c, tokensSlot)
+}
 
 // How encodeCall writes the Handle of an admitted entry.
 type tokenMode int
@@ -346,13 +348,18 @@ const (
 	tokensSlot                   // the value prefix and room for the suffix
 )
 
-func encodeCall(c store.Call, mode tokenMode) ([]byte, []int) {
+// encodeCall appends c's record to dst (nil: a buffer of its own) and
+// returns the offsets mode asks for, from the record's start.
+func encodeCall(dst []byte, c store.Call, mode tokenMode) ([]byte, []int) {
 	var cuts []int
 	if mode != tokensWhole {
 		cuts = make([]int, 0, len(c.Entries))
 	}
-	e := encoder{b: make([]byte, 1, 256+64*len(c.Entries))}
-	e.b[0] = codecVersion
+	if dst == nil {
+		dst = make([]byte, 0, 256+64*len(c.Entries))
+	}
+	start := len(dst)
+	e := encoder{b: append(dst, codecVersion)}
 	e.str(c.OutputID)
 	e.str(c.Tool)
 	e.str(c.Status)
@@ -382,7 +389,7 @@ func encodeCall(c store.Call, mode tokenMode) ([]byte, []int) {
 		if mode != tokensWhole && x.Status == "admitted" {
 			e.uvarint(uint64(len(store.ValueTokenPrefix) + store.TokenWidth))
 			e.b = append(e.b, store.ValueTokenPrefix...)
-			cuts = append(cuts, len(e.b))
+			cuts = append(cuts, len(e.b)-start)
 			if mode == tokensSlot {
 				e.b = append(e.b, make([]byte, store.TokenWidth)...)
 			}

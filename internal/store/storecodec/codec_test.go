@@ -56,7 +56,11 @@ func TestCallSlots(t *testing.T) {
 	for i := range c.Entries {
 		c.Entries[i].Handle = "" // what the core hands the store
 	}
-	rec, slots := EncodeCallSlots(c)
+	rec, slots := AppendCallSlots([]byte("before"), c)
+	if string(rec[:6]) != "before" {
+		t.Fatalf("AppendCallSlots wrote over dst: %q", rec[:6])
+	}
+	rec = rec[6:]
 	cut, cuts := EncodeCallCut(c)
 	if len(slots) != 2 || len(cuts) != 2 {
 		t.Fatalf("slots %v, cuts %v: want one per admitted entry", slots, cuts)
