@@ -149,3 +149,39 @@ func BenchmarkMemoryPerHandle(b *testing.B) {
 	b.ReportMetric(total/float64(b.N), "B/handle")
 	b.ReportMetric(float64(payload)/handles, "payload-B/handle")
 }
+
+// BenchmarkMemoryPerCall reports the heap held per call record with
+// 10,000 calls in one run (the default --max-calls-per-run), each shaped
+// as cmd/loadgen's 10 KB loom_search answer under the work ceiling: 48
+// entries, 16 admitted with a one-clause label and a handle, 32 withheld.
+func BenchmarkMemoryPerCall(b *testing.B) {
+	const calls = 10_000
+	c := store.Call{OutputID: "out-000001", Tool: "loom_search", Status: "ok", Admitted: 16, Withheld: 32,
+		Observed: ifc.Confidentiality{[]byte(`["https://loom.example/facet/work"]`)}, Duration: 7 * time.Millisecond,
+		StartedAt: time.Now()}
+	for i := range 48 {
+		if i%3 == 0 {
+			c.Entries = append(c.Entries, store.CallEntry{Status: "admitted", LabelSource: "row",
+				Label:  ifc.Disclosed{Confidentiality: [][]string{{"https://loom.example/facet/work"}}, Integrity: []string{}},
+				Handle: fmt.Sprintf("cfh:v:%05d", i)})
+		} else {
+			c.Entries = append(c.Entries, store.CallEntry{Status: "withheld", ReasonCode: "cfc_ceiling_exceeded"})
+		}
+	}
+	ctx := context.Background()
+	var total float64
+	for b.Loop() {
+		before := testkit.LiveHeap()
+		m := memstore.New(memstore.Options{})
+		benchRun(b, m, "run-call-log")
+		for range calls {
+			if err := m.AppendCall(ctx, "run-call-log", c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := testkit.LiveHeap()
+		runtime.KeepAlive(m)
+		total += float64(after-before) / calls
+	}
+	b.ReportMetric(total/float64(b.N), "B/call")
+}

@@ -376,7 +376,7 @@ func (m *Store) Observe(_ context.Context, id string, conf ifc.Confidentiality) 
 // AppendCall appends a copy of c to the run's call log, or returns
 // ErrRunNotFound.
 func (m *Store) AppendCall(_ context.Context, id string, c store.Call) error {
-	rec := storecodec.EncodeCall(c) // before the lock: the copy may be large
+	rec, _ := record(c, false) // before the lock: the copy may be large
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -469,15 +469,8 @@ func (m *Store) plan(id string, now time.Time, refs []store.Referent, keys *mint
 // ErrRunNotFound, ErrLabelLimit or ErrHandleLimit with nothing written.
 func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, error) {
 	// The record before the lock (it may be large), with room for the
-	// tokens of its admitted entries, written in a pooled buffer and kept
-	// in one of exactly its size.
-	buf := recordBufs.Get().(*[]byte)
-	enc, slots := storecodec.AppendCallSlots((*buf)[:0], f.Call)
-	rec := bytes.Clone(enc)
-	if cap(enc) <= maxPooledRecord {
-		*buf = enc
-		recordBufs.Put(buf)
-	}
+	// tokens of its admitted entries.
+	rec, slots := record(f.Call, true)
 	if len(slots) != len(f.Refs) {
 		return nil, store.ErrFinishShape
 	}
@@ -517,9 +510,30 @@ func (m *Store) Finish(_ context.Context, id string, f store.Finish) ([]string, 
 	return tokens, nil
 }
 
-// recordBufs are the buffers Finish writes a call's record in; one grown
-// past maxPooledRecord (a call of unusually many or long labels) is left
-// to the collector.
+// record is c's record as the call log keeps it (storecodec), with room
+// for the tokens of its admitted entries when slots is set, and their
+// offsets. It is written in a pooled buffer and kept in one of exactly
+// its size.
+func record(c store.Call, slots bool) ([]byte, []int) {
+	buf := recordBufs.Get().(*[]byte)
+	var enc []byte
+	var at []int
+	if slots {
+		enc, at = storecodec.AppendCallSlots((*buf)[:0], c)
+	} else {
+		enc = storecodec.AppendCall((*buf)[:0], c)
+	}
+	rec := bytes.Clone(enc)
+	if cap(enc) <= maxPooledRecord {
+		*buf = enc
+		recordBufs.Put(buf)
+	}
+	return rec, at
+}
+
+// recordBufs are the buffers record writes in; one grown past
+// maxPooledRecord (a call of unusually many or long labels) is left to
+// the collector.
 var recordBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledRecord = 64 << 10

@@ -318,8 +318,11 @@ func DecodeReferent(rec []byte, token string) (store.Referent, error) {
 }
 
 // EncodeCall encodes a call record.
-func EncodeCall(c store.Call) []byte {
-	rec, _ := encodeCall(nil, c, tokensWhole)
+func EncodeCall(c store.Call) []byte { return AppendCall(nil, c) }
+
+// AppendCall appends EncodeCall(c) to dst.
+func AppendCall(dst []byte, c store.Call) []byte {
+	rec, _ := encodeCall(dst, c, tokensWhole)
 	return rec
 }
 
