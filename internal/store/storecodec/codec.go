@@ -115,30 +115,21 @@ func newDecoder(rec []byte) *decoder {
 
 func (d *decoder) fail() { d.err, d.b = ErrCorrupt, nil }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	u, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return u
-}
+func (d *decoder) uvarint() uint64 { return number(d, binary.Uvarint) }
+func (d *decoder) varint() int64   { return number(d, binary.Varint) }
 
-func (d *decoder) varint() int64 {
+// number reads one varint with read (binary.Uvarint or binary.Varint).
+func number[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	i, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail()
 		return 0
 	}
 	d.b = d.b[n:]
-	return i
+	return v
 }
 
 func (d *decoder) int() int { return int(d.varint()) }
