@@ -190,15 +190,16 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 	if env == nil {
 		env = []string{} // a nil Env would inherit the gateway's environment
 	}
-	if c.opts.Contain.Inline {
-		return c.runInline(ctx, runCtx, cancel, start, argv, env, read)
-	}
 	ps, err := openPipes()
 	if err != nil {
 		failed.Duration = time.Since(start)
 		return failed, startFailure(err)
 	}
 	defer ps.close()
+	growPipe(ps.pw, pipeSize)
+	if c.opts.Contain.Inline {
+		return c.runInline(ctx, runCtx, cancel, start, argv, env, ps, read)
+	}
 	pr, pw, ew := ps.pr, ps.pw, ps.ew
 	// withStderr is out with the tail of stderr, once the command has
 	// ended.
@@ -206,7 +207,6 @@ func (c *CLI) run(ctx context.Context, argv, env []string, read func(r io.Reader
 		out.Stderr, out.StderrCut = ps.stderrTail(c.opts.WaitDelay)
 		return out
 	}
-	growPipe(pw, pipeSize)
 	stdout := &limitReader{r: pr, limit: c.opts.MaxStdout, onLimit: func() { cancel(ErrStdoutLimit) }}
 
 	var killed atomic.Bool

@@ -12,7 +12,7 @@ import (
 	"github.com/loom-gateway/gateway/internal/loom/nsinit"
 )
 
-// runInline is run for Options.Contain.Inline: it starts argv under an
+// runInline is run for Options.Contain.Inline, with run's pipes ps: it starts argv under an
 // inline init (nsinit.StartInlineProc) from the calling goroutine, reads
 // stdout there with read while a second goroutine reads stderr into its
 // tail, and then waits for the init's exit on its pidfd; every wait is in
@@ -39,21 +39,14 @@ import (
 // stdout and stderr each get WaitDelay to close with nothing waiting in
 // them (a process that got a descriptor out of the namespace could hold
 // them).
-func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseFunc, start time.Time, argv, env []string, read func(r io.Reader)) (Output, error) {
+func (c *CLI) runInline(ctx, runCtx context.Context, cancel context.CancelCauseFunc, start time.Time, argv, env []string, ps *pipes, read func(r io.Reader)) (Output, error) {
 	failed := Output{ExitCode: -1}
 	null := devNull()
 	if null == nil {
 		failed.Duration = time.Since(start)
 		return failed, startFailure(errNoNull)
 	}
-	ps, err := openPipes()
-	if err != nil {
-		failed.Duration = time.Since(start)
-		return failed, startFailure(err)
-	}
-	defer ps.close()
 	pr, pw, ew := ps.pr, ps.pw, ps.ew
-	growPipe(pw, pipeSize)
 	p, err := nsinit.StartInlineProc(argv, env, null, pw, ew, c.opts.Contain.UserNS, c.opts.Contain.Proc)
 	pw.Close() // the init has its own copies
 	ew.Close()

@@ -239,45 +239,35 @@ func (d *decoder) done() error {
 // Records.
 
 // EncodeConf encodes a confidentiality (a run's label, a ceiling).
-func EncodeConf(c ifc.Confidentiality) []byte {
-	e := newEncoder()
-	e.conf(c)
-	return e.b
-}
+func EncodeConf(c ifc.Confidentiality) []byte { return one(func(e *encoder) { e.conf(c) }) }
 
 // DecodeConf decodes EncodeConf's record; its clauses alias rec.
-func DecodeConf(rec []byte) (ifc.Confidentiality, error) {
-	d := newDecoder(rec)
-	c := d.conf()
-	return c, d.done()
-}
+func DecodeConf(rec []byte) (ifc.Confidentiality, error) { return readOne(rec, (*decoder).conf) }
 
 // EncodeStrs encodes a list of strings (nil and empty apart).
-func EncodeStrs(ss []string) []byte {
-	e := newEncoder()
-	e.strs(ss)
-	return e.b
-}
+func EncodeStrs(ss []string) []byte { return one(func(e *encoder) { e.strs(ss) }) }
 
 // DecodeStrs decodes EncodeStrs's record.
-func DecodeStrs(rec []byte) ([]string, error) {
-	d := newDecoder(rec)
-	ss := d.strs()
-	return ss, d.done()
-}
+func DecodeStrs(rec []byte) ([]string, error) { return readOne(rec, (*decoder).strs) }
 
 // EncodeTime encodes an instant.
-func EncodeTime(t time.Time) []byte {
+func EncodeTime(t time.Time) []byte { return one(func(e *encoder) { e.time(t) }) }
+
+// DecodeTime decodes EncodeTime's record.
+func DecodeTime(rec []byte) (time.Time, error) { return readOne(rec, (*decoder).time) }
+
+// one is the record of the one field write writes.
+func one(write func(*encoder)) []byte {
 	e := newEncoder()
-	e.time(t)
+	write(e)
 	return e.b
 }
 
-// DecodeTime decodes EncodeTime's record.
-func DecodeTime(rec []byte) (time.Time, error) {
+// readOne reads the record of one field with read.
+func readOne[T any](rec []byte, read func(*decoder) T) (T, error) {
 	d := newDecoder(rec)
-	t := d.time()
-	return t, d.done()
+	v := read(d)
+	return v, d.done()
 }
 
 // EncodeReferent writes a referent without its token (the token is the
